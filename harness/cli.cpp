@@ -1,0 +1,82 @@
+#include "harness/cli.h"
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/cli_options.h"
+#include "harness/host_info.h"
+#include "harness/train_command.h"
+#include "models/recipe.h"
+
+namespace noeira {
+
+namespace {
+
+std::function<int()> add_list_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("list", "List the models (recipes) and data sets");
+  return [cmd]() {
+    if (!cmd->parsed()) return -1;
+    std::printf("models (recipes in %s):\n", recipe_dir().c_str());
+    for (const std::string& name : list_recipes()) {
+      Result<Recipe> r = load_recipe_for_model(name);
+      if (r)
+        std::printf("  %-10s %s [dataset %s, batch %lld, %d epochs]\n", name.c_str(),
+                    r->description.c_str(), r->dataset.c_str(), static_cast<long long>(r->batch),
+                    r->epochs);
+      else
+        std::printf("  %-10s (broken recipe: %s)\n", name.c_str(), r.error().message.c_str());
+    }
+    std::printf("datasets:\n  mnist          MNIST (IDX), 60000 train / 10000 test\n"
+                "  fashion-mnist  Fashion-MNIST (IDX), 60000 train / 10000 test\n");
+    return kExitOk;
+  };
+}
+
+std::function<int()> add_env_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("env", "Describe this machine, this build and the GPU");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON instead of text");
+  return [cmd, json]() {
+    if (!cmd->parsed()) return -1;
+    const nlohmann::json env = {{"host", host_info()}, {"build", build_info()},
+                                {"device", device_info()}};
+    if (*json) {
+      std::printf("%s\n", env.dump(2).c_str());
+      return kExitOk;
+    }
+    for (const auto& [section, fields] : env.items()) {
+      std::printf("%s:\n", section.c_str());
+      for (const auto& [k, v] : fields.items())
+        std::printf("  %-14s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str()
+                                                             : v.dump().c_str());
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"noeira-bench: trains the noeira models, times them, and compares them with a "
+               "PyTorch twin on the same recipe and data"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "noeira-bench 0.1.0");
+  std::vector<std::function<int()>> commands;
+  commands.push_back(add_train_command(app));
+  commands.push_back(add_list_command(app));
+  commands.push_back(add_env_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help/version or the parse error
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  for (auto& run : commands)
+    if (int rc = run(); rc >= 0) return rc;
+  return kExitUsage;
+}
+
+}  // namespace noeira

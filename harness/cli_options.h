@@ -1,0 +1,18 @@
+// Option parsing helpers shared by the subcommands.
+#pragma once
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "nn/error.h"
+#include "nn/tensor.h"
+
+namespace noeira {
+
+// "cpu" | "gpu" | "auto" (auto = gpu when a CUDA device is usable, else cpu).
+Result<Device> resolve_target(const std::string& target);
+
+// Prints "noeira-bench: error: <message>" to stderr and returns `code`.
+int report_error(const std::string& message, int code);
+
+}  // namespace noeira

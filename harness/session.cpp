@@ -1,0 +1,32 @@
+#include "harness/session.h"
+
+#include "models/model_builder.h"
+
+namespace noeira {
+
+DataSource make_data_source(const DataOptions& o) {
+  DataSource s;
+  if (!o.data_dir.empty()) s.data_dir = o.data_dir;
+  return s;
+}
+
+Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,
+                                              const TrainerOptions& o) {
+  Result<std::unique_ptr<Module>> model = build_model(recipe);
+  if (!model) return model.error();
+  TrainerConfig cfg;
+  cfg.device = o.device;
+  cfg.threads = o.threads;
+  cfg.seed = o.seed;
+  cfg.batch = recipe.batch;
+  cfg.drop_last = recipe.drop_last;
+  cfg.task = recipe.task;
+  cfg.optimizer = recipe.optimizer;
+  cfg.init.kind = recipe.init;
+  cfg.use_train_cuda_graph = o.use_train_cuda_graph;
+  cfg.model_name = recipe.name;
+  cfg.recipe = recipe.json;
+  return Trainer::create(std::move(model).value(), cfg, data.train, data.test);
+}
+
+}  // namespace noeira

@@ -1,0 +1,32 @@
+// Shared set-up for the subcommands that train: recipe, data, trainer.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "datasets/data_files.h"
+#include "models/recipe.h"
+#include "models/recipe_data.h"
+#include "nn/training/trainer.h"
+
+namespace noeira {
+
+struct DataOptions {
+  std::string dataset;  // empty = the recipe's
+  std::string data_dir; // empty = $NOEIRA_DATA / cache / download
+};
+
+DataSource make_data_source(const DataOptions& o);
+
+struct TrainerOptions {
+  Device device = Device::kCpu;
+  int threads = 0;
+  uint64_t seed = 0;
+  bool use_train_cuda_graph = false;
+};
+
+// A model's trainer on already-loaded data (load it once, train several seeds).
+Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,
+                                              const TrainerOptions& o);
+
+}  // namespace noeira

@@ -1,0 +1,99 @@
+// Scalar math shared by the CPU loops and the CUDA kernels (DESIGN.md rule 5).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/common/hd.h"
+
+namespace noeira {
+
+enum class Act : uint8_t { kNone, kReLU, kGELU };
+
+// GELU, tanh approximation (as torch's approximate="tanh").
+namespace gelu_detail {
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+}  // namespace gelu_detail
+
+NOEIRA_HD float gelu(float x) {
+  using namespace gelu_detail;
+  const float inner = kSqrt2OverPi * (x + kCubic * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+
+NOEIRA_HD float gelu_grad(float x) {
+  using namespace gelu_detail;
+  const float inner = kSqrt2OverPi * (x + kCubic * x * x * x);
+  const float t = tanhf(inner);
+  const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner;
+}
+
+NOEIRA_HD float act_forward(Act a, float x) {
+  switch (a) {
+    case Act::kReLU: return x > 0.0f ? x : 0.0f;
+    case Act::kGELU: return gelu(x);
+    default: return x;
+  }
+}
+
+// d act / d pre, given the pre-activation `pre` (GELU) or the output `post` (ReLU:
+// post > 0 exactly when pre > 0, so ReLU needs no extra buffer).
+NOEIRA_HD float act_grad(Act a, float pre, float post) {
+  switch (a) {
+    case Act::kReLU: return post > 0.0f ? 1.0f : 0.0f;
+    case Act::kGELU: return gelu_grad(pre);
+    default: return 1.0f;
+  }
+}
+
+// ---- Optimizers. Written in the order of operations torch.optim uses, so the twin's
+// ---- parity check compares like with like.
+struct AdamHyper {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  bool decoupled = false;  // AdamW
+};
+
+struct AdamStepScalars {
+  float step_size;         // lr / (1 - beta1^t)
+  float bias_corr2_sqrt;   // sqrt(1 - beta2^t)
+  float decay_factor;      // AdamW: 1 - lr * wd
+};
+
+// t is the 1-based step number. Computed in double, like torch's Python scalars.
+NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
+  const double bc1 = 1.0 - pow(static_cast<double>(h.beta1), static_cast<double>(t));
+  const double bc2 = 1.0 - pow(static_cast<double>(h.beta2), static_cast<double>(t));
+  AdamStepScalars s;
+  s.step_size = static_cast<float>(static_cast<double>(h.lr) / bc1);
+  s.bias_corr2_sqrt = static_cast<float>(sqrt(bc2));
+  s.decay_factor = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
+  return s;
+}
+
+NOEIRA_HD void adam_update(float& p, float g, float& m, float& v, const AdamHyper& h,
+                           const AdamStepScalars& s) {
+  if (h.decoupled) {
+    p *= s.decay_factor;
+  } else if (h.weight_decay != 0.0f) {
+    g += h.weight_decay * p;
+  }
+  m = h.beta1 * m + (1.0f - h.beta1) * g;
+  v = h.beta2 * v + (1.0f - h.beta2) * g * g;
+  const float denom = sqrtf(v) / s.bias_corr2_sqrt + h.eps;
+  p -= s.step_size * (m / denom);
+}
+
+struct SgdHyper {
+  float lr = 0.01f, momentum = 0.9f, weight_decay = 0.0f;
+};
+
+// torch.optim.SGD with momentum (dampening 0, no Nesterov): buf = mu*buf + g.
+// The first step sets buf = g; buf starts at zero, so mu*0 + g gives the same.
+NOEIRA_HD void sgd_update(float& p, float g, float& buf, const SgdHyper& h) {
+  if (h.weight_decay != 0.0f) g += h.weight_decay * p;
+  buf = h.momentum * buf + g;
+  p -= h.lr * buf;
+}
+
+}  // namespace noeira

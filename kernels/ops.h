@@ -1,0 +1,78 @@
+// The backend interface: every op a module, loss or optimizer needs, on raw pointers
+// into arenas. kernels/cpu implements it with OpenBLAS + loops, kernels/cuda with
+// cuBLASLt + kernels. Nothing here allocates or synchronises with the host.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/math.h"
+
+namespace noeira {
+
+// Per-trainer step state, resident on the device. Kernels read batch offset and Adam
+// step from here so a captured step can be replayed unchanged (DESIGN.md section 2).
+struct StepCounters {
+  int64_t step;            // optimizer steps taken so far
+  int64_t batch_in_epoch;  // index of the current batch within the epoch
+};
+
+// Loss/accuracy accumulators, resident on the device, read back at epoch ends.
+struct LossStats {
+  double loss_sum;  // sum of per-sample losses
+  int64_t correct;  // top-1 hits (classification)
+  int64_t count;    // samples seen
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C.
+  virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                    float* C, int64_t ldc) = 0;
+  // y(M,N) = act(y + bias) in place; `pre` (may be null) receives y + bias for backward.
+  virtual void bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N,
+                        Act act) = 0;
+  virtual void act_forward(const float* x, float* y, int64_t n, Act act) = 0;
+  // dx = dy * act'(pre, post).
+  virtual void act_backward(const float* dy, const float* pre, const float* post, float* dx,
+                            int64_t n, Act act) = 0;
+  // db(N) += column sums of dy(M,N), rows summed in order.
+  virtual void bias_grad(const float* dy, float* db, int64_t M, int64_t N) = 0;
+  virtual void add(const float* a, const float* b, float* y, int64_t n) = 0;
+
+  // Fused stable softmax + cross-entropy over logits(B,C). Writes dlogits (if not null)
+  // = (softmax - onehot) / B, adds to *stats, and stores the batch mean loss in
+  // loss_history[counters->batch_in_epoch] when loss_history is not null.
+  virtual void softmax_xent(const float* logits, const int32_t* labels, int64_t B, int64_t C,
+                            float* dlogits, LossStats* stats, float* loss_history,
+                            const StepCounters* counters) = 0;
+  // Mean squared error over pred(B,D): loss = mean over all B*D; dpred = 2(p - t)/(B*D).
+  virtual void mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
+                   LossStats* stats, float* loss_history, const StepCounters* counters) = 0;
+
+  // Optimizers over flat buffers; the 1-based step is counters->step + 1.
+  virtual void adam(float* p, const float* g, float* m, float* v, int64_t n,
+                    const AdamHyper& h, const StepCounters* counters) = 0;
+  virtual void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) = 0;
+
+  // dst(rows, row_elems) = src[perm[batch_in_epoch * rows + r]] for r < rows.
+  virtual void gather_rows(const float* src, const int32_t* perm, int64_t rows,
+                           int64_t row_elems, const StepCounters* counters, float* dst) = 0;
+  virtual void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
+                             const StepCounters* counters, int32_t* dst) = 0;
+  // perm(n) = the Philox permutation of epoch `epoch` (docs/rng.md); keys: n scratch words.
+  virtual void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
+                       uint64_t* keys) = 0;
+
+  // End of a training step: step += 1, batch_in_epoch += 1.
+  virtual void advance(StepCounters* counters) = 0;
+  virtual void fill_zero(void* p, size_t bytes) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  // Waits for queued work (epoch boundaries and timers only, never inside a step).
+  virtual void synchronize() = 0;
+};
+
+}  // namespace noeira

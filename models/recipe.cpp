@@ -1,0 +1,100 @@
+#include "models/recipe.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+namespace noeira {
+
+std::filesystem::path recipe_dir() {
+  if (const char* env = std::getenv("NOEIRA_RECIPES"); env && *env) return env;
+  return std::filesystem::path(NOEIRA_SOURCE_DIR) / "models" / "recipes";
+}
+
+std::vector<std::string> list_recipes() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(recipe_dir(), ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<Recipe> load_recipe_for_model(const std::string& model) {
+  const auto path = recipe_dir() / (model + ".json");
+  if (!std::filesystem::exists(path)) {
+    std::string known;
+    for (const auto& n : list_recipes()) known += (known.empty() ? "" : ", ") + n;
+    return make_error("unknown model '" + model + "' (no " + path.string() +
+                      "); known models: " + known);
+  }
+  return load_recipe(path);
+}
+
+Result<Recipe> load_recipe(const std::filesystem::path& path) {
+  const std::string where = "recipe " + path.string();
+  std::ifstream in(path);
+  if (!in) return make_error(where + ": cannot open it");
+  Recipe r;
+  r.path = path;
+  r.json = nlohmann::json::parse(in, nullptr, false);
+  if (r.json.is_discarded() || !r.json.is_object())
+    return make_error(where + ": not valid JSON; check it with `python3 -m json.tool`");
+  try {
+    const auto& j = r.json;
+    r.name = j.at("name").get<std::string>();
+    r.description = j.value("description", "");
+    const std::string task = j.value("task", "classification");
+    if (task == "classification") r.task = Task::kClassification;
+    else if (task == "regression") r.task = Task::kRegression;
+    else return make_error(where + ": task '" + task + "' is not classification or regression");
+    const auto& ds = j.at("dataset");
+    r.dataset = ds.at("name").get<std::string>();
+    if (ds.contains("normalize")) {
+      r.norm_mean = ds["normalize"].at("mean").get<float>();
+      r.norm_std = ds["normalize"].at("std").get<float>();
+    }
+    for (int64_t d : j.at("input_shape").get<std::vector<int64_t>>())
+      r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;
+    r.num_classes = j.value("num_classes", 0);
+    r.batch = j.at("batch").get<int64_t>();
+    r.drop_last = j.value("drop_last", true);
+    r.epochs = j.at("epochs").get<int>();
+    if (j.contains("quick")) {
+      r.quick_epochs = j["quick"].value("epochs", 1);
+      r.quick_max_steps = j["quick"].value("max_steps", int64_t{0});
+    }
+    Result<InitKind> init = parse_init_kind(j.value("init", "kaiming_uniform"));
+    if (!init) return make_error(where + ": " + init.error().message);
+    r.init = *init;
+    const auto& o = j.at("optimizer");
+    const std::string type = o.at("type").get<std::string>();
+    if (type == "adam") r.optimizer.kind = OptimizerKind::kAdam;
+    else if (type == "adamw") r.optimizer.kind = OptimizerKind::kAdamW;
+    else if (type == "sgd") r.optimizer.kind = OptimizerKind::kSgd;
+    else return make_error(where + ": optimizer '" + type + "' is not adam, adamw or sgd");
+    if (r.optimizer.kind == OptimizerKind::kSgd) {
+      r.optimizer.sgd.lr = o.at("lr").get<float>();
+      r.optimizer.sgd.momentum = o.value("momentum", 0.9f);
+      r.optimizer.sgd.weight_decay = o.value("weight_decay", 0.0f);
+    } else {
+      r.optimizer.adam.lr = o.at("lr").get<float>();
+      const auto betas = o.value("betas", std::vector<float>{0.9f, 0.999f});
+      if (betas.size() != 2) return make_error(where + ": optimizer.betas needs two numbers");
+      r.optimizer.adam.beta1 = betas[0];
+      r.optimizer.adam.beta2 = betas[1];
+      r.optimizer.adam.eps = o.value("eps", 1e-8f);
+      r.optimizer.adam.weight_decay = o.value("weight_decay", 0.0f);
+      r.optimizer.adam.decoupled = r.optimizer.kind == OptimizerKind::kAdamW;
+    }
+    if (!j.at("layers").is_array() || j["layers"].empty())
+      return make_error(where + ": 'layers' must be a non-empty list");
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(where + ": missing or mistyped field (" + std::string(e.what()) + ")");
+  }
+  if (r.batch <= 0 || r.epochs <= 0)
+    return make_error(where + ": batch and epochs must be positive");
+  return r;
+}
+
+}  // namespace noeira

@@ -1,0 +1,20 @@
+// The data a recipe trains on, loaded from files and turned into normalised floats
+// shaped as the recipe's input.
+#pragma once
+#include <string>
+
+#include "datasets/data_files.h"
+#include "models/recipe.h"
+#include "nn/training/tensor_dataset.h"
+
+namespace noeira {
+
+struct DataSplit {
+  TensorDataset train, test;
+};
+
+// `dataset_override` (may be empty) replaces the recipe's dataset, e.g. fashion-mnist.
+Result<DataSplit> load_recipe_data(const Recipe& recipe, const std::string& dataset_override,
+                                   const DataSource& source);
+
+}  // namespace noeira

@@ -1,0 +1,27 @@
+// What a module needs at run time: the backend ops, the arenas its slots point into,
+// and the device-resident step counters.
+#pragma once
+#include "kernels/ops.h"
+#include "nn/memory_plan.h"
+
+namespace noeira {
+
+class Context {
+ public:
+  Context(Ops& ops, const Arenas& arenas, const Slot& counters)
+      : ops_(ops), arenas_(arenas), counters_(counters) {}
+
+  Ops& ops() const { return ops_; }
+  const Arenas& arenas() const { return arenas_; }
+  Device device() const { return arenas_.device(); }
+  Tensor view(const Slot& s, int64_t rows = -1) const { return arenas_.view(s, rows); }
+  float* f32(const Slot& s) const { return arenas_.as<float>(s); }
+  StepCounters* counters() const { return arenas_.as<StepCounters>(counters_); }
+
+ private:
+  Ops& ops_;
+  const Arenas& arenas_;
+  Slot counters_;
+};
+
+}  // namespace noeira

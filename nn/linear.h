@@ -1,0 +1,34 @@
+// Linear layer y = act(x W^T + b), W: (out, in) as torch stores it. With an activation
+// it is the fused LinearAct: the bias add and activation run in one pass after the GEMM
+// (a cuBLASLt epilogue on the GPU), and the pre-activation is kept only for GELU.
+#pragma once
+#include "kernels/common/math.h"
+#include "nn/module.h"
+
+namespace noeira {
+
+class Linear : public Module {
+ public:
+  explicit Linear(int64_t out_features, Act act = Act::kNone, bool bias = true)
+      : out_(out_features), act_(act), has_bias_(bias) {}
+  std::string kind() const override;
+  Shape plan(PlanContext& pc, const Shape& in) override;
+  Tensor forward(Context& ctx, const Tensor& x) override;
+  Tensor backward(Context& ctx, const Tensor& dy) override;
+
+ private:
+  int64_t in_ = 0, out_;
+  Act act_;
+  bool has_bias_;
+  ParamRef weight_, bias_;
+  Slot y_, pre_, dz_, dx_;  // (B, ..., out) x3, (B, ..., in)
+  Tensor x_;                // input of the last forward
+};
+
+// The fused form under its own name, for readability at call sites.
+class LinearAct : public Linear {
+ public:
+  LinearAct(int64_t out_features, Act act) : Linear(out_features, act) {}
+};
+
+}  // namespace noeira

@@ -1,0 +1,34 @@
+#include "nn/loss.h"
+
+namespace noeira {
+
+void Loss::plan(PlanContext& pc, const Shape& out) {
+  dout_ = pc.plan.reserve(MemCategory::kActivations, out.with_batch(pc.batch), DType::kF32);
+}
+
+Tensor SoftmaxCrossEntropy::run(Context& ctx, const Tensor& out, const Tensor& target,
+                                LossStats* stats, float* history, bool with_grad) {
+  const int64_t classes = out.shape[out.shape.rank - 1];
+  const int64_t rows = out.numel() / classes;
+  Tensor d = with_grad ? ctx.view(dout_, out.rows()) : Tensor{};
+  ctx.ops().softmax_xent(out.f32(), target.i32(), rows, classes, with_grad ? d.f32() : nullptr,
+                         stats, history, ctx.counters());
+  return d;
+}
+
+Tensor MeanSquaredError::run(Context& ctx, const Tensor& out, const Tensor& target,
+                             LossStats* stats, float* history, bool with_grad) {
+  const int64_t rows = out.rows();
+  const int64_t width = out.numel() / rows;
+  Tensor d = with_grad ? ctx.view(dout_, rows) : Tensor{};
+  ctx.ops().mse(out.f32(), target.f32(), rows, width, with_grad ? d.f32() : nullptr, stats,
+                history, ctx.counters());
+  return d;
+}
+
+std::unique_ptr<Loss> make_loss(Task task) {
+  if (task == Task::kRegression) return std::make_unique<MeanSquaredError>();
+  return std::make_unique<SoftmaxCrossEntropy>();
+}
+
+}  // namespace noeira

@@ -1,0 +1,113 @@
+#include "nn/memory_plan.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace noeira {
+
+const char* mem_category_name(MemCategory c) {
+  switch (c) {
+    case MemCategory::kParams: return "parameters";
+    case MemCategory::kGrads: return "gradients";
+    case MemCategory::kOptimState: return "optimizer state";
+    case MemCategory::kActivations: return "activations";
+    case MemCategory::kWorkspace: return "workspace";
+    case MemCategory::kDataset: return "dataset";
+    case MemCategory::kScalars: return "scalars";
+    case MemCategory::kCount: break;
+  }
+  return "?";
+}
+
+Slot MemoryPlan::reserve(MemCategory c, const Shape& shape, DType dtype, size_t align) {
+  size_t& size = sizes_[static_cast<size_t>(c)];
+  size = (size + align - 1) / align * align;
+  Slot s;
+  s.category = c;
+  s.offset = size;
+  s.shape = shape;
+  s.dtype = dtype;
+  s.bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  size += s.bytes;
+  return s;
+}
+
+size_t MemoryPlan::total_bytes() const {
+  size_t t = 0;
+  for (size_t s : sizes_) t += s;
+  return t;
+}
+
+std::string MemoryPlan::describe() const {
+  std::string out = "memory plan (one allocation per category):\n";
+  char line[128];
+  for (size_t i = 0; i < kMemCategoryCount; ++i) {
+    std::snprintf(line, sizeof line, "  %-16s %14zu bytes  %10.2f MiB\n",
+                  mem_category_name(static_cast<MemCategory>(i)), sizes_[i],
+                  static_cast<double>(sizes_[i]) / (1024.0 * 1024.0));
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  %-16s %14zu bytes  %10.2f MiB\n", "total", total_bytes(),
+                static_cast<double>(total_bytes()) / (1024.0 * 1024.0));
+  return out + line;
+}
+
+Result<void*> HostAllocator::allocate(size_t bytes, const char* what) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p)
+    return make_error("out of host memory allocating " + std::to_string(bytes) + " bytes for " +
+                      what + "; reduce the batch size or the data set");
+  std::memset(p, 0, rounded);
+  return p;
+}
+
+void HostAllocator::release(void* p) { std::free(p); }
+
+Arenas::Arenas(Arenas&& o) noexcept { *this = std::move(o); }
+
+Arenas& Arenas::operator=(Arenas&& o) noexcept {
+  if (this != &o) {
+    release_all();
+    allocator_ = std::exchange(o.allocator_, nullptr);
+    device_ = o.device_;
+    bases_ = std::exchange(o.bases_, {});
+  }
+  return *this;
+}
+
+Arenas::~Arenas() { release_all(); }
+
+void Arenas::release_all() {
+  if (!allocator_) return;
+  for (void*& b : bases_)
+    if (b) allocator_->release(std::exchange(b, nullptr));
+}
+
+Result<Arenas> Arenas::allocate(const MemoryPlan& plan, Allocator& allocator) {
+  Arenas a;
+  a.allocator_ = &allocator;
+  a.device_ = allocator.device();
+  for (size_t i = 0; i < kMemCategoryCount; ++i) {
+    const auto c = static_cast<MemCategory>(i);
+    if (plan.bytes(c) == 0) continue;
+    Result<void*> p = allocator.allocate(plan.bytes(c), mem_category_name(c));
+    if (!p) return p.error();
+    a.bases_[i] = *p;
+  }
+  return a;
+}
+
+Tensor Arenas::view(const Slot& s, int64_t rows) const {
+  Tensor t;
+  t.data = ptr(s);
+  t.shape = s.shape;
+  if (rows >= 0 && t.shape.rank > 0) t.shape[0] = rows;
+  t.dtype = s.dtype;
+  t.device = device_;
+  return t;
+}
+
+}  // namespace noeira

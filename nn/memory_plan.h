@@ -1,0 +1,94 @@
+// Plan, then allocate once (DESIGN.md rule 1). Building a model reserves every buffer
+// in a MemoryPlan; Arenas then make exactly one allocation per category, and nothing
+// allocates afterwards. A Slot is an offset into its category's arena.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "nn/error.h"
+#include "nn/tensor.h"
+
+namespace noeira {
+
+enum class MemCategory : uint8_t {
+  kParams,       // fp32 master parameters, contiguous (optimizers run over them flat)
+  kGrads,        // same layout as kParams
+  kOptimState,   // Adam m and v / SGD momentum, same layout as kParams each
+  kActivations,  // forward outputs and backward gradients for one batch
+  kWorkspace,    // scratch: GEMM workspace, shuffle keys
+  kDataset,      // the resident training and test sets
+  kScalars,      // step counters, loss accumulators, per-step loss history
+  kCount
+};
+constexpr size_t kMemCategoryCount = static_cast<size_t>(MemCategory::kCount);
+const char* mem_category_name(MemCategory c);
+
+struct Slot {
+  MemCategory category = MemCategory::kWorkspace;
+  size_t offset = 0;
+  size_t bytes = 0;
+  Shape shape;
+  DType dtype = DType::kF32;
+  bool valid() const { return bytes > 0; }
+};
+
+class MemoryPlan {
+ public:
+  // Reserves a buffer; offsets are aligned to `align` bytes (16 keeps float4 access legal).
+  Slot reserve(MemCategory c, const Shape& shape, DType dtype, size_t align = 256);
+  size_t bytes(MemCategory c) const { return sizes_[static_cast<size_t>(c)]; }
+  size_t total_bytes() const;
+  // A table of bytes per category, for `train` to print.
+  std::string describe() const;
+
+ private:
+  std::array<size_t, kMemCategoryCount> sizes_{};
+};
+
+// Where an arena's memory comes from: host memory here, cudaMalloc in kernels/cuda.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual Device device() const = 0;
+  // Returns zero-filled memory, or an Error naming the size and the category.
+  virtual Result<void*> allocate(size_t bytes, const char* what) = 0;
+  virtual void release(void* p) = 0;
+};
+
+class HostAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::kCpu; }
+  Result<void*> allocate(size_t bytes, const char* what) override;
+  void release(void* p) override;
+};
+
+class Arenas {
+ public:
+  Arenas() = default;
+  Arenas(const Arenas&) = delete;
+  Arenas& operator=(const Arenas&) = delete;
+  Arenas(Arenas&&) noexcept;
+  Arenas& operator=(Arenas&&) noexcept;
+  ~Arenas();
+
+  // One allocation per non-empty category of the plan.
+  static Result<Arenas> allocate(const MemoryPlan& plan, Allocator& allocator);
+
+  void* base(MemCategory c) const { return bases_[static_cast<size_t>(c)]; }
+  void* ptr(const Slot& s) const { return static_cast<char*>(base(s.category)) + s.offset; }
+  template <class T>
+  T* as(const Slot& s) const { return static_cast<T*>(ptr(s)); }
+  // A view of a slot; rows >= 0 replaces the leading dimension.
+  Tensor view(const Slot& s, int64_t rows = -1) const;
+  Device device() const { return device_; }
+
+ private:
+  void release_all();
+  Allocator* allocator_ = nullptr;
+  Device device_ = Device::kCpu;
+  std::array<void*, kMemCategoryCount> bases_{};
+};
+
+}  // namespace noeira

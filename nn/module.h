@@ -1,0 +1,39 @@
+// A module plans its parameters and buffers once, then runs forward and backward on
+// views into the arenas. Modules own the buffers for their output and for the
+// gradient of their input; a combinator wires its children's buffers together.
+#pragma once
+#include <string>
+
+#include "nn/context.h"
+#include "nn/params.h"
+
+namespace noeira {
+
+struct PlanContext {
+  MemoryPlan& plan;
+  ParamRegistry& params;
+  int64_t batch = 0;              // rows every activation buffer is sized for
+  bool input_needs_grad = false;  // must backward produce d(input)?
+  std::string prefix;             // parameter name prefix, e.g. "fc1."
+
+  PlanContext child(const std::string& name, bool needs_grad) const {
+    PlanContext c{plan, params, batch, needs_grad, prefix + name + "."};
+    return c;
+  }
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual std::string kind() const = 0;
+  // Registers parameters and reserves buffers for a per-sample input shape `in`
+  // (no batch dimension); returns the per-sample output shape.
+  virtual Shape plan(PlanContext& pc, const Shape& in) = 0;
+  // x: (rows, in...), rows <= the planned batch. Returns a view of the output buffer.
+  virtual Tensor forward(Context& ctx, const Tensor& x) = 0;
+  // dy: gradient of the last forward's output. Accumulates parameter gradients and
+  // returns d(input), or an empty tensor when the plan said no one needs it.
+  virtual Tensor backward(Context& ctx, const Tensor& dy) = 0;
+};
+
+}  // namespace noeira

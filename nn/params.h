@@ -1,0 +1,40 @@
+// Parameters are registered while planning: each gets a value slot in the parameter
+// arena and a gradient slot at the same offset in the gradient arena, so optimizers
+// can treat both as flat arrays.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "nn/memory_plan.h"
+
+namespace noeira {
+
+enum class ParamRole : uint8_t { kWeight, kBias };
+
+struct ParamInfo {
+  std::string name;  // e.g. "fc1.weight"
+  Slot value;
+  Slot grad;
+  ParamRole role = ParamRole::kWeight;
+  int64_t fan_in = 0;
+  int64_t fan_out = 0;
+};
+
+// A module's handle to one of its parameters.
+struct ParamRef {
+  Slot value;
+  Slot grad;
+};
+
+class ParamRegistry {
+ public:
+  ParamRef add(MemoryPlan& plan, std::string name, const Shape& shape, ParamRole role,
+               int64_t fan_in, int64_t fan_out);
+  const std::vector<ParamInfo>& all() const { return params_; }
+  int64_t count() const;  // scalar parameters, excluding alignment padding
+
+ private:
+  std::vector<ParamInfo> params_;
+};
+
+}  // namespace noeira

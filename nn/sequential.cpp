@@ -1,0 +1,32 @@
+#include "nn/sequential.h"
+
+namespace noeira {
+
+Sequential& Sequential::add(std::string name, std::unique_ptr<Module> m) {
+  children_.emplace_back(std::move(name), std::move(m));
+  return *this;
+}
+
+Shape Sequential::plan(PlanContext& pc, const Shape& in) {
+  Shape s = in;
+  for (size_t i = 0; i < children_.size(); ++i) {
+    // Only the first child's input is ours; every later input is a child's output.
+    PlanContext c = pc.child(children_[i].first, i == 0 ? pc.input_needs_grad : true);
+    s = children_[i].second->plan(c, s);
+  }
+  return s;
+}
+
+Tensor Sequential::forward(Context& ctx, const Tensor& x) {
+  Tensor h = x;
+  for (auto& [name, m] : children_) h = m->forward(ctx, h);
+  return h;
+}
+
+Tensor Sequential::backward(Context& ctx, const Tensor& dy) {
+  Tensor g = dy;
+  for (auto it = children_.rbegin(); it != children_.rend(); ++it) g = it->second->backward(ctx, g);
+  return g;
+}
+
+}  // namespace noeira

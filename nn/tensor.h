@@ -1,0 +1,54 @@
+// Tensor views: a pointer, a dtype, a shape. A view never owns memory; every byte
+// lives in an arena sized by the memory plan (nn/memory_plan.h).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace noeira {
+
+enum class DType : uint8_t { kF32, kBF16, kI32 };
+
+constexpr size_t dtype_size(DType t) { return t == DType::kBF16 ? 2 : 4; }
+const char* dtype_name(DType t);
+
+// Up to 6 dimensions, row-major; dims[0] is the batch where there is one.
+struct Shape {
+  static constexpr int kMaxDims = 6;
+  std::array<int64_t, kMaxDims> dims{};
+  int rank = 0;
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> d);
+  int64_t operator[](int i) const { return dims[static_cast<size_t>(i)]; }
+  int64_t& operator[](int i) { return dims[static_cast<size_t>(i)]; }
+  int64_t numel() const;
+  // The shape with `rows` prepended, e.g. per-sample (784) -> batch (B, 784).
+  Shape with_batch(int64_t rows) const;
+  // Product of all dims but the first: the row length of a batch tensor.
+  int64_t row_elems() const;
+  std::string str() const;
+  bool operator==(const Shape& o) const;
+};
+
+enum class Device : uint8_t { kCpu, kGpu };
+
+struct Tensor {
+  void* data = nullptr;
+  Shape shape;
+  DType dtype = DType::kF32;
+  Device device = Device::kCpu;
+
+  bool empty() const { return data == nullptr; }
+  int64_t numel() const { return shape.numel(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  int64_t rows() const { return shape.rank > 0 ? shape[0] : 1; }
+  float* f32() const { return static_cast<float*>(data); }
+  int32_t* i32() const { return static_cast<int32_t*>(data); }
+  // The same memory with a different leading dimension (a batch of fewer rows).
+  Tensor with_rows(int64_t rows) const;
+};
+
+}  // namespace noeira

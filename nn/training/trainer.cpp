@@ -1,0 +1,338 @@
+#include "nn/training/trainer.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "nn/checkpoint.h"
+
+namespace noeira {
+
+namespace {
+
+Status check_dataset(const TensorDataset& d, const char* role, Task task) {
+  const std::string where = std::string(role) + " set '" + d.name + "'";
+  if (d.count <= 0) return make_error(where + " is empty");
+  if (static_cast<int64_t>(d.x.size()) != d.count * d.sample_shape.numel())
+    return make_error(where + ": feature array does not match count x sample shape");
+  if (task == Task::kClassification && static_cast<int64_t>(d.labels.size()) != d.count)
+    return make_error(where + ": label count does not match sample count");
+  if (task == Task::kRegression &&
+      static_cast<int64_t>(d.targets.size()) != d.count * d.target_shape.numel())
+    return make_error(where + ": target array does not match count x target shape");
+  return {};
+}
+
+}  // namespace
+
+Trainer::~Trainer() = default;
+
+Result<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model,
+                                                 const TrainerConfig& cfg,
+                                                 const TensorDataset& train,
+                                                 const TensorDataset& test) {
+  std::unique_ptr<Trainer> t(new Trainer());
+  t->cfg_ = cfg;
+  t->model_ = std::move(model);
+  Result<Backend> b = make_backend(cfg.device, cfg.threads);
+  if (!b) return b.error();
+  t->backend_ = std::move(b).value();
+  NOEIRA_TRY(t->build(train, test));
+  return t;
+}
+
+Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
+  NOEIRA_TRY(check_dataset(train, "training", cfg_.task));
+  NOEIRA_TRY(check_dataset(test, "test", cfg_.task));
+  if (!(train.sample_shape == test.sample_shape))
+    return make_error("training and test samples differ in shape: " + train.sample_shape.str() +
+                      " vs " + test.sample_shape.str());
+  if (cfg_.batch <= 0) return make_error("batch must be positive");
+  if (cfg_.batch > train.count)
+    return make_error("batch " + std::to_string(cfg_.batch) + " exceeds the training set (" +
+                      std::to_string(train.count) + " samples)");
+  sample_shape_ = train.sample_shape;
+  dataset_name_ = train.name;
+  train_count_ = train.count;
+  test_count_ = test.count;
+  steps_per_epoch_ = cfg_.drop_last ? train_count_ / cfg_.batch
+                                    : (train_count_ + cfg_.batch - 1) / cfg_.batch;
+  if (!cfg_.drop_last && train_count_ % cfg_.batch != 0)
+    return make_error("drop_last=false needs the training set to be a multiple of the batch "
+                      "(fixed-shape steps); set drop_last or change the batch");
+
+  // ---- Plan: walk the model once and size every buffer. ----
+  loss_ = make_loss(cfg_.task);
+  PlanContext pc{plan_, params_, cfg_.batch, false, ""};
+  out_shape_ = model_->plan(pc, sample_shape_);
+  loss_->plan(pc, out_shape_);
+  target_shape_ = loss_->target_shape(out_shape_);
+  const DType tdt = loss_->target_dtype();
+  if (cfg_.task == Task::kClassification && train.num_classes > out_shape_[out_shape_.rank - 1])
+    return make_error("the model has " + std::to_string(out_shape_[out_shape_.rank - 1]) +
+                      " outputs but the data set has " + std::to_string(train.num_classes) +
+                      " classes");
+  if (cfg_.task == Task::kRegression && !(train.target_shape == target_shape_))
+    return make_error("regression targets have shape " + train.target_shape.str() +
+                      " but the model outputs " + out_shape_.str());
+
+  optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer);
+  optimizer_->plan(plan_, plan_.bytes(MemCategory::kParams));
+
+  batch_x_ = plan_.reserve(MemCategory::kActivations, sample_shape_.with_batch(cfg_.batch),
+                           DType::kF32);
+  batch_y_ = plan_.reserve(MemCategory::kActivations, target_shape_.with_batch(cfg_.batch), tdt);
+  train_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(train_count_),
+                           DType::kF32);
+  train_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(train_count_), tdt);
+  test_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(test_count_),
+                          DType::kF32);
+  test_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(test_count_), tdt);
+  perm_ = plan_.reserve(MemCategory::kWorkspace, Shape{train_count_}, DType::kI32);
+  shuffle_keys_ = plan_.reserve(MemCategory::kWorkspace, Shape{2 * train_count_}, DType::kI32);
+  counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
+  train_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
+  eval_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
+  loss_history_ = plan_.reserve(MemCategory::kScalars, Shape{steps_per_epoch_}, DType::kF32);
+
+  // ---- Allocate once; nothing allocates after this line. ----
+  Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
+  if (!a) return a.error();
+  arenas_ = std::move(a).value();
+  ctx_ = std::make_unique<Context>(*backend_.ops, arenas_, counters_);
+
+  upload(train, train_x_, train_y_);
+  upload(test, test_x_, test_y_);
+  initialise_params();
+  write_counters();
+  return {};
+}
+
+void Trainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
+  Ops& ops = *backend_.ops;
+  ops.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
+  if (cfg_.task == Task::kClassification)
+    ops.copy_to_device(arenas_.ptr(y), d.labels.data(), d.labels.size() * sizeof(int32_t));
+  else
+    ops.copy_to_device(arenas_.ptr(y), d.targets.data(), d.targets.size() * sizeof(float));
+}
+
+void Trainer::initialise_params() {
+  const auto& all = params_.all();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::vector<float> w = init_values(all[i], static_cast<uint32_t>(i), cfg_.seed, cfg_.init);
+    backend_.ops->copy_to_device(arenas_.ptr(all[i].value), w.data(), w.size() * sizeof(float));
+  }
+}
+
+void Trainer::write_counters() {
+  const StepCounters c{step_, 0};
+  backend_.ops->copy_to_device(arenas_.ptr(counters_), &c, sizeof c);
+}
+
+void Trainer::begin_epoch() {
+  Ops& ops = *backend_.ops;
+  ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
+              arenas_.as<uint64_t>(shuffle_keys_));
+  ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
+  write_counters();  // batch_in_epoch = 0
+  epoch_first_step_ = step_;
+  epoch_seconds_ = 0.0;
+}
+
+void Trainer::train_step() {
+  Ops& ops = *backend_.ops;
+  Context& ctx = *ctx_;
+  // (B, sample...) and (B, target...) gathered from the resident data set.
+  ops.gather_rows(arenas_.as<float>(train_x_), arenas_.as<int32_t>(perm_), cfg_.batch,
+                  sample_shape_.numel(), ctx.counters(), arenas_.as<float>(batch_x_));
+  if (cfg_.task == Task::kClassification)
+    ops.gather_labels(arenas_.as<int32_t>(train_y_), arenas_.as<int32_t>(perm_), cfg_.batch,
+                      ctx.counters(), arenas_.as<int32_t>(batch_y_));
+  else
+    ops.gather_rows(arenas_.as<float>(train_y_), arenas_.as<int32_t>(perm_), cfg_.batch,
+                    target_shape_.numel(), ctx.counters(), arenas_.as<float>(batch_y_));
+  ops.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  const Tensor out = model_->forward(ctx, arenas_.view(batch_x_));
+  const Tensor dout = loss_->run(ctx, out, arenas_.view(batch_y_),
+                                 arenas_.as<LossStats>(train_stats_),
+                                 arenas_.as<float>(loss_history_), true);
+  model_->backward(ctx, dout);
+  optimizer_->step(ctx);
+  ops.advance(ctx.counters());
+  ++step_;
+}
+
+EpochStats Trainer::end_epoch() {
+  Ops& ops = *backend_.ops;
+  ops.synchronize();
+  EpochStats s;
+  s.epoch = ++epoch_;
+  s.steps = step_ - epoch_first_step_;
+  LossStats st{};
+  ops.copy_to_host(&st, arenas_.ptr(train_stats_), sizeof st);
+  s.train_loss = st.count ? st.loss_sum / static_cast<double>(st.count) : 0.0;
+  s.train_top1 = st.count ? 100.0 * static_cast<double>(st.correct) / static_cast<double>(st.count)
+                          : 0.0;
+  s.step_losses.resize(static_cast<size_t>(s.steps));
+  ops.copy_to_host(s.step_losses.data(), arenas_.ptr(loss_history_),
+                   s.step_losses.size() * sizeof(float));
+  s.seconds = epoch_seconds_;
+  s.test = evaluate();
+  return s;
+}
+
+void Trainer::synchronize() { backend_.ops->synchronize(); }
+
+EpochStats Trainer::train_epoch(const std::function<void(int64_t, int64_t)>& on_step) {
+  begin_epoch();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps_per_epoch_; ++i) {
+    train_step();
+    if (on_step) on_step(i + 1, steps_per_epoch_);
+  }
+  backend_.ops->synchronize();
+  epoch_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return end_epoch();
+}
+
+std::vector<EpochStats> Trainer::train(int epochs,
+                                       const std::function<void(const EpochStats&)>& on_epoch,
+                                       const std::function<void(int64_t, int64_t)>& on_step) {
+  std::vector<EpochStats> out;
+  while (epoch_ < epochs) {
+    out.push_back(train_epoch(on_step));
+    if (on_epoch) on_epoch(out.back());
+  }
+  return out;
+}
+
+EvalStats Trainer::evaluate() {
+  Ops& ops = *backend_.ops;
+  Context& ctx = *ctx_;
+  LossStats* stats = arenas_.as<LossStats>(eval_stats_);
+  ops.fill_zero(stats, sizeof(LossStats));
+  const int64_t row = sample_shape_.numel();
+  for (int64_t first = 0; first < test_count_; first += cfg_.batch) {
+    const int64_t rows = std::min(cfg_.batch, test_count_ - first);
+    // Zero-copy: the batch is a view into the resident test set.
+    Tensor x = arenas_.view(test_x_, rows);
+    x.data = arenas_.as<float>(test_x_) + first * row;
+    const Tensor out = model_->forward(ctx, x);
+    loss_->run(ctx, out, batch_targets(test_y_, first, rows), stats, nullptr, false);
+  }
+  ops.synchronize();
+  LossStats st{};
+  ops.copy_to_host(&st, stats, sizeof st);
+  EvalStats e;
+  e.count = st.count;
+  e.loss = st.count ? st.loss_sum / static_cast<double>(st.count) : 0.0;
+  e.top1 = cfg_.task == Task::kClassification && st.count
+               ? 100.0 * static_cast<double>(st.correct) / static_cast<double>(st.count)
+               : 0.0;
+  return e;
+}
+
+Tensor Trainer::batch_targets(const Slot& y, int64_t first, int64_t rows) const {
+  Tensor t = arenas_.view(y, rows);
+  t.data = static_cast<char*>(arenas_.ptr(y)) +
+           static_cast<size_t>(first * target_shape_.numel()) * dtype_size(y.dtype);
+  return t;
+}
+
+std::vector<float> Trainer::param_values(size_t index) const {
+  const ParamInfo& p = params_.all().at(index);
+  std::vector<float> v(static_cast<size_t>(p.value.shape.numel()));
+  backend_.ops->copy_to_host(v.data(), arenas_.ptr(p.value), v.size() * sizeof(float));
+  return v;
+}
+
+// ---- Checkpoints ----
+
+nlohmann::json Trainer::checkpoint_meta() const {
+  const OptimizerConfig& o = cfg_.optimizer;
+  nlohmann::json opt = {{"type", optimizer_name(o.kind)}};
+  if (o.kind == OptimizerKind::kSgd)
+    opt.update({{"lr", o.sgd.lr}, {"momentum", o.sgd.momentum}, {"weight_decay", o.sgd.weight_decay}});
+  else
+    opt.update({{"lr", o.adam.lr},
+                {"betas", {o.adam.beta1, o.adam.beta2}},
+                {"eps", o.adam.eps},
+                {"weight_decay", o.adam.weight_decay}});
+  return {{"format", "noeira-checkpoint"},
+          {"model", cfg_.model_name},
+          {"dataset", dataset_name_},
+          {"recipe_hash", json_hash(cfg_.recipe)},
+          {"seed", cfg_.seed},
+          {"epoch", epoch_},
+          {"step", step_},
+          {"batch", cfg_.batch},
+          {"optimizer", opt},
+          {"amp", "fp32"}};
+}
+
+Status Trainer::save_checkpoint(const std::filesystem::path& path) const {
+  backend_.ops->synchronize();
+  Checkpoint ck;
+  ck.meta = checkpoint_meta();
+  auto add = [&](const std::string& name, const std::string& group, const Slot& s,
+                 size_t byte_offset, const Shape& shape) {
+    CheckpointTensor t;
+    t.name = name;
+    t.group = group;
+    t.shape = shape;
+    t.bytes.resize(static_cast<size_t>(shape.numel()) * sizeof(float));
+    backend_.ops->copy_to_host(t.bytes.data(), static_cast<const char*>(arenas_.ptr(s)) + byte_offset,
+                               t.bytes.size());
+    ck.tensors.push_back(std::move(t));
+  };
+  for (const ParamInfo& p : params_.all()) add(p.name, "param", p.value, 0, p.value.shape);
+  // Optimizer state is laid out like the parameter arena: store it per parameter.
+  for (const auto& [state_name, slot] : optimizer_->state())
+    for (const ParamInfo& p : params_.all())
+      add(state_name + "." + p.name, "optim", slot, p.value.offset, p.value.shape);
+  return write_checkpoint(path, ck);
+}
+
+Status Trainer::load_checkpoint(const std::filesystem::path& path) {
+  Result<Checkpoint> r = read_checkpoint(path);
+  if (!r) return r.error();
+  const Checkpoint& ck = *r;
+  const std::string where = "checkpoint " + path.string();
+  const nlohmann::json mine = checkpoint_meta();
+  for (const char* key : {"model", "dataset", "recipe_hash", "optimizer", "amp"}) {
+    if (!ck.meta.contains(key) || ck.meta.at(key) != mine.at(key))
+      return make_error(where + ": " + key + " is " +
+                        (ck.meta.contains(key) ? ck.meta.at(key).dump() : "missing") +
+                        " but this run has " + mine.at(key).dump() +
+                        "; resume with the model, data set, recipe and optimizer it was saved with");
+  }
+  auto restore = [&](const std::string& name, const Slot& s, size_t byte_offset,
+                     const Shape& shape) -> Status {
+    const CheckpointTensor* t = ck.find(name);
+    if (!t) return make_error(where + ": tensor '" + name + "' is missing");
+    if (!(t->shape == shape) || t->dtype != DType::kF32)
+      return make_error(where + ": tensor '" + name + "' has shape " + t->shape.str() + " " +
+                        dtype_name(t->dtype) + ", the model expects " + shape.str() + " f32");
+    backend_.ops->copy_to_device(static_cast<char*>(arenas_.ptr(s)) + byte_offset,
+                                 t->bytes.data(), t->bytes.size());
+    return {};
+  };
+  for (const ParamInfo& p : params_.all()) NOEIRA_TRY(restore(p.name, p.value, 0, p.value.shape));
+  for (const auto& [state_name, slot] : optimizer_->state())
+    for (const ParamInfo& p : params_.all())
+      NOEIRA_TRY(restore(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
+  if (ck.tensors.size() != params_.all().size() * (1 + optimizer_->state().size()))
+    return make_error(where + ": holds tensors this model does not have");
+  try {
+    cfg_.seed = ck.meta.at("seed").get<uint64_t>();  // the run continues its own RNG streams
+    epoch_ = ck.meta.at("epoch").get<int>();
+    step_ = ck.meta.at("step").get<int64_t>();
+  } catch (const nlohmann::json::exception&) {
+    return make_error(where + ": header lacks epoch/step");
+  }
+  write_counters();
+  return {};
+}
+
+}  // namespace noeira

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Philox4x32-10 for the PyTorch twin, bit-exact with kernels/common/philox.h.
+
+The project has one RNG (DESIGN.md rule 4, docs/rng.md): every random number is a pure
+function of (seed, purpose, stream, index). This module mirrors the C++/CUDA header in
+numpy, vectorised over the block index, so the twin can start from the same weights and
+walk the same batch order as the trainer.
+
+  key     = (seed & 0xffffffff, seed >> 32)
+  counter = (index, stream, purpose, 0)      index counts 4-word blocks
+  word i of a stream = word (i % 4) of block (i / 4)
+  unit float = (word >> 8) * 2^-24, float32, in [0, 1)
+
+All arithmetic on counters and keys is done in uint64 and masked to 32 bits, so the
+32x32->64 products of mulhilo are exact. Only numpy is needed (no torch).
+
+CLI (for cross-checks against the C++ side):
+  philox.py selftest                          Random123 known-answer vectors; exit 1 on failure
+  philox.py shuffle SEED EPOCH N              the epoch's permutation, one line, space-separated
+  philox.py words SEED PURPOSE STREAM COUNT   the first COUNT words of a stream, one line,
+                                              space-separated 8-digit lowercase hex
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+__all__ = [
+    "PURPOSE_INIT", "PURPOSE_SHUFFLE", "PURPOSE_DROPOUT", "PURPOSE_BATCH_WINDOW",
+    "PURPOSE_AUGMENT", "philox4x32_10", "block", "words", "unit_float", "unit_floats",
+    "shuffle_keys", "shuffle_order", "kaiming_uniform", "xavier_uniform", "selftest",
+]
+
+# RngPurpose in kernels/common/philox.h
+PURPOSE_INIT = 1          # parameter initialisation; stream = parameter index
+PURPOSE_SHUFFLE = 2       # per-epoch permutation; stream = epoch (0-based)
+PURPOSE_DROPOUT = 3       # stream = step
+PURPOSE_BATCH_WINDOW = 4  # autoregressive window starts; stream = step
+PURPOSE_AUGMENT = 5       # crop/flip; stream = epoch
+
+_MUL0 = np.uint64(0xD2511F53)
+_MUL1 = np.uint64(0xCD9E8D57)
+_WEYL0 = 0x9E3779B9
+_WEYL1 = 0xBB67AE85
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_MASK32 = 0xFFFFFFFF
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _as_u64(x) -> np.ndarray:
+    """Counter word(s) as a uint64 array holding a 32-bit value (scalars broadcast)."""
+    if isinstance(x, (int, np.integer)):
+        return np.asarray(int(x) & _MASK32, dtype=np.uint64)
+    a = np.asarray(x)
+    if a.dtype.kind not in "ui":
+        raise TypeError(f"philox counter words must be integers, got dtype {a.dtype}")
+    return a.astype(np.uint64) & _M32
+
+
+def philox4x32_10(c0, c1, c2, c3, k0: int, k1: int):
+    """The raw block function: counter (c0..c3), key (k0, k1) -> 4 uint32 arrays.
+
+    Counter words may be Python ints or integer arrays (broadcast together); the key is
+    two Python ints. Mirrors philox4x32_10() in kernels/common/philox.h line for line.
+    """
+    c0, c1, c2, c3 = np.broadcast_arrays(_as_u64(c0), _as_u64(c1), _as_u64(c2), _as_u64(c3))
+    c0, c1, c2, c3 = (np.array(c, dtype=np.uint64) for c in (c0, c1, c2, c3))
+    k0 = int(k0) & _MASK32
+    k1 = int(k1) & _MASK32
+    for rnd in range(10):
+        if rnd > 0:
+            k0 = (k0 + _WEYL0) & _MASK32
+            k1 = (k1 + _WEYL1) & _MASK32
+        p0 = _MUL0 * c0          # < 2^64: exact in uint64
+        p1 = _MUL1 * c2
+        hi0, lo0 = p0 >> _S32, p0 & _M32
+        hi1, lo1 = p1 >> _S32, p1 & _M32
+        n0 = hi1 ^ c1 ^ np.uint64(k0)
+        n2 = hi0 ^ c3 ^ np.uint64(k1)
+        c0, c1, c2, c3 = n0, lo1, n2, lo0
+    return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
+
+
+def _key(seed: int):
+    seed = int(seed)
+    if seed < 0 or seed > _MASK64:
+        raise ValueError(f"seed must be a uint64, got {seed}")
+    return seed & _MASK32, (seed >> 32) & _MASK32
+
+
+def block(seed: int, purpose: int, stream: int, index):
+    """philox_block(seed, purpose, stream, index): 4 uint32 arrays, one per output word.
+
+    `index` (the block counter, 4 words per block) may be an int or an integer array.
+    """
+    k0, k1 = _key(seed)
+    return philox4x32_10(index, stream, purpose, 0, k0, k1)
+
+
+def words(seed: int, purpose: int, stream: int, count: int, start: int = 0) -> np.ndarray:
+    """Words start .. start+count-1 of a stream (uint32): word i = word i%4 of block i/4."""
+    count = int(count)
+    start = int(start)
+    if count < 0 or start < 0:
+        raise ValueError("count and start must be >= 0")
+    if count == 0:
+        return np.zeros(0, dtype=np.uint32)
+    first_block = start >> 2
+    last_block = (start + count - 1) >> 2
+    if last_block > _MASK32:
+        raise ValueError("stream index exceeds the 32-bit block counter")
+    idx = np.arange(first_block, last_block + 1, dtype=np.uint64)
+    out = block(seed, purpose, stream, idx)
+    flat = np.stack(out, axis=1).reshape(-1)   # block-major, word-minor
+    off = start - (first_block << 2)
+    return flat[off:off + count].copy()
+
+
+def unit_float(w) -> np.ndarray:
+    """u32_to_unit_float: (w >> 8) * 2^-24 as float32 in [0, 1). Exact (24-bit mantissa)."""
+    w = np.asarray(w, dtype=np.uint32)
+    return (w >> np.uint32(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
+def unit_floats(seed: int, purpose: int, stream: int, count: int, start: int = 0) -> np.ndarray:
+    """unit_float of words start .. start+count-1 of a stream."""
+    return unit_float(words(seed, purpose, stream, count, start))
+
+
+def shuffle_keys(seed: int, epoch: int, n: int) -> np.ndarray:
+    """shuffle_key(seed, epoch, i) for i in 0..n-1: (out[1] << 32) | out[0], uint64."""
+    n = int(n)
+    if n < 0 or n > _MASK32 + 1:
+        raise ValueError(f"n out of range: {n}")
+    o = block(seed, PURPOSE_SHUFFLE, epoch, np.arange(n, dtype=np.uint64))
+    return (o[1].astype(np.uint64) << _S32) | o[0].astype(np.uint64)
+
+
+def shuffle_order(seed: int, epoch: int, n: int) -> np.ndarray:
+    """Epoch `epoch` (0-based) order of n samples: stable ascending argsort of the keys."""
+    return np.argsort(shuffle_keys(seed, epoch, n), kind="stable").astype(np.int64)
+
+
+def _uniform_pm1(seed: int, param_index: int, numel: int) -> np.ndarray:
+    """2u - 1 in float32, u = unit_float(word j of stream param_index, purpose init).
+
+    2.0f*u is exact and 2u-1 is exact for u = k*2^-24, so this equals the C++
+    `2.0f*u - 1.0f` with or without FMA contraction.
+    """
+    u = unit_floats(seed, PURPOSE_INIT, param_index, numel)
+    return np.float32(2.0) * u - np.float32(1.0)
+
+
+def _shaped(flat: np.ndarray, shape) -> np.ndarray:
+    return flat.reshape(tuple(int(s) for s in shape))
+
+
+def kaiming_uniform(seed: int, param_index: int, shape, fan_in: int) -> np.ndarray:
+    """w_j = (2u_j - 1) * bound, bound = (float)sqrt(6.0 / fan_in); float32, row-major.
+
+    Matches C++ `(2.0f*u - 1.0f) * bound` bit for bit: bound is rounded once from a
+    double sqrt, the product is one float32 multiplication.
+    """
+    if int(fan_in) <= 0:
+        raise ValueError(f"fan_in must be positive, got {fan_in}")
+    numel = int(np.prod([int(s) for s in shape], dtype=np.int64))
+    bound = np.float32(math.sqrt(6.0 / int(fan_in)))
+    w = _uniform_pm1(seed, param_index, numel) * bound
+    return _shaped(w.astype(np.float32, copy=False), shape)
+
+
+def xavier_uniform(seed: int, param_index: int, shape, fan_in: int, fan_out: int) -> np.ndarray:
+    """w_j = (2u_j - 1) * (float)sqrt(6.0 / (fan_in + fan_out)); float32, row-major."""
+    if int(fan_in) + int(fan_out) <= 0:
+        raise ValueError(f"fan_in + fan_out must be positive, got {fan_in} + {fan_out}")
+    numel = int(np.prod([int(s) for s in shape], dtype=np.int64))
+    bound = np.float32(math.sqrt(6.0 / (int(fan_in) + int(fan_out))))
+    w = _uniform_pm1(seed, param_index, numel) * bound
+    return _shaped(w.astype(np.float32, copy=False), shape)
+
+
+# Random123 known-answer vectors for philox4x32_10 (kat_vectors): counter, key, expected.
+_KAT = [
+    ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000),
+     (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+    ((0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff), (0xffffffff, 0xffffffff),
+     (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+    ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+     (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1)),
+]
+
+
+def selftest(out=sys.stdout) -> bool:
+    ok = True
+    for ctr, key, want in _KAT:
+        got = tuple(int(v) for v in philox4x32_10(*ctr, *key))
+        good = got == want
+        ok &= good
+        print(f"{'ok  ' if good else 'FAIL'} ctr={' '.join(f'{c:08x}' for c in ctr)} "
+              f"key={' '.join(f'{k:08x}' for k in key)} -> {' '.join(f'{g:08x}' for g in got)}"
+              + ("" if good else f" (want {' '.join(f'{w:08x}' for w in want)})"), file=out)
+    # The vectorised path must agree with the scalar one (index arrays vs ints).
+    idx = np.array([0, 1, 2, 7, 0xffffffff], dtype=np.uint64)
+    vec = block(0x123456789abcdef0, PURPOSE_SHUFFLE, 3, idx)
+    for j, i in enumerate(idx):
+        sc = block(0x123456789abcdef0, PURPOSE_SHUFFLE, 3, int(i))
+        if any(int(vec[w][j]) != int(sc[w]) for w in range(4)):
+            print(f"FAIL vectorised block {int(i)} differs from scalar", file=out)
+            ok = False
+    # words() must be word i%4 of block i/4, also from an unaligned start.
+    w = words(7, PURPOSE_INIT, 2, 11, start=3)
+    for j in range(11):
+        i = 3 + j
+        if int(w[j]) != int(block(7, PURPOSE_INIT, 2, i >> 2)[i & 3]):
+            print(f"FAIL words() word {i}", file=out)
+            ok = False
+    perm = shuffle_order(1, 0, 1000)
+    if not np.array_equal(np.sort(perm), np.arange(1000)):
+        print("FAIL shuffle_order is not a permutation", file=out)
+        ok = False
+    print("selftest " + ("passed" if ok else "FAILED"), file=out)
+    return ok
+
+
+def _main(argv) -> int:
+    usage = ("usage: philox.py selftest | shuffle SEED EPOCH N | "
+             "words SEED PURPOSE STREAM COUNT")
+    if not argv:
+        print(usage, file=sys.stderr)
+        return 2
+    cmd, args = argv[0], argv[1:]
+    try:
+        ints = [int(a, 0) for a in args]
+    except ValueError:
+        print(f"philox.py: arguments must be integers: {' '.join(args)}\n{usage}", file=sys.stderr)
+        return 2
+    if cmd == "selftest" and not args:
+        return 0 if selftest() else 1
+    if cmd == "shuffle" and len(ints) == 3:
+        seed, epoch, n = ints
+        print(" ".join(str(int(v)) for v in shuffle_order(seed, epoch, n)))
+        return 0
+    if cmd == "words" and len(ints) == 4:
+        seed, purpose, stream, count = ints
+        print(" ".join(f"{int(v):08x}" for v in words(seed, purpose, stream, count)))
+        return 0
+    print(usage, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,86 @@
+// The command line: bad input gives a clear message and exit 2; train works end to end.
+#include <catch2/catch.hpp>
+
+#include "tests/support/mnist_fixture.h"
+#include "tests/support/run_binary.h"
+
+using namespace noeira::test;
+
+TEST_CASE("Bad command-line arguments exit 2 with a clear message", "[cli]") {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"", "A subcommand is required"},
+      {"frobnicate", "frobnicate"},
+      {"train --epochs -3", "--epochs"},
+      {"train --epochs many", "--epochs"},
+      {"train --threads -1", "--threads"},
+      {"train --dataset cifar100", "--dataset"},
+      {"train --target tpu", "--target"},
+      {"train --model nosuchmodel", "unknown model 'nosuchmodel'"},
+      {"train --resume /nonexistent/x.ckpt", "--resume"},
+      {"train --bogus-flag", "--bogus-flag"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = run_bench(c.args);
+    INFO("noeira-bench " << c.args << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains(c.says));
+  }
+}
+
+TEST_CASE("--help explains the subcommands and options", "[cli]") {
+  const CommandResult top = run_bench("--help");
+  CHECK(top.exit_code == 0);
+  CHECK_THAT(top.output, Catch::Contains("train") && Catch::Contains("list") &&
+                             Catch::Contains("env"));
+  const CommandResult train = run_bench("train --help");
+  CHECK(train.exit_code == 0);
+  CHECK_THAT(train.output, Catch::Contains("--data-dir") && Catch::Contains("--resume"));
+}
+
+TEST_CASE("list and env describe models and the machine", "[cli]") {
+  const CommandResult list = run_bench("list");
+  CHECK(list.exit_code == 0);
+  CHECK_THAT(list.output, Catch::Contains("mlp") && Catch::Contains("fashion-mnist"));
+  const CommandResult env = run_bench("env");
+  CHECK(env.exit_code == 0);
+  CHECK_THAT(env.output, Catch::Contains("cpu_model") && Catch::Contains("blas"));
+#if !defined(NOEIRA_WITH_CUDA)
+  CHECK_THAT(env.output, Catch::Contains("built without CUDA"));
+#endif
+}
+
+TEST_CASE("train with a data directory that lacks the files names the file and exits 1",
+          "[cli]") {
+  TempDir empty;
+  const CommandResult r = run_shell(std::string("NOEIRA_DATA='") + empty.path().string() +
+                                    "' HOME='" + empty.path().string() + "' '" +
+                                    NOEIRA_BENCH_BINARY + "' train --epochs 1 --data-dir '" +
+                                    empty.path().string() + "' --save '" +
+                                    (empty / "out.ckpt").string() + "'");
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("train-images-idx3-ubyte.gz"));
+  CHECK_FALSE(std::filesystem::exists(empty / "out.ckpt"));
+}
+
+TEST_CASE("train runs an epoch, saves, and resumes from the checkpoint", "[cli][mnist]") {
+  TempDir dir;
+  const std::string ckpt = (dir / "e1.ckpt").string();
+  const CommandResult r = run_bench("train --epochs 1 --threads 2 --seed 3 --save '" + ckpt + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("epoch 1/1") && Catch::Contains("test top1") &&
+                           Catch::Contains("memory plan") && Catch::Contains("saved checkpoint"));
+  const CommandResult again = run_bench("train --epochs 1 --resume '" + ckpt + "'");
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("nothing to do"));
+  const CommandResult bad = run_bench("train --epochs 2 --dataset fashion-mnist --resume '" + ckpt + "'");
+  INFO(bad.output);
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("dataset"));
+}

@@ -1,0 +1,113 @@
+// Checkpoints: round trip, and a specific error for every kind of bad file.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "nn/checkpoint.h"
+#include "tests/support/mnist_fixture.h"
+#include "tests/support/synthetic.h"
+
+using namespace noeira;
+using namespace noeira::test;
+
+namespace {
+
+void write_bytes(const std::filesystem::path& p, const std::vector<char>& b) {
+  std::ofstream(p, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+
+std::string load_error(const std::filesystem::path& p) {
+  auto t = small_trainer(Task::kClassification);
+  Status s = t->load_checkpoint(p);
+  REQUIRE_FALSE(s.ok());
+  return s.error().message;
+}
+
+bool has_temp_files(const std::filesystem::path& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("A checkpoint round-trips parameters, optimizer state and step", "[checkpoint]") {
+  TempDir dir;
+  auto a = small_trainer(Task::kClassification, 3);
+  a->train(2);
+  REQUIRE(a->save_checkpoint(dir / "a.ckpt").ok());
+  auto b = small_trainer(Task::kClassification, 4);
+  REQUIRE(b->load_checkpoint(dir / "a.ckpt").ok());
+  CHECK(b->epochs_done() == 2);
+  CHECK(b->steps_done() == a->steps_done());
+  CHECK(b->param_values(0) == a->param_values(0));
+  REQUIRE(b->save_checkpoint(dir / "b.ckpt").ok());
+  CHECK(file_bytes(dir / "a.ckpt") == file_bytes(dir / "b.ckpt"));
+  CHECK_FALSE(has_temp_files(dir.path()));
+
+  Result<Checkpoint> ck = read_checkpoint(dir / "a.ckpt");
+  REQUIRE(ck.ok());
+  CHECK(ck->meta.at("step") == 64);
+  CHECK(ck->find("fc1.weight") != nullptr);
+  CHECK(ck->find("adam.v.fc2.bias") != nullptr);
+}
+
+TEST_CASE("Corrupt, truncated and foreign checkpoints each give their own error",
+          "[checkpoint]") {
+  TempDir dir;
+  auto t = small_trainer(Task::kClassification);
+  REQUIRE(t->save_checkpoint(dir / "good.ckpt").ok());
+  const std::vector<char> good = file_bytes(dir / "good.ckpt");
+
+  std::vector<char> corrupt = good;
+  corrupt[corrupt.size() / 2] ^= 0x5a;
+  write_bytes(dir / "corrupt.ckpt", corrupt);
+  CHECK_THAT(load_error(dir / "corrupt.ckpt"), Catch::Contains("checksum mismatch") &&
+                                                   Catch::Contains("corrupt.ckpt"));
+
+  write_bytes(dir / "short.ckpt", std::vector<char>(good.begin(), good.begin() + 20));
+  CHECK_THAT(load_error(dir / "short.ckpt"), Catch::Contains("truncated"));
+
+  write_bytes(dir / "half.ckpt", std::vector<char>(good.begin(), good.begin() + good.size() / 2));
+  CHECK_THAT(load_error(dir / "half.ckpt"),
+             Catch::Contains("truncated") || Catch::Contains("checksum mismatch"));
+
+  write_bytes(dir / "foreign.ckpt", std::vector<char>(100, 'x'));
+  CHECK_THAT(load_error(dir / "foreign.ckpt"), Catch::Contains("not a noeira checkpoint"));
+
+  std::vector<char> future = good;
+  future[8] = 9;
+  write_bytes(dir / "future.ckpt", future);
+  CHECK_THAT(load_error(dir / "future.ckpt"), Catch::Contains("format version 9"));
+
+  CHECK_THAT(load_error(dir / "missing.ckpt"), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("A checkpoint of another model or recipe is refused with the reason",
+          "[checkpoint]") {
+  TempDir dir;
+  TrainerConfig c = small_config(Task::kClassification);
+  c.recipe = {{"name", "small"}, {"lr", 0.5}};
+  auto other = Trainer::create(small_mlp(32, 4), c, synthetic_classification(64, 1),
+                               synthetic_classification(16, 2));
+  REQUIRE(other.ok());
+  REQUIRE((*other)->save_checkpoint(dir / "other.ckpt").ok());
+  CHECK_THAT(load_error(dir / "other.ckpt"), Catch::Contains("recipe_hash"));
+
+  TrainerConfig w = small_config(Task::kClassification);
+  auto wide = Trainer::create(small_mlp(48, 4), w, synthetic_classification(64, 1),
+                              synthetic_classification(16, 2));
+  REQUIRE(wide.ok());
+  REQUIRE((*wide)->save_checkpoint(dir / "wide.ckpt").ok());
+  CHECK_THAT(load_error(dir / "wide.ckpt"), Catch::Contains("fc1.weight") &&
+                                                Catch::Contains("(48, 8)"));
+}
+
+TEST_CASE("A failed save leaves no partial file behind", "[checkpoint]") {
+  TempDir dir;
+  auto t = small_trainer(Task::kClassification);
+  Status s = t->save_checkpoint(dir / "no-such-dir" / "x.ckpt");
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.error().message, Catch::Contains("no-such-dir"));
+  CHECK(std::filesystem::is_empty(dir.path()));
+}
