@@ -282,14 +282,12 @@ def _activation(name, nn, where):
         return None
     if name == "relu":
         return nn.ReLU()
-    if name == "gelu":            # exact (erf) GELU, torch's default
-        return nn.GELU()
-    if name == "gelu_tanh":
+    if name == "gelu":            # tanh approximation, as kernels/common/math.h computes it
         try:
             return nn.GELU(approximate="tanh")
         except TypeError:
-            raise Unavailable("gelu_tanh needs torch>=1.12 (nn.GELU(approximate='tanh'))")
-    raise TwinError(f"recipe: {where}: unknown act '{name}' (relu, gelu, gelu_tanh)")
+            raise Unavailable("gelu needs torch>=1.12 (nn.GELU(approximate='tanh'))")
+    raise TwinError(f"recipe: {where}: unknown act '{name}' (relu, gelu)")
 
 
 def build_linear(spec, in_shape, idx, torch, nn):
