@@ -4,7 +4,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "kernels/common/error.h"
 #include "kernels/common/math.h"
 
 namespace noeira {
@@ -21,6 +25,30 @@ struct LossStats {
   double loss_sum;  // sum of per-sample losses
   int64_t correct;  // top-1 hits (classification)
   int64_t count;    // samples seen
+};
+
+// A captured training step, replayed once per batch.
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
+  virtual void replay() = 0;
+};
+
+enum class DeviceTimerKind : uint8_t { kCupti, kEvent };
+
+// Times each training step's device work. begin_step/end_step bracket the ops (or the
+// graph replay) of one step without synchronising; collect() synchronises once and
+// returns per-step milliseconds for the steps bracketed since the last collect().
+class DeviceStepTimer {
+ public:
+  virtual ~DeviceStepTimer() = default;
+  virtual void begin_step() = 0;
+  virtual void end_step() = 0;
+  struct Samples {
+    std::vector<double> sum_ms;   // CUPTI: sum of kernel/memcpy/memset durations; events: elapsed
+    std::vector<double> busy_ms;  // CUPTI: union of those intervals; events: empty
+  };
+  virtual Result<Samples> collect() = 0;
 };
 
 class Ops {
@@ -62,9 +90,11 @@ class Ops {
                            int64_t row_elems, const StepCounters* counters, float* dst) = 0;
   virtual void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
                              const StepCounters* counters, int32_t* dst) = 0;
-  // perm(n) = the Philox permutation of epoch `epoch` (docs/rng.md); keys: n scratch words.
+  // perm(n) = the Philox permutation of epoch `epoch` (docs/rng.md). `workspace` holds
+  // shuffle_workspace_bytes(n) bytes (planned by the caller, like every buffer).
+  virtual size_t shuffle_workspace_bytes(int64_t n) const = 0;
   virtual void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
-                       uint64_t* keys) = 0;
+                       void* workspace) = 0;
 
   // End of a training step: step += 1, batch_in_epoch += 1.
   virtual void advance(StepCounters* counters) = 0;
@@ -73,6 +103,25 @@ class Ops {
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   // Waits for queued work (epoch boundaries and timers only, never inside a step).
   virtual void synchronize() = 0;
+
+  // ---- Graph capture: ops issued between begin_capture and end_capture are recorded
+  // ---- into a graph instead of running; replay() runs them all again.
+  virtual bool supports_graphs() const { return false; }
+  virtual Status begin_capture() {
+    return make_error("CUDA-graph capture needs the gpu target; drop --graph or use --target gpu");
+  }
+  virtual Result<std::unique_ptr<StepGraph>> end_capture() {
+    return make_error("no capture in progress");
+  }
+
+  // ---- Step timers beyond the host clock (CUPTI activity, CUDA events), null where the
+  // ---- backend has none; `why` receives the reason.
+  virtual std::unique_ptr<DeviceStepTimer> make_device_timer(DeviceTimerKind kind,
+                                                             std::string* why) {
+    if (why) *why = "not a CUDA target";
+    (void)kind;
+    return nullptr;
+  }
 };
 
 }  // namespace noeira

@@ -146,7 +146,12 @@ void CpuOps::gather_labels(const int32_t* src, const int32_t* perm, int64_t rows
   for (int64_t r = 0; r < rows; ++r) dst[r] = src[idx[r]];
 }
 
-void CpuOps::shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm, uint64_t* keys) {
+size_t CpuOps::shuffle_workspace_bytes(int64_t n) const {
+  return static_cast<size_t>(n) * sizeof(uint64_t);
+}
+
+void CpuOps::shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm, void* workspace) {
+  uint64_t* keys = static_cast<uint64_t*>(workspace);
   for (int64_t i = 0; i < n; ++i) {
     keys[i] = shuffle_key(seed, epoch, static_cast<uint32_t>(i));
     perm[i] = static_cast<int32_t>(i);

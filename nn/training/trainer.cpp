@@ -88,7 +88,9 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
                           DType::kF32);
   test_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(test_count_), tdt);
   perm_ = plan_.reserve(MemCategory::kWorkspace, Shape{train_count_}, DType::kI32);
-  shuffle_keys_ = plan_.reserve(MemCategory::kWorkspace, Shape{2 * train_count_}, DType::kI32);
+  const size_t shuffle_bytes = backend_.ops->shuffle_workspace_bytes(train_count_);
+  shuffle_ws_ = plan_.reserve(MemCategory::kWorkspace,
+                              Shape{static_cast<int64_t>((shuffle_bytes + 3) / 4)}, DType::kI32);
   counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
   train_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
   eval_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
@@ -132,7 +134,7 @@ void Trainer::write_counters() {
 void Trainer::begin_epoch() {
   Ops& ops = *backend_.ops;
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
-              arenas_.as<uint64_t>(shuffle_keys_));
+              arenas_.ptr(shuffle_ws_));
   ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
   write_counters();  // batch_in_epoch = 0
   epoch_first_step_ = step_;

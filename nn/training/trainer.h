@@ -110,7 +110,7 @@ class Trainer {
   int64_t train_count_ = 0, test_count_ = 0, steps_per_epoch_ = 0;
   Slot train_x_, train_y_, test_x_, test_y_;  // the resident data sets
   Slot batch_x_, batch_y_;                    // (B, sample...), (B, target...)
-  Slot perm_, shuffle_keys_;
+  Slot perm_, shuffle_ws_;
   Slot counters_, train_stats_, eval_stats_, loss_history_;
 
   int epoch_ = 0;      // epochs completed

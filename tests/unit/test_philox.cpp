@@ -40,10 +40,10 @@ TEST_CASE("The shuffle is a permutation, differs per epoch and repeats per seed"
   CpuOps ops(1);
   const int64_t n = 1000;
   std::vector<int32_t> p0(n), p1(n), again(n);
-  std::vector<uint64_t> keys(n);
-  ops.shuffle(42, 0, n, p0.data(), keys.data());
-  ops.shuffle(42, 1, n, p1.data(), keys.data());
-  ops.shuffle(42, 0, n, again.data(), keys.data());
+  std::vector<char> ws(ops.shuffle_workspace_bytes(n));
+  ops.shuffle(42, 0, n, p0.data(), ws.data());
+  ops.shuffle(42, 1, n, p1.data(), ws.data());
+  ops.shuffle(42, 0, n, again.data(), ws.data());
   std::vector<int32_t> sorted = p0;
   std::sort(sorted.begin(), sorted.end());
   std::vector<int32_t> iota(n);
