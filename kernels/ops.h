@@ -59,6 +59,20 @@ class Ops {
   virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                     float* C, int64_t ldc) = 0;
+  // Linear layer forward: y(M,N) = act(x(M,K) W(N,K)^T + b); `pre` (GELU only) keeps
+  // the pre-activation. Default: gemm + bias_act; cuBLASLt fuses them in an epilogue.
+  virtual void linear_forward(const float* x, const float* W, const float* b, float* y,
+                              float* pre, int64_t M, int64_t N, int64_t K, Act act) {
+    gemm(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, y, N);
+    if (b || act != Act::kNone) bias_act(y, pre, b, M, N, act);
+  }
+  // Linear layer weight gradients: dW(N,K) += dz(M,N)^T x(M,K); db(N) += column sums of
+  // dz (when db is not null). Accumulates, so a parameter may be used more than once.
+  virtual void linear_backward_params(const float* dz, const float* x, float* dW, float* db,
+                                      int64_t M, int64_t N, int64_t K) {
+    gemm(true, false, N, K, M, 1.0f, dz, N, x, K, 1.0f, dW, K);
+    if (db) bias_grad(dz, db, M, N);
+  }
   // y(M,N) = act(y + bias) in place; `pre` (may be null) receives y + bias for backward.
   virtual void bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N,
                         Act act) = 0;

@@ -32,11 +32,9 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
   x_ = x;
   const int64_t M = x.numel() / in_;  // (M, in) rows
   Tensor y = ctx.view(y_, x.rows());  // (M, out)
-  ctx.ops().gemm(false, true, M, out_, in_, 1.0f, x.f32(), in_, ctx.f32(weight_.value), in_,
-                 0.0f, y.f32(), out_);
-  if (has_bias_ || act_ != Act::kNone)
-    ctx.ops().bias_act(y.f32(), pre_.valid() ? ctx.f32(pre_) : nullptr,
-                       has_bias_ ? ctx.f32(bias_.value) : nullptr, M, out_, act_);
+  ctx.ops().linear_forward(x.f32(), ctx.f32(weight_.value),
+                           has_bias_ ? ctx.f32(bias_.value) : nullptr, y.f32(),
+                           pre_.valid() ? ctx.f32(pre_) : nullptr, M, out_, in_, act_);
   return y;
 }
 
@@ -49,10 +47,9 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy) {
                            M * out_, act_);
     dz = buf;
   }
-  // dW(out, in) += dz^T (out, M) . x (M, in)
-  ctx.ops().gemm(true, false, out_, in_, M, 1.0f, dz, out_, x_.f32(), in_, 1.0f,
-                 ctx.f32(weight_.grad), in_);
-  if (has_bias_) ctx.ops().bias_grad(dz, ctx.f32(bias_.grad), M, out_);
+  // dW(out, in) += dz^T (out, M) . x (M, in);  db(out) += sum over rows of dz
+  ctx.ops().linear_backward_params(dz, x_.f32(), ctx.f32(weight_.grad),
+                                   has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_);
   if (!dx_.valid()) return Tensor{};
   // dx(M, in) = dz (M, out) . W (out, in)
   Tensor dx = ctx.view(dx_, x_.rows());
