@@ -7,7 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/cli_options.h"
+#include "harness/compare_command.h"
 #include "harness/host_info.h"
+#include "harness/micro_command.h"
+#include "harness/report_command.h"
+#include "harness/run_command.h"
 #include "harness/train_command.h"
 #include "models/recipe.h"
 
@@ -57,19 +61,43 @@ std::function<int()> add_env_command(CLI::App& app) {
   };
 }
 
+// `noeira-bench --model gpt ...` means `noeira-bench run --model gpt ...`.
+std::vector<std::string> with_default_subcommand(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() > 1 && args[1].size() > 1 && args[1][0] == '-' && args[1] != "-h" &&
+      args[1] != "--help" && args[1] != "--version")
+    args.insert(args.begin() + 1, "run");
+  return args;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  std::vector<std::string> args = with_default_subcommand(argc, argv);
+  std::string command_line;
+  for (const std::string& a : args) command_line += (command_line.empty() ? "" : " ") + a;
   CLI::App app{"noeira-bench: trains the noeira models, times them, and compares them with a "
                "PyTorch twin on the same recipe and data"};
   app.require_subcommand(1);
+  app.footer("Without a subcommand, options go to `run`: noeira-bench --model mlp --dtype fp32\n"
+             "Exit codes: 0 ok, 1 the work failed (or compare found a regression), 2 unusable input.");
   app.set_version_flag("--version", "noeira-bench 0.1.0");
   std::vector<std::function<int()>> commands;
+  commands.push_back(add_run_command(app, command_line));
   commands.push_back(add_train_command(app));
   commands.push_back(add_list_command(app));
   commands.push_back(add_env_command(app));
+  commands.push_back(add_compare_command(app));
+  commands.push_back(add_report_command(app));
+  commands.push_back(add_micro_command(app));
+  const std::string first = args.size() > 1 ? args[1] : "";
+  const auto known = app.get_subcommands([&](const CLI::App* c) { return c->check_name(first); });
+  if (!first.empty() && first[0] != '-' && known.empty())
+    return report_error("unknown subcommand '" + first + "'; run `noeira-bench --help` for the list",
+                        kExitUsage);
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 takes them backwards
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help/version or the parse error
     return code == 0 ? kExitOk : kExitUsage;

@@ -78,13 +78,13 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
       r.optimizer.sgd.momentum = o.value("momentum", 0.9f);
       r.optimizer.sgd.weight_decay = o.value("weight_decay", 0.0f);
     } else {
-      r.optimizer.adam.lr = o.at("lr").get<float>();
-      const auto betas = o.value("betas", std::vector<float>{0.9f, 0.999f});
+      r.optimizer.adam.lr = o.at("lr").get<double>();
+      const auto betas = o.value("betas", std::vector<double>{0.9, 0.999});
       if (betas.size() != 2) return make_error(where + ": optimizer.betas needs two numbers");
       r.optimizer.adam.beta1 = betas[0];
       r.optimizer.adam.beta2 = betas[1];
-      r.optimizer.adam.eps = o.value("eps", 1e-8f);
-      r.optimizer.adam.weight_decay = o.value("weight_decay", 0.0f);
+      r.optimizer.adam.eps = o.value("eps", 1e-8);
+      r.optimizer.adam.weight_decay = o.value("weight_decay", 0.0);
       r.optimizer.adam.decoupled = r.optimizer.kind == OptimizerKind::kAdamW;
     }
     if (!j.at("layers").is_array() || j["layers"].empty())

@@ -47,41 +47,54 @@ NOEIRA_HD float act_grad(Act a, float pre, float post) {
   }
 }
 
-// ---- Optimizers. Written in the order of operations torch.optim uses, so the twin's
-// ---- parity check compares like with like.
+// ---- Optimizers. Hyper-parameters are the recipe's decimal values (double); every
+// ---- derived constant (1 - beta, bias corrections, step size) is computed in double and
+// ---- rounded to fp32 once, as torch.optim does with its Python-float scalars, and the
+// ---- update is written in torch's order of operations, so the twin's parity check
+// ---- compares like with like.
 struct AdamHyper {
-  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   bool decoupled = false;  // AdamW
 };
 
 struct AdamStepScalars {
-  float step_size;         // lr / (1 - beta1^t)
-  float bias_corr2_sqrt;   // sqrt(1 - beta2^t)
-  float decay_factor;      // AdamW: 1 - lr * wd
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
+  float step_size;        // lr / (1 - beta1^t)
+  float bias_corr2_sqrt;  // sqrt(1 - beta2^t)
+  float decay_factor;     // AdamW: 1 - lr * wd
+  bool decoupled;
 };
 
-// t is the 1-based step number. Computed in double, like torch's Python scalars.
+// t is the 1-based step number.
 NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
-  const double bc1 = 1.0 - pow(static_cast<double>(h.beta1), static_cast<double>(t));
-  const double bc2 = 1.0 - pow(static_cast<double>(h.beta2), static_cast<double>(t));
+  const double bc1 = 1.0 - pow(h.beta1, static_cast<double>(t));
+  const double bc2 = 1.0 - pow(h.beta2, static_cast<double>(t));
   AdamStepScalars s;
-  s.step_size = static_cast<float>(static_cast<double>(h.lr) / bc1);
+  s.beta1 = static_cast<float>(h.beta1);
+  s.one_minus_beta1 = static_cast<float>(1.0 - h.beta1);
+  s.beta2 = static_cast<float>(h.beta2);
+  s.one_minus_beta2 = static_cast<float>(1.0 - h.beta2);
+  s.eps = static_cast<float>(h.eps);
+  s.weight_decay = static_cast<float>(h.weight_decay);
+  s.step_size = static_cast<float>(h.lr / bc1);
   s.bias_corr2_sqrt = static_cast<float>(sqrt(bc2));
-  s.decay_factor = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
+  s.decay_factor = static_cast<float>(1.0 - h.lr * h.weight_decay);
+  s.decoupled = h.decoupled;
   return s;
 }
 
-NOEIRA_HD void adam_update(float& p, float g, float& m, float& v, const AdamHyper& h,
+// `h` is kept in the signature for callers; every constant comes from `s`.
+NOEIRA_HD void adam_update(float& p, float g, float& m, float& v, const AdamHyper& /*h*/,
                            const AdamStepScalars& s) {
-  if (h.decoupled) {
+  if (s.decoupled) {
     p *= s.decay_factor;
-  } else if (h.weight_decay != 0.0f) {
-    g += h.weight_decay * p;
+  } else if (s.weight_decay != 0.0f) {
+    g += s.weight_decay * p;
   }
-  m = h.beta1 * m + (1.0f - h.beta1) * g;
-  v = h.beta2 * v + (1.0f - h.beta2) * g * g;
-  const float denom = sqrtf(v) / s.bias_corr2_sqrt + h.eps;
-  p -= s.step_size * (m / denom);
+  m = m * s.beta1 + s.one_minus_beta1 * g;
+  v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
+  const float denom = sqrtf(v) / s.bias_corr2_sqrt + s.eps;
+  p += (-s.step_size * m) / denom;
 }
 
 struct SgdHyper {

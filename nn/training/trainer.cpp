@@ -106,7 +106,47 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   upload(test, test_x_, test_y_);
   initialise_params();
   write_counters();
+
+  // Timers before capture: CUPTI records only what runs after it is enabled.
+  for (DeviceTimerKind k : cfg_.device_timers) {
+    TimerSlot t{k, nullptr, ""};
+    t.timer = backend_.ops->make_device_timer(k, &t.why);
+    timers_.push_back(std::move(t));
+  }
+  if (cfg_.use_train_cuda_graph) {
+    Status captured = capture_step();
+    if (!captured) {
+      if (!cfg_.graph_fallback) return captured;
+      graph_fallback_reason_ = captured.error().message;
+    }
+  }
   return {};
+}
+
+// Records one whole training step into a graph. Per-step values (batch offset, Adam
+// step) are read from the device counters, so one graph serves every step.
+Status Trainer::capture_step() {
+  Ops& ops = *backend_.ops;
+  if (!ops.supports_graphs())
+    return make_error("CUDA-graph capture needs the gpu target (this trainer runs on " +
+                      backend_.description + "); drop --graph or use --target gpu");
+  ops.synchronize();
+  NOEIRA_TRY(ops.begin_capture());
+  enqueue_step();
+  Result<std::unique_ptr<StepGraph>> g = ops.end_capture();
+  if (!g) return make_error("capturing the training step failed: " + g.error().message);
+  graph_ = std::move(g).value();
+  return {};
+}
+
+DeviceStepTimer* Trainer::device_timer(DeviceTimerKind kind, std::string* why) const {
+  for (const TimerSlot& t : timers_)
+    if (t.kind == kind) {
+      if (!t.timer && why) *why = t.why;
+      return t.timer.get();
+    }
+  if (why) *why = "not requested";
+  return nullptr;
 }
 
 void Trainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
@@ -142,6 +182,14 @@ void Trainer::begin_epoch() {
 }
 
 void Trainer::train_step() {
+  if (graph_)
+    graph_->replay();
+  else
+    enqueue_step();
+  ++step_;
+}
+
+void Trainer::enqueue_step() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
   // (B, sample...) and (B, target...) gathered from the resident data set.
@@ -161,10 +209,9 @@ void Trainer::train_step() {
   model_->backward(ctx, dout);
   optimizer_->step(ctx);
   ops.advance(ctx.counters());
-  ++step_;
 }
 
-EpochStats Trainer::end_epoch() {
+EpochStats Trainer::end_epoch(bool evaluate_test) {
   Ops& ops = *backend_.ops;
   ops.synchronize();
   EpochStats s;
@@ -179,7 +226,7 @@ EpochStats Trainer::end_epoch() {
   ops.copy_to_host(s.step_losses.data(), arenas_.ptr(loss_history_),
                    s.step_losses.size() * sizeof(float));
   s.seconds = epoch_seconds_;
-  s.test = evaluate();
+  if (evaluate_test) s.test = evaluate();
   return s;
 }
 

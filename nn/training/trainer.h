@@ -30,6 +30,9 @@ struct TrainerConfig {
   OptimizerConfig optimizer;
   InitConfig init;
   bool use_train_cuda_graph = false;
+  bool graph_fallback = false;   // if capture fails: run eager (true) or fail create (false)
+  // Device step timers to create before any capture (CUPTI must be enabled first).
+  std::vector<DeviceTimerKind> device_timers;
   std::string model_name;        // goes into checkpoints
   nlohmann::json recipe;         // hashed into checkpoints; resuming checks it
 };
@@ -67,10 +70,11 @@ class Trainer {
   double eval_top1() { return evaluate().top1; }
 
   // The pieces of an epoch, for timers: begin_epoch shuffles; train_step enqueues one
-  // batch (no host synchronisation); end_epoch reads the accumulators back.
+  // batch (no host synchronisation); end_epoch reads the accumulators back and, unless
+  // told otherwise, evaluates on the test set. An epoch may end early (a step budget).
   void begin_epoch();
   void train_step();
-  EpochStats end_epoch();
+  EpochStats end_epoch(bool evaluate_test = true);
   void synchronize();
 
   Status save_checkpoint(const std::filesystem::path& path) const;
@@ -83,6 +87,12 @@ class Trainer {
   const ParamRegistry& params() const { return params_; }
   const TrainerConfig& config() const { return cfg_; }
   const std::string& backend_description() const { return backend_.description; }
+  Ops& ops() const { return *backend_.ops; }
+  // Whether steps replay a captured CUDA graph, and why not if one was asked for.
+  bool graph_active() const { return graph_ != nullptr; }
+  const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
+  // A timer requested in TrainerConfig::device_timers, or null (then `why` says why).
+  DeviceStepTimer* device_timer(DeviceTimerKind kind, std::string* why = nullptr) const;
   // Parameter values on the host, in registration order (for tests and the twin).
   std::vector<float> param_values(size_t index) const;
 
@@ -94,6 +104,8 @@ class Trainer {
   Tensor batch_targets(const Slot& y, int64_t first, int64_t rows) const;
   nlohmann::json checkpoint_meta() const;
   void write_counters();
+  void enqueue_step();
+  Status capture_step();
 
   TrainerConfig cfg_;
   Backend backend_;
@@ -112,6 +124,15 @@ class Trainer {
   Slot batch_x_, batch_y_;                    // (B, sample...), (B, target...)
   Slot perm_, shuffle_ws_;
   Slot counters_, train_stats_, eval_stats_, loss_history_;
+
+  std::unique_ptr<StepGraph> graph_;
+  std::string graph_fallback_reason_;
+  struct TimerSlot {
+    DeviceTimerKind kind;
+    std::unique_ptr<DeviceStepTimer> timer;
+    std::string why;
+  };
+  std::vector<TimerSlot> timers_;
 
   int epoch_ = 0;      // epochs completed
   int64_t step_ = 0;   // optimizer steps taken (host mirror of the device counter)

@@ -31,7 +31,7 @@ TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[philox]"
   }
 }
 
-TEST_CASE("Unit floats lie in [0, 1)", "[philox]") {
+TEST_CASE("Unit floats lie in the half-open unit interval", "[philox]") {
   CHECK(u32_to_unit_float(0u) == 0.0f);
   CHECK(u32_to_unit_float(0xffffffffu) < 1.0f);
 }

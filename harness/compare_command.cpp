@@ -1,0 +1,128 @@
+#include "harness/compare_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "harness/cli.h"
+#include "harness/cli_options.h"
+#include "harness/compare_gate.h"
+#include "harness/number_format.h"
+#include "harness/results.h"
+#include "harness/results_access.h"
+#include "harness/text_table.h"
+
+namespace noeira {
+
+namespace {
+
+struct CompareOptions {
+  std::string base_path, new_path;
+  std::string max_slowdown = "5%";
+  double alpha = 0.05;
+  std::string timer = "auto";
+  bool ignore_device = false;
+};
+
+std::string describe_file(const std::string& path, const nlohmann::json& r) {
+  const nlohmann::json& c = r.at("context");
+  std::string sha = text_of(c, "git_sha").substr(0, 12);
+  if (sha.empty()) sha = "unknown";
+  if (c.value("git_dirty", false)) sha += "+dirty";
+  return path + " (git " + sha + ", " + measured_on(r) + ", " + text_of(r, "created_utc") + ")";
+}
+
+std::string timing_table(const GateReport& g) {
+  TableRows rows = {
+      {"model", "variant", "timer", "base ms", "new ms", "ratio", "p-value", "verdict", "note"}};
+  for (const TimingComparison& t : g.timings) {
+    if (!t.compared) {
+      rows.push_back({t.model, t.variant, "-", "-", "-", "-", "-", "SKIPPED", t.note});
+      continue;
+    }
+    rows.push_back({t.model, t.variant, t.timer,
+                    format_ms(t.base_median_ms) + " (n=" + std::to_string(t.base_n) + ")",
+                    format_ms(t.new_median_ms) + " (n=" + std::to_string(t.new_n) + ")",
+                    format_number("%.3f", t.ratio), format_p(t.p), verdict_name(t.verdict),
+                    t.note});
+  }
+  return render_text_table(rows, {false, false, false, true, true, true, true, false, false});
+}
+
+std::string accuracy_table(const GateReport& g) {
+  TableRows rows = {
+      {"model", "variant", "base top-1 %", "new top-1 %", "change", "tolerance", "accuracy"}};
+  auto score = [](double m, double s, int64_t n) {
+    return format_number("%.2f", m) + " ± " + format_number("%.2f", s) +
+           " (n=" + std::to_string(n) + ")";
+  };
+  for (const AccuracyComparison& a : g.accuracy)
+    rows.push_back({a.model, a.variant, score(a.base_mean, a.base_std, a.base_n),
+                    score(a.new_mean, a.new_std, a.new_n),
+                    format_number("%+.2f pp", std::abs(a.change_pp) < 0.005 ? 0.0 : a.change_pp),
+                    format_number("%.2f pp", a.tolerance_pp), a.regression ? "REGRESSION" : "ok"});
+  return render_text_table(rows, {false, false, true, true, true, true, false});
+}
+
+int run_compare(const CompareOptions& o) {
+  Result<double> threshold = parse_slowdown_threshold(o.max_slowdown);
+  if (!threshold) return report_error(threshold.error().message, kExitUsage);
+  Result<nlohmann::json> base = read_results(o.base_path);
+  if (!base) return report_error(base.error().message, kExitUsage);
+  Result<nlohmann::json> next = read_results(o.new_path);
+  if (!next) return report_error(next.error().message, kExitUsage);
+
+  GateOptions gate;
+  gate.max_slowdown = *threshold;
+  gate.alpha = o.alpha;
+  gate.timer = o.timer;
+  gate.ignore_device = o.ignore_device;
+  Result<GateReport> report = compare_results(*base, *next, gate);
+  if (!report)
+    return report_error(o.base_path + " vs " + o.new_path + ": " + report.error().message,
+                        kExitUsage);
+
+  std::printf("noeira-bench compare\n  base: %s\n  new:  %s\n",
+              describe_file(o.base_path, *base).c_str(), describe_file(o.new_path, *next).c_str());
+  std::printf(
+      "  gate: SLOWER = Mann-Whitney U p < %.3g (two-sided, per-step samples pooled over "
+      "seeds) and new/base median > %.4g; times in ms per step\n\n",
+      gate.alpha, 1.0 + gate.max_slowdown);
+  std::printf("%s", timing_table(*report).c_str());
+  if (!report->accuracy.empty()) std::printf("\n%s", accuracy_table(*report).c_str());
+  const bool failed = report->failed();
+  std::printf("\n%d slower, %d faster, %d same, %d ambiguous; %d accuracy regression%s: %s\n",
+              report->count(Verdict::kSlower), report->count(Verdict::kFaster),
+              report->count(Verdict::kSame), report->count(Verdict::kAmbiguous),
+              report->regressions(), report->regressions() == 1 ? "" : "s",
+              failed ? "FAIL" : "PASS");
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_compare_command(CLI::App& app) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("compare",
+                         "Regression gate: compare two results files; exit 1 on a significant "
+                         "slowdown above the threshold or an accuracy regression");
+  cmd->add_option("BASE", o->base_path, "Baseline results JSON")->required();
+  cmd->add_option("NEW", o->new_path, "New results JSON")->required();
+  cmd->add_option("--max-slowdown", o->max_slowdown,
+                  "Largest tolerated slowdown of the median step time: 5% or 0.05")
+      ->capture_default_str();
+  cmd->add_option("--alpha", o->alpha, "Significance level of the Mann-Whitney U test")
+      ->check(CLI::Range(1e-9, 0.5))
+      ->capture_default_str();
+  cmd->add_option("--timer", o->timer,
+                  "Timer to compare: auto (device, else event, else wall), wall, device, event")
+      ->check(CLI::IsMember({"auto", "wall", "device", "event"}))
+      ->capture_default_str();
+  cmd->add_flag("--ignore-device", o->ignore_device,
+                "Compare files measured on different GPUs/CPUs");
+  return [cmd, o]() { return cmd->parsed() ? run_compare(*o) : -1; };
+}
+
+}  // namespace noeira

@@ -1,0 +1,82 @@
+#include "harness/parity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace noeira {
+
+ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const BenchSettings& st,
+                         uint64_t seed, const TwinPlan& twin, int64_t steps) {
+  ParityOutcome out;
+  if (!twin.unavailable.empty()) {
+    out.note = "parity skipped: " + twin.unavailable;
+    return out;
+  }
+  TrainerOptions o;
+  o.device = st.device;
+  o.threads = st.threads;
+  o.seed = seed;
+  Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
+  if (!made) {
+    out.note = "parity failed: " + made.error().message;
+    return out;
+  }
+  Trainer& t = **made;
+  steps = std::min(steps, t.steps_per_epoch());
+  const auto ckpt = twin.log_dir / "parity-step0.ckpt";
+  if (Status s = t.save_checkpoint(ckpt); !s) {
+    out.note = "parity failed: " + s.error().message;
+    return out;
+  }
+  t.begin_epoch();
+  for (int64_t i = 0; i < steps; ++i) t.train_step();
+  const std::vector<float> ours = t.end_epoch(false).step_losses;
+
+  TwinRequest q;
+  q.python = twin.python;
+  q.recipe = twin.recipe;
+  q.data_dir = twin.data_dir;
+  q.dataset = twin.dataset;
+  q.device = twin.device;
+  q.mode = "eager";
+  q.dtype = "fp32";
+  q.seed = seed;
+  q.epochs = 1;
+  q.max_steps = steps;
+  q.warmup = 1;
+  q.threads = twin.threads;
+  q.init_checkpoint = ckpt;
+  q.timeout_seconds = twin.timeout_seconds;
+  q.log = twin.log_dir / "twin-parity.log";
+  std::fprintf(stderr, "  parity: twin from our step-0 weights, %lld steps ...\n",
+               static_cast<long long>(steps));
+  const TwinOutcome r = run_twin(q);
+  if (!r.ok || !r.available) {
+    out.note = "parity failed: " + r.reason;
+    return out;
+  }
+  std::vector<double> theirs;
+  for (const auto& v : r.result["losses"]) theirs.push_back(v.is_number() ? v.get<double>() : NAN);
+  if (theirs.size() < ours.size()) {
+    out.note = "parity failed: the twin reported " + std::to_string(theirs.size()) +
+               " losses for " + std::to_string(ours.size()) + " steps";
+    return out;
+  }
+  double max_dev = 0.0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const double dev = std::abs(static_cast<double>(ours[i]) - theirs[i]) / std::abs(theirs[i]);
+    max_dev = std::isfinite(dev) ? std::max(max_dev, dev) : INFINITY;
+  }
+  theirs.resize(ours.size());
+  const bool finite = std::isfinite(max_dev);
+  out.json = {{"steps", steps},
+              {"max_rel_dev", finite ? nlohmann::json(max_dev) : nlohmann::json(nullptr)},
+              {"bound", kParityBound},
+              {"passed", finite && max_dev <= kParityBound},
+              {"ours", ours},
+              {"twin", theirs}};
+  return out;
+}
+
+}  // namespace noeira

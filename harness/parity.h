@@ -1,0 +1,23 @@
+// Parity mode: the twin starts from our step-0 weights (our checkpoint file) and draws
+// our Philox batches, so the two loss curves can be compared step by step.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/bench_runner.h"
+#include "harness/twin_runs.h"
+
+namespace noeira {
+
+inline constexpr double kParityBound = 1e-4;  // max relative deviation, fp32 on the CPU
+
+struct ParityOutcome {
+  nlohmann::json json;  // benchmarks[].parity, or null when it could not run
+  std::string note;     // why it could not run
+};
+
+ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const BenchSettings& st,
+                         uint64_t seed, const TwinPlan& twin, int64_t steps);
+
+}  // namespace noeira

@@ -1,0 +1,13 @@
+#pragma once
+#include <string>
+
+#include "harness/report_data.h"
+
+namespace noeira {
+
+// A self-contained HTML page: inline CSS and SVG, no scripts, no external references.
+// Context and tables as in the markdown report, then per model a step-time bar chart
+// (median with q1-q3 whiskers) and the per-step training-loss curves, ours vs twin.
+std::string render_html(const ReportData& d);
+
+}  // namespace noeira

@@ -1,0 +1,34 @@
+#include "harness/report_markdown.h"
+
+#include "harness/report_tables.h"
+
+namespace noeira {
+
+namespace {
+
+std::string section(const ReportTable& t) {
+  std::string out = "## " + t.title + "\n\n" + render_markdown_table(t.rows, t.right_aligned);
+  if (!t.footnotes.empty()) {
+    out += "\n";
+    for (const std::string& f : t.footnotes) out += f + "  \n";  // hard line breaks
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string render_markdown(const ReportData& d) {
+  std::string out = "# noeira-bench report\n\n";
+  out += section(context_table(d));
+  out += section(step_time_table(d));
+  out += section(accuracy_table(d));
+  const std::vector<std::string> lines = agreement_lines(d);
+  if (!lines.empty()) {
+    out += "## Agreement with the twin\n\n";
+    for (const std::string& l : lines) out += "- " + l + "\n";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace noeira

@@ -1,0 +1,117 @@
+#include "harness/report_tables.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace noeira {
+
+namespace {
+
+// Cells that cannot show a number explain themselves in a numbered footnote; the same
+// explanation is numbered once.
+class Footnotes {
+ public:
+  std::string mark(const std::string& variant, const ReportCell& c) {
+    std::string what;
+    if (c.state == ReportCell::State::kUnavailable)
+      what = "unavailable: ";
+    else if (c.state == ReportCell::State::kFailed)
+      what = "failed: ";
+    else
+      return "";
+    const std::string note =
+        variant + " " + what + (c.reason.empty() ? "no reason given" : c.reason);
+    auto it = std::find(notes_.begin(), notes_.end(), note);
+    if (it == notes_.end()) it = notes_.insert(notes_.end(), note);
+    std::string marker = " ";
+    marker += number(static_cast<size_t>(it - notes_.begin()));
+    return marker;
+  }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < notes_.size(); ++i) out.push_back(number(i) + " " + notes_[i]);
+    return out;
+  }
+
+ private:
+  static std::string number(size_t index) {
+    std::string s = "[";  // appended, not "[" + ...: GCC 12 warns falsely (-Wrestrict)
+    s += std::to_string(index + 1);
+    s += "]";
+    return s;
+  }
+  std::vector<std::string> notes_;
+};
+
+ReportTable variant_table(const ReportData& d, std::string title,
+                          const std::function<std::string(const ReportCell&)>& text) {
+  ReportTable t;
+  t.title = std::move(title);
+  t.rows.push_back({"model"});
+  t.right_aligned.push_back(false);
+  for (const std::string& c : d.columns) {
+    t.rows[0].push_back(c);
+    t.right_aligned.push_back(true);
+  }
+  Footnotes notes;
+  for (const ReportRow& r : d.rows) {
+    std::vector<std::string> row = {r.label};
+    for (const std::string& c : d.columns) {
+      const auto it = r.cells.find(c);
+      if (it == r.cells.end()) {
+        row.push_back("-");
+        continue;
+      }
+      row.push_back(text(it->second) + notes.mark(c, it->second));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.footnotes = notes.lines();
+  return t;
+}
+
+std::string step_time_title(const ReportData& d) {
+  std::string title = "Step time: median ms per training step";
+  if (d.timers.empty()) return title + " (no timings)";
+  if (d.timers.size() == 1) return title + ", " + d.timers[0] + " timer";
+  return title + ", timer per cell: (d) device, (e) event, (w) wall";
+}
+
+}  // namespace
+
+ReportTable step_time_table(const ReportData& d) {
+  const bool mixed = d.timers.size() > 1;
+  ReportTable t = variant_table(d, step_time_title(d),
+                                [mixed](const ReportCell& c) { return step_time_text(c, mixed); });
+  t.footnotes.insert(t.footnotes.begin(),
+                     "Timers: wall = host clock over the steps; device = GPU activity recorded "
+                     "by CUPTI; event = CUDA events. Warm-up excluded; '-' = not run.");
+  return t;
+}
+
+ReportTable accuracy_table(const ReportData& d) {
+  ReportTable t = variant_table(d, "Test top-1 accuracy (%, mean ± std over seeds)", top1_text);
+  t.footnotes.clear();  // the step-time table already explains n/a and failed cells
+  return t;
+}
+
+ReportTable context_table(const ReportData& d) {
+  ReportTable t;
+  t.title = "Runs";
+  t.rows.push_back({"file", "created (UTC)", "host", "device", "git", "twin"});
+  t.right_aligned.assign(6, false);
+  for (const ReportContext& c : d.contexts)
+    t.rows.push_back({c.source, c.created, c.host, c.device, c.git, c.torch});
+  return t;
+}
+
+std::vector<std::string> agreement_lines(const ReportData& d) {
+  std::vector<std::string> lines;
+  for (const ReportRow& r : d.rows) {
+    if (std::string p = parity_text(r); !p.empty()) lines.push_back(std::move(p));
+    if (std::string s = seed_agreement_text(r); !s.empty()) lines.push_back(std::move(s));
+  }
+  return lines;
+}
+
+}  // namespace noeira

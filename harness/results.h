@@ -1,0 +1,25 @@
+// The results JSON (schema in results/SCHEMA.md): the contract between `run`, which
+// writes it, and `compare` / `report`, which read it.
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "nn/error.h"
+
+namespace noeira {
+
+inline constexpr int kResultsSchemaVersion = 1;
+
+// Reads and validates a results file. Errors name the file and, for schema problems,
+// the field ("base.json: benchmarks[0].variants[1].runs: missing (an array)").
+Result<nlohmann::json> read_results(const std::filesystem::path& path);
+
+// Structural validation: schema_version == 1, every required key present with the right
+// type (nullable where the schema says so). The error names the field by its path.
+Status validate_results(const nlohmann::json& results);
+
+// Validates, then writes pretty-printed (2-space indent) via a temporary file and a
+// rename, so a failed write never leaves a partial file at `path`.
+Status write_results(const std::filesystem::path& path, const nlohmann::json& results);
+
+}  // namespace noeira

@@ -1,0 +1,355 @@
+#include "harness/run_command.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <sstream>
+
+#include "datasets/mnist.h"
+#include "harness/bench_runner.h"
+#include "harness/cli.h"
+#include "harness/cli_options.h"
+#include "harness/host_info.h"
+#include "harness/number_format.h"
+#include "harness/parity.h"
+#include "harness/results.h"
+#include "harness/run_table.h"
+#include "harness/twin_runs.h"
+#include "nn/checkpoint.h"
+
+namespace noeira {
+
+namespace {
+
+struct RunOptions {
+  std::string model = "mlp";
+  std::string dtype = "fp32";
+  std::string target = "auto";
+  std::vector<std::string> variants;  // empty = every variant the target supports
+  int seeds = 3;
+  std::vector<uint64_t> seed_list;
+  int64_t steps = 0;  // 0 = the recipe's full training
+  int64_t warmup = -1;
+  std::vector<std::string> twin = {"eager", "compiled", "graphs"};
+  std::string python;
+  std::string out;
+  bool quick = false;
+  bool parity = false;
+  int threads = 0;
+  DataOptions data;
+  int64_t min_samples = 20;
+  double max_noise = 0.02;
+  double max_seconds = 60.0;
+  double twin_timeout = 900.0;
+  std::string command_line;
+};
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Where the twin finds <dataset>/<files>: the directory above our located copy.
+std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src) {
+  Result<MnistVariant> v = parse_mnist_variant(dataset);
+  if (v) {
+    Result<std::filesystem::path> p = locate(mnist_files(*v).train_images, src);
+    if (p) return p->parent_path().parent_path();
+  }
+  return src.data_dir ? *src.data_dir : default_cache_dir();
+}
+
+nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
+                                   const std::string& target, const std::string& why) {
+  nlohmann::json v = {{"name", name},          {"impl", "noeira"},         {"dtype", dtype},
+                      {"target", target},      {"available", false},       {"unavailable_reason", why},
+                      {"error", nullptr},      {"runs", nlohmann::json::array()}};
+  v["summary"] = summarize_runs(v["runs"]);
+  return v;
+}
+
+nlohmann::json seed_agreement(const nlohmann::json& variants) {
+  const nlohmann::json *ours = nullptr, *twin = nullptr;
+  for (const auto& v : variants) {
+    if (v["name"] == "eager") ours = &v;
+    if (v["name"] == "twin:eager" && v["error"].is_null() && v["available"].get<bool>()) twin = &v;
+  }
+  if (!ours || !twin) return nullptr;
+  std::vector<double> a, b;
+  for (const auto& r : (*ours)["runs"]) if (r["test_loss"].is_number()) a.push_back(r["test_loss"]);
+  for (const auto& r : (*twin)["runs"]) if (r["test_loss"].is_number()) b.push_back(r["test_loss"]);
+  if (a.size() < 2 || b.size() < 2) return nullptr;
+  const WelchResult w = welch_t_test(a, b);
+  const bool agree = !(w.p < 0.05);
+  std::ostringstream note;
+  note << "final test loss, ours " << mean(a) << " ± " << sample_std(a) << " vs twin " << mean(b)
+       << " ± " << sample_std(b) << " over " << a.size() << "/" << b.size() << " seeds: "
+       << (agree ? "agree within seed noise" : "differ beyond seed noise") << " (p "
+       << (agree ? ">= 0.05" : "< 0.05") << ")";
+  return {{"test", "Welch two-sided t-test on final test loss, alpha 0.05"},
+          {"statistic", std::isfinite(w.t) ? nlohmann::json(w.t) : nlohmann::json(0.0)},
+          {"p_value", w.p},
+          {"agree", agree},
+          {"note", note.str()}};
+}
+
+int run_run(const RunOptions& o) {
+  // ---- Validate everything before any work. ----
+  Result<Recipe> recipe = load_recipe_for_model(o.model);
+  if (!recipe) return report_error(recipe.error().message, kExitUsage);
+  if (o.dtype != "fp32")
+    return report_error("--dtype " + o.dtype + " is not supported by this build; use fp32",
+                        kExitUsage);
+  Result<Device> device = resolve_target(o.target);
+  if (!device) return report_error(device.error().message, kExitUsage);
+  const std::string target = *device == Device::kGpu ? "gpu" : "cpu";
+  std::vector<uint64_t> seeds = o.seed_list;
+  if (seeds.empty())
+    for (int i = 0; i < o.seeds; ++i) seeds.push_back(static_cast<uint64_t>(i));
+  std::vector<std::string> variants = o.variants;
+  if (variants.empty()) variants = {"eager", "graph"};
+  for (const std::string& v : variants)
+    if (v != "eager" && v != "graph")
+      return report_error("--variants: unknown variant '" + v + "'; known: eager, graph",
+                          kExitUsage);
+  std::vector<std::string> twin_modes;
+  for (const std::string& m : o.twin) {
+    if (m == "none") continue;
+    if (m != "eager" && m != "compiled" && m != "graphs")
+      return report_error("--twin: unknown mode '" + m + "'; use eager, compiled, graphs or none",
+                          kExitUsage);
+    twin_modes.push_back(m);
+  }
+  const std::string out_path = !o.out.empty()
+                                   ? o.out
+                                   : "noeira-results-" + o.model + "-" + target + "-" + o.dtype + ".json";
+  const std::filesystem::path log_dir = out_path + ".logs";
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  if (ec)
+    return report_error("cannot create the log directory " + log_dir.string() + ": " + ec.message(),
+                        kExitUsage);
+
+  // ---- Data, once for every run. ----
+  const DataSource source = make_data_source(o.data);
+  Result<DataSplit> data = load_recipe_data(*recipe, o.data.dataset, source);
+  if (!data) return report_error(data.error().message, kExitFailure);
+  const int64_t spe = recipe->drop_last ? data->train.count / recipe->batch
+                                        : (data->train.count + recipe->batch - 1) / recipe->batch;
+  const int64_t total_steps = o.steps > 0 ? o.steps
+                              : o.quick && recipe->quick_max_steps > 0
+                                  ? recipe->quick_max_steps
+                                  : static_cast<int64_t>(o.quick ? recipe->quick_epochs : recipe->epochs) * spe;
+  const int64_t warmup = o.warmup >= 0 ? o.warmup : std::min<int64_t>(o.quick ? 5 : 20, total_steps / 4);
+  if (warmup >= total_steps)
+    return report_error("--warmup " + std::to_string(warmup) + " leaves no timed steps out of " +
+                            std::to_string(total_steps),
+                        kExitUsage);
+
+  BenchSettings st;
+  st.device = *device;
+  st.threads = o.threads;
+  st.total_steps = total_steps;
+  st.warmup = warmup;
+  st.stop.min_samples = o.min_samples;
+  st.stop.max_rel_noise = o.max_noise;
+  st.stop.max_seconds = o.max_seconds;
+  st.stop.max_samples = 0;
+  st.wall_block = *device == Device::kGpu ? 10 : 1;
+
+  const int threads = o.threads > 0 ? o.threads : default_thread_count();
+  std::printf("noeira-bench run: model %s on %s, target %s, %s, seeds", recipe->name.c_str(),
+              data->train.name.c_str(), target.c_str(), o.dtype.c_str());
+  for (uint64_t s : seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
+  std::printf(", %lld steps per run (warm-up %lld), %d CPU threads\n",
+              static_cast<long long>(total_steps), static_cast<long long>(warmup), threads);
+  std::fflush(stdout);
+
+  // ---- Our variants. ----
+  nlohmann::json bench = {{"model", recipe->name},
+                          {"dataset", data->train.name},
+                          {"recipe", recipe->json},
+                          {"recipe_hash", json_hash(recipe->json)},
+                          {"variants", nlohmann::json::array()},
+                          {"parity", nullptr},
+                          {"seed_agreement", nullptr}};
+  bool our_failure = false;
+  for (const std::string& name : variants) {
+    VariantSpec spec{name, name == "graph", o.dtype};
+    if (spec.graph && *device != Device::kGpu) {
+      bench["variants"].push_back(unavailable_variant(
+          name, o.dtype, target, "CUDA graphs need the gpu target"));
+      continue;
+    }
+    nlohmann::json v = {{"name", name},     {"impl", "noeira"}, {"dtype", o.dtype},
+                        {"target", target}, {"available", true}, {"unavailable_reason", nullptr},
+                        {"error", nullptr}, {"runs", nlohmann::json::array()}};
+    for (uint64_t seed : seeds) {
+      const std::string label = name + " seed " + std::to_string(seed);
+      Result<nlohmann::json> run = run_our_variant(*recipe, *data, spec, seed, st, label);
+      if (!run) {
+        v["error"] = run.error().message;
+        our_failure = true;
+        std::fprintf(stderr, "  %s failed: %s\n", label.c_str(), run.error().message.c_str());
+        break;
+      }
+      const auto& w = (*run)["timers"]["wall"];
+      std::fprintf(stderr, "  %s: %s ms/step, test top1 %s\n", label.c_str(),
+                   w.is_object() ? format_ms(w["median_ms"].get<double>()).c_str() : "-",
+                   (*run)["test_top1"].is_number()
+                       ? format_number("%.2f", (*run)["test_top1"].get<double>()).c_str()
+                       : "-");
+      v["runs"].push_back(std::move(run).value());
+    }
+    v["summary"] = summarize_runs(v["runs"]);
+    bench["variants"].push_back(v);
+  }
+
+  // ---- The twin. ----
+  TwinPlan tp;
+  tp.recipe = recipe->path;
+  tp.data_dir = twin_data_dir(data->train.name, source);
+  tp.log_dir = log_dir;
+  tp.dataset = o.data.dataset;
+  tp.device = *device == Device::kGpu ? "cuda" : "cpu";
+  tp.dtype = o.dtype;
+  tp.target = target;
+  tp.seeds = seeds;
+  tp.epochs = static_cast<int>((total_steps + spe - 1) / spe);
+  tp.total_steps = total_steps;
+  tp.warmup = warmup;
+  tp.threads = threads;
+  tp.timeout_seconds = o.twin_timeout;
+  nlohmann::json twin_ctx = {{"python", ""}, {"torch_version", nullptr}, {"available", false},
+                             {"reason", "not run (--twin none)"}};
+  if (!twin_modes.empty() || o.parity) {
+    const PythonProbe probe = find_python_with_torch(o.python);
+    tp.python = probe.python;
+    tp.unavailable = probe.reason;
+    twin_ctx = {{"python", probe.python.empty() ? (o.python.empty() ? "python3" : o.python) : probe.python},
+                {"torch_version", probe.torch_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe.torch_version)},
+                {"available", probe.reason.empty()},
+                {"reason", probe.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(probe.reason)}};
+    if (!probe.reason.empty()) std::fprintf(stderr, "  twin unavailable: %s\n", probe.reason.c_str());
+  }
+  for (const std::string& mode : twin_modes) bench["variants"].push_back(run_twin_mode(tp, mode));
+
+  std::string parity_note;
+  if (o.parity) {
+    const ParityOutcome p = run_parity(*recipe, *data, st, seeds.front(), tp, 50);
+    bench["parity"] = p.json;
+    parity_note = p.note;
+  }
+  bench["seed_agreement"] = seed_agreement(bench["variants"]);
+
+  // ---- Results file, then the table. ----
+  const nlohmann::json build = build_info();
+  nlohmann::json results = {
+      {"schema_version", kResultsSchemaVersion},
+      {"tool", "noeira-bench"},
+      {"tool_version", "0.1.0"},
+      {"created_utc", utc_now()},
+      {"context", {{"command_line", o.command_line},
+                   {"git_sha", build.value("git_sha", "")},
+                   {"git_dirty", build.value("git_dirty", false)},
+                   {"host", host_info()},
+                   {"build", build},
+                   {"device", device_info()},
+                   {"twin", twin_ctx}}},
+      {"config", {{"target", target},
+                  {"dtype", o.dtype},
+                  {"seeds", seeds},
+                  {"steps", total_steps},
+                  {"warmup", warmup},
+                  {"threads", o.threads},
+                  {"quick", o.quick},
+                  {"stopping", {{"min_samples", o.min_samples},
+                                {"max_rel_noise", o.max_noise},
+                                {"max_seconds", o.max_seconds}}}}},
+      {"benchmarks", nlohmann::json::array({bench})}};
+  if (Status s = write_results(out_path, results); !s)
+    return report_error(s.error().message, kExitFailure);
+
+  std::printf("\n%s", render_run_table(bench, target).c_str());
+  if (!bench["parity"].is_null()) {
+    const auto& p = bench["parity"];
+    std::printf("parity (fp32, first %lld steps from our step-0 weights and batches): max rel. "
+                "deviation %s (bound %.0e): %s\n",
+                static_cast<long long>(p["steps"].get<int64_t>()),
+                p["max_rel_dev"].is_number() ? format_number("%.2e", p["max_rel_dev"].get<double>()).c_str() : "non-finite",
+                kParityBound, p["passed"].get<bool>() ? "PASS" : "FAIL");
+  } else if (!parity_note.empty()) {
+    std::printf("%s\n", parity_note.c_str());
+  }
+  if (!bench["seed_agreement"].is_null())
+    std::printf("seeds: %s [%s, p = %s]\n", bench["seed_agreement"]["note"].get<std::string>().c_str(),
+                bench["seed_agreement"]["test"].get<std::string>().c_str(),
+                format_p(bench["seed_agreement"]["p_value"].get<double>()).c_str());
+  std::printf("timers: wall = host clock per step%s; warm-up excluded; ratio < 1 means faster "
+              "than the twin\n",
+              *device == Device::kGpu ? " (blocks of 10 synchronised steps), device = CUPTI busy "
+                                        "time, event = CUDA events"
+                                      : "");
+  std::printf("results: %s (logs in %s)\n", out_path.c_str(), log_dir.c_str());
+  if (our_failure) return kExitFailure;
+  if (!bench["parity"].is_null() && !bench["parity"]["passed"].get<bool>()) return kExitFailure;
+  if (o.parity && bench["parity"].is_null()) return kExitFailure;
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_run_command(CLI::App& app, const std::string& command_line) {
+  auto o = std::make_shared<RunOptions>();
+  o->command_line = command_line;
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run the variant matrix over seeds plus the PyTorch twin, print the comparison "
+             "table and write a results JSON (the default subcommand)");
+  cmd->add_option("--model", o->model, "Model (a recipe in models/recipes)")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Precision")->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_option("--target", o->target, "auto (gpu when a CUDA device is usable), cpu or gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  cmd->add_option("--variants", o->variants, "Our variants: eager,graph (default: all the target supports)")
+      ->delimiter(',');
+  auto* seeds = cmd->add_option("--seeds", o->seeds, "Number of seeds (0..N-1)")
+                    ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed-list", o->seed_list, "Explicit seeds, e.g. 1,2,3")->delimiter(',')
+      ->excludes(seeds);
+  cmd->add_option("--steps", o->steps, "Training steps per run (default: the recipe's epochs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "Untimed steps at the start of each run (default 20, quick 5)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--twin", o->twin, "Twin modes: eager,compiled,graphs or none")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--python", o->python, "Python interpreter with torch for the twin "
+                                         "(default: $NOEIRA_PYTHON, python3, /usr/bin/python3)");
+  cmd->add_option("--out", o->out, "Results JSON (default noeira-results-<model>-<target>-<dtype>.json); "
+                                   "twin logs go to <out>.logs/");
+  cmd->add_flag("--quick", o->quick, "The recipe's small smoke configuration (few steps)");
+  cmd->add_flag("--parity", o->parity, "Also run the twin from our step-0 weights and batches and "
+                                       "compare per-step losses (fp32, bound 1e-4)");
+  cmd->add_option("--threads", o->threads, "CPU threads for us and the twin (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dataset", o->data.dataset, "Override the recipe's data set")
+      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  cmd->add_option("--data-dir", o->data.data_dir, "Directory holding <dataset>/ files");
+  cmd->add_option("--min-samples", o->min_samples, "Stopping rule: minimum timed steps")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-noise", o->max_noise, "Stopping rule: relative noise target (std/mean)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-time", o->max_seconds, "Stopping rule: seconds of timing per run")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--twin-timeout", o->twin_timeout, "Seconds before a twin run is killed")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  return [cmd, o]() {
+    if (!cmd->parsed()) return -1;
+    return run_run(*o);
+  };
+}
+
+}  // namespace noeira

@@ -1,0 +1,85 @@
+#include "harness/run_table.h"
+
+#include "harness/number_format.h"
+#include "harness/text_table.h"
+
+namespace noeira {
+
+namespace {
+
+const nlohmann::json* timer_of(const nlohmann::json& v, const char* name) {
+  const auto& t = v["summary"]["timers"][name];
+  return t.is_object() ? &t : nullptr;
+}
+
+std::string cell(const nlohmann::json& v, const char* timer) {
+  const nlohmann::json* t = timer_of(v, timer);
+  if (!t) return "-";
+  return format_ms((*t)["median_ms"].get<double>()) + " [" + format_ms((*t)["q1_ms"].get<double>()) +
+         "-" + format_ms((*t)["q3_ms"].get<double>()) + "]";
+}
+
+std::string seed_cell(const nlohmann::json& stats, const char* fmt) {
+  if (!stats.is_object()) return "-";
+  std::string s = format_number(fmt, stats["mean"].get<double>());
+  if (stats["n"].get<int>() > 1 && stats["std"].is_number())
+    s += " ± " + format_number(fmt, stats["std"].get<double>());
+  return s;
+}
+
+}  // namespace
+
+std::string render_run_table(const nlohmann::json& b, const std::string& target) {
+  const bool gpu = target == "gpu";
+  // The reference for the ratio column: the twin's eager mode, same timer.
+  const nlohmann::json* ref = nullptr;
+  for (const auto& v : b["variants"])
+    if (v["name"] == "twin:eager" && v["error"].is_null() && v["available"].get<bool>()) ref = &v;
+
+  TableRows rows;
+  std::vector<std::string> header = {"variant", "wall ms/step [q1-q3]"};
+  if (gpu) header.insert(header.end(), {"device ms/step", "event ms/step"});
+  header.insert(header.end(), {"cv", "n", "vs twin:eager", "test top1 %", "test loss"});
+  rows.push_back(header);
+  std::string notes;
+  for (const auto& v : b["variants"]) {
+    const std::string name = v["name"];
+    if (!v["available"].get<bool>() || !v["error"].is_null()) {
+      const std::string why = !v["error"].is_null() ? v["error"].get<std::string>()
+                                                    : "n/a: " + v["unavailable_reason"].get<std::string>();
+      std::vector<std::string> r(header.size(), "");
+      r[0] = name;
+      r[1] = v["error"].is_null() ? "n/a" : "failed";
+      rows.push_back(r);
+      notes += "  " + name + ": " + why + "\n";
+      continue;
+    }
+    // Ratios use the timer both sides have, most precise first.
+    std::string ratio = "-";
+    if (ref && &v != ref)
+      for (const char* tn : {"device", "event", "wall"}) {
+        const nlohmann::json *a = timer_of(v, tn), *r = timer_of(*ref, tn);
+        if (a && r && (*r)["n"].get<int64_t>() > 1) {
+          ratio = format_number("%.2fx", (*a)["median_ms"].get<double>() / (*r)["median_ms"].get<double>()) +
+                  " (" + tn + ")";
+          break;
+        }
+      }
+    const nlohmann::json* w = timer_of(v, "wall");
+    std::vector<std::string> r = {name, cell(v, "wall")};
+    if (gpu) r.insert(r.end(), {cell(v, "device"), cell(v, "event")});
+    r.push_back(w && (*w)["cv"].is_number() ? format_number("%.1f%%", 100.0 * (*w)["cv"].get<double>()) : "-");
+    r.push_back(w ? std::to_string((*w)["n"].get<int64_t>()) : "-");
+    r.push_back(ratio);
+    r.push_back(seed_cell(v["summary"]["test_top1"], "%.2f"));
+    r.push_back(seed_cell(v["summary"]["test_loss"], "%.4f"));
+    rows.push_back(r);
+  }
+  std::vector<bool> right(header.size(), true);
+  right[0] = false;
+  std::string out = render_text_table(rows, right);
+  if (!notes.empty()) out += "notes:\n" + notes;
+  return out;
+}
+
+}  // namespace noeira

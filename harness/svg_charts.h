@@ -1,0 +1,29 @@
+// Inline SVG charts for the HTML report: no scripts, no external resources (inline SVG
+// in HTML5 needs no xmlns, so the page holds no URL at all).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace noeira {
+
+struct BarItem {
+  std::string label, color;
+  bool measured = false;     // false: `missing_text` is shown instead of a bar
+  std::string missing_text;  // "n/a", "failed"
+  double median = 0, q1 = 0, q3 = 0;
+};
+
+// Horizontal bars of the median, with a q1-q3 whisker and the value at the end.
+std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& axis_label);
+
+struct LineSeries {
+  std::string label, color;
+  bool dashed = false;
+  std::vector<double> y;  // x = index; NaN breaks the line
+};
+
+// Line chart with axes, ticks and a legend; long series are thinned to ~1000 points.
+std::string svg_line_chart(const std::vector<LineSeries>& series, const std::string& x_label,
+                           const std::string& y_label);
+
+}  // namespace noeira

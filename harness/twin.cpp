@@ -1,0 +1,118 @@
+#include "harness/twin.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "harness/subprocess.h"
+
+namespace noeira {
+
+namespace {
+
+std::string last_line_of(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last.size() > 200 ? last.substr(last.size() - 200) : last;
+}
+
+}  // namespace
+
+std::filesystem::path twin_script() {
+  return std::filesystem::path(NOEIRA_SOURCE_DIR) / "reference" / "torch_nn_reference.py";
+}
+
+PythonProbe find_python_with_torch(const std::string& requested) {
+  std::vector<std::string> candidates;
+  if (!requested.empty()) {
+    candidates.push_back(requested);
+  } else {
+    if (const char* env = std::getenv("NOEIRA_PYTHON"); env && *env) candidates.push_back(env);
+    candidates.push_back("python3");
+    candidates.push_back("/usr/bin/python3");
+  }
+  PythonProbe probe;
+  std::string tried;
+  const auto log = std::filesystem::temp_directory_path() / "noeira-python-probe.log";
+  for (const std::string& py : candidates) {
+    const ProcessResult r =
+        run_process({py, "-c", "import torch; print(torch.__version__)"}, log, 120);
+    tried += (tried.empty() ? "" : ", ") + py;
+    if (r.started && !r.timed_out && r.exit_code == 0 && !r.out.empty()) {
+      probe.python = py;
+      probe.torch_version = r.out.substr(0, r.out.find_first_of("\r\n"));
+      return probe;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove(log, ec);
+  probe.reason = "no python with torch found (tried " + tried +
+                 "); install python3-torch or pass --python PATH";
+  return probe;
+}
+
+TwinOutcome run_twin(const TwinRequest& q) {
+  std::vector<std::string> argv = {q.python,        twin_script().string(),
+                                   "--recipe",      q.recipe.string(),
+                                   "--data-dir",    q.data_dir.string(),
+                                   "--device",      q.device,
+                                   "--mode",        q.mode,
+                                   "--dtype",       q.dtype,
+                                   "--seed",        std::to_string(q.seed),
+                                   "--epochs",      std::to_string(q.epochs),
+                                   "--max-steps",   std::to_string(q.max_steps),
+                                   "--warmup",      std::to_string(q.warmup)};
+  if (!q.dataset.empty()) argv.insert(argv.end(), {"--dataset", q.dataset});
+  if (q.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(q.threads)});
+  if (q.init_checkpoint) argv.insert(argv.end(), {"--init-checkpoint", q.init_checkpoint->string()});
+
+  TwinOutcome o;
+  const ProcessResult r = run_process(argv, q.log, q.timeout_seconds);
+  o.seconds = r.seconds;
+  const std::string log_hint = " (log: " + q.log.string() + ")";
+  if (!r.started) {
+    o.reason = "twin failed: cannot start " + q.python + ": " + r.error;
+    return o;
+  }
+  if (r.timed_out) {
+    o.reason = "twin failed: timed out after " + std::to_string(static_cast<int>(q.timeout_seconds)) +
+               " s" + log_hint;
+    return o;
+  }
+  const auto first = r.out.find('{');
+  const auto last = r.out.rfind('}');
+  nlohmann::json j = first == std::string::npos || last == std::string::npos
+                         ? nlohmann::json()
+                         : nlohmann::json::parse(r.out.substr(first, last - first + 1), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    std::string why = r.signal ? "killed by signal " + std::to_string(r.signal)
+                               : "exit code " + std::to_string(r.exit_code);
+    const std::string tail = last_line_of(q.log);
+    o.reason = "twin failed: " + why + ", no JSON on stdout" + (tail.empty() ? "" : ": " + tail) +
+               log_hint;
+    return o;
+  }
+  if (!j.value("ok", false)) {
+    o.reason = "twin failed: " + j.value("error", std::string("unknown error")) + log_hint;
+    return o;
+  }
+  o.ok = true;
+  o.result = j;
+  o.available = j.value("available", false);
+  if (!o.available) {
+    const auto& why = j["unavailable_reason"];
+    o.reason = why.is_string() ? why.get<std::string>() : "unavailable";
+    return o;
+  }
+  // The fields the harness relies on must be there and typed.
+  for (const char* key : {"step_times_ms", "losses"})
+    if (!j.contains(key) || !j[key].is_array()) {
+      o.ok = false;
+      o.reason = std::string("twin failed: its JSON lacks '") + key + "'" + log_hint;
+    }
+  return o;
+}
+
+}  // namespace noeira

@@ -1,0 +1,88 @@
+#include "harness/twin_runs.h"
+
+#include <cstdio>
+
+#include "harness/bench_runner.h"
+
+namespace noeira {
+
+namespace {
+
+std::vector<double> doubles(const nlohmann::json& a) {
+  std::vector<double> v;
+  if (a.is_array())
+    for (const auto& x : a)
+      if (x.is_number()) v.push_back(x.get<double>());
+  return v;
+}
+
+nlohmann::json number_or_null(const nlohmann::json& v) { return v.is_number() ? v : nullptr; }
+
+}  // namespace
+
+nlohmann::json twin_run_json(const nlohmann::json& t, uint64_t seed) {
+  const bool events = t.value("timer", "wall") == "event";
+  nlohmann::json timers = {{"wall", nullptr}, {"device", nullptr}, {"event", nullptr}};
+  if (events) {
+    timers["event"] = timer_json(doubles(t["step_times_ms"]));
+    // The twin's host clock covers the whole timed loop: one sample, per step.
+    if (t["wall_ms_per_step"].is_number())
+      timers["wall"] = timer_json({t["wall_ms_per_step"].get<double>()});
+  } else {
+    timers["wall"] = timer_json(doubles(t["step_times_ms"]));
+  }
+  return {{"seed", seed},
+          {"timers", timers},
+          {"test_top1", number_or_null(t.value("test_top1", nlohmann::json()))},
+          {"test_loss", number_or_null(t.value("test_loss", nlohmann::json()))},
+          {"train_loss", number_or_null(t.value("train_loss_last_epoch", nlohmann::json()))},
+          {"losses", t.value("losses", nlohmann::json::array())},
+          {"steps", t.value("steps", 0)}};
+}
+
+nlohmann::json run_twin_mode(const TwinPlan& p, const std::string& mode) {
+  nlohmann::json v = {{"name", "twin:" + mode}, {"impl", "torch"},      {"dtype", p.dtype},
+                      {"target", p.target},     {"available", true},    {"unavailable_reason", nullptr},
+                      {"error", nullptr},       {"runs", nlohmann::json::array()}};
+  if (!p.unavailable.empty()) {
+    v["available"] = false;
+    v["unavailable_reason"] = p.unavailable;
+  }
+  for (uint64_t seed : p.seeds) {
+    if (!v["available"].get<bool>()) break;
+    TwinRequest q;
+    q.python = p.python;
+    q.recipe = p.recipe;
+    q.data_dir = p.data_dir;
+    q.dataset = p.dataset;
+    q.device = p.device;
+    q.mode = mode;
+    q.dtype = p.dtype;
+    q.seed = seed;
+    q.epochs = p.epochs;
+    q.max_steps = p.total_steps;
+    q.warmup = p.warmup;
+    q.threads = p.threads;
+    q.timeout_seconds = p.timeout_seconds;
+    q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
+    std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
+    std::fflush(stderr);
+    const TwinOutcome o = run_twin(q);
+    std::fprintf(stderr, " %s (%.1f s)\n",
+                 o.ok && o.available ? "done" : (o.ok ? "unavailable" : "failed"), o.seconds);
+    if (!o.ok) {
+      v["error"] = o.reason;  // one failure marks the variant; our results are untouched
+      break;
+    }
+    if (!o.available) {
+      v["available"] = false;
+      v["unavailable_reason"] = o.reason;
+      break;
+    }
+    v["runs"].push_back(twin_run_json(o.result, seed));
+  }
+  v["summary"] = summarize_runs(v["runs"]);
+  return v;
+}
+
+}  // namespace noeira

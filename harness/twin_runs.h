@@ -1,0 +1,32 @@
+// Runs the twin's modes over the seeds and turns its JSON into results variants.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/twin.h"
+
+namespace noeira {
+
+struct TwinPlan {
+  std::string python;        // empty: no usable python (reason below)
+  std::string unavailable;   // why the twin cannot run at all
+  std::filesystem::path recipe, data_dir, log_dir;
+  std::string dataset, device, dtype, target;
+  std::vector<uint64_t> seeds;
+  int epochs = 1;
+  int64_t total_steps = 0, warmup = 0;
+  int threads = 0;
+  double timeout_seconds = 900;
+};
+
+// The variant "twin:<mode>" with one run per seed (results/SCHEMA.md).
+nlohmann::json run_twin_mode(const TwinPlan& plan, const std::string& mode);
+
+// One element of runs[] from the twin's JSON object.
+nlohmann::json twin_run_json(const nlohmann::json& twin, uint64_t seed);
+
+}  // namespace noeira
