@@ -1,0 +1,147 @@
+// `noeira-bench run`: the matrix, the real twin, parity, the results file, and what
+// happens when the twin crashes, hangs or has no torch.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sys/stat.h>
+
+#include "harness/results.h"
+#include "tests/support/mnist_fixture.h"
+#include "tests/support/run_binary.h"
+
+using namespace noeira;
+using namespace noeira::test;
+
+namespace {
+
+// A stand-in interpreter: answers the torch probe, then misbehaves as the twin.
+std::string fake_python(const TempDir& dir, const std::string& twin_behaviour) {
+  const auto path = dir / "fake-python";
+  std::ofstream(path) << "#!/bin/sh\n"
+                         "case \"$2\" in *'import torch'*) echo 1.13.0; exit 0;; esac\n"
+                      << twin_behaviour << "\n";
+  ::chmod(path.c_str(), 0755);
+  return path.string();
+}
+
+const std::string kQuick = "--model mlp --target cpu --quick --steps 30 --warmup 5 --threads 2";
+
+nlohmann::json variant(const nlohmann::json& results, const std::string& name) {
+  for (const auto& v : results["benchmarks"][0]["variants"])
+    if (v["name"] == name) return v;
+  FAIL("no variant " << name);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("run with the real twin on the CPU writes a valid results file", "[run][twin]") {
+  TempDir dir;
+  const auto out = dir / "r.json";
+  const CommandResult r = run_bench(kQuick + " --seeds 2 --twin eager,compiled --out '" + out.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("twin:eager") && Catch::Contains("vs twin:eager"));
+  Result<nlohmann::json> res = read_results(out);
+  REQUIRE(res.ok());
+  const nlohmann::json ours = variant(*res, "eager");
+  REQUIRE(ours["runs"].size() == 2);
+  CHECK(ours["runs"][0]["timers"]["wall"]["n"].get<int>() == 25);
+  CHECK(ours["runs"][0]["losses"].size() == 30);
+  CHECK(ours["summary"]["test_top1"]["mean"].get<double>() > 70.0);
+  const nlohmann::json twin = variant(*res, "twin:eager");
+  CHECK(twin["error"].is_null());
+  REQUIRE(twin["runs"].size() == 2);
+  CHECK(twin["runs"][0]["losses"].size() == 30);
+  CHECK(twin["runs"][0]["test_top1"].get<double>() > 70.0);
+  // Same Philox init and batches: the first step's loss agrees before any update.
+  CHECK(twin["runs"][0]["losses"][0].get<double>() ==
+        Approx(ours["runs"][0]["losses"][0].get<double>()).epsilon(1e-6));
+  CHECK(variant(*res, "graph")["available"] == false);
+  CHECK((*res)["context"]["twin"]["torch_version"].is_string());
+  CHECK_FALSE((*res)["benchmarks"][0]["seed_agreement"].is_null());
+  // Round trip: the file read back validates and re-writes identically.
+  REQUIRE(write_results(dir / "again.json", *res).ok());
+  CHECK(file_bytes(out) == file_bytes(dir / "again.json"));
+}
+
+TEST_CASE("parity: the twin starts from our step-0 checkpoint and our batches",
+          "[run][twin][parity]") {
+  TempDir dir;
+  const auto out = dir / "p.json";
+  const CommandResult r = run_bench(kQuick + " --seeds 1 --twin none --parity --out '" + out.string() + "'");
+  INFO(r.output);
+  CHECK_THAT(r.output, Catch::Contains("parity (fp32, first 50 steps"));
+  Result<nlohmann::json> res = read_results(out);
+  REQUIRE(res.ok());
+  const auto& p = (*res)["benchmarks"][0]["parity"];
+  REQUIRE(p.is_object());
+  REQUIRE(p["ours"].size() == 50);
+  REQUIRE(p["twin"].size() == 50);
+  // Identical weights and batch: forward and loss agree to fp32 rounding, and the
+  // first updates keep them together. (Later steps drift apart: Adam amplifies
+  // rounding differences; the max deviation over all steps is reported, not bounded.)
+  for (int i = 0; i < 3; ++i) {
+    INFO("step " << i);
+    CHECK(p["ours"][i].get<double>() == Approx(p["twin"][i].get<double>()).epsilon(1e-6));
+  }
+  CHECK(p["max_rel_dev"].is_number());
+}
+
+TEST_CASE("A crashing twin becomes a row and our results survive", "[run][twin]") {
+  TempDir dir;
+  const auto out = dir / "c.json";
+  const std::string py = fake_python(dir, "echo 'Traceback: boom' >&2; echo garbage; exit 3");
+  const CommandResult r = run_bench(kQuick + " --seeds 1 --twin eager --python '" + py + "' --out '" + out.string() + "'");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("twin failed: exit code 3, no JSON on stdout: Traceback: boom"));
+  Result<nlohmann::json> res = read_results(out);
+  REQUIRE(res.ok());
+  CHECK(variant(*res, "eager")["runs"].size() == 1);
+  CHECK_THAT(variant(*res, "twin:eager")["error"].get<std::string>(), Catch::Contains("twin failed"));
+}
+
+TEST_CASE("A hanging twin is killed at its timeout", "[run][twin]") {
+  TempDir dir;
+  const auto out = dir / "t.json";
+  const std::string py = fake_python(dir, "sleep 30");
+  const CommandResult r = run_bench(kQuick + " --seeds 1 --twin eager --twin-timeout 2 --python '" + py +
+                                    "' --out '" + out.string() + "'");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("twin failed: timed out after 2 s"));
+  REQUIRE(read_results(out).ok());
+}
+
+TEST_CASE("No torch: the twin is unavailable with the reason, ours still runs", "[run][twin]") {
+  TempDir dir;
+  const auto out = dir / "n.json";
+  const CommandResult r = run_bench(kQuick + " --seeds 1 --twin eager --python /bin/false --out '" + out.string() + "'");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("no python with torch found (tried /bin/false)"));
+  Result<nlohmann::json> res = read_results(out);
+  REQUIRE(res.ok());
+  CHECK(variant(*res, "twin:eager")["available"] == false);
+  CHECK((*res)["context"]["twin"]["available"] == false);
+  CHECK(variant(*res, "eager")["runs"].size() == 1);
+}
+
+TEST_CASE("run refuses bad arguments with exit 2 and writes nothing", "[run][cli]") {
+  TempDir dir;
+  const auto out = (dir / "x.json").string();
+  for (const std::string args : {"--model nosuch", "--twin sometimes", "--variants turbo",
+                                 "--dtype fp8", "--seeds 0", "--steps 10 --warmup 10"}) {
+    const CommandResult r = run_bench("run --target cpu " + args + " --out '" + out + "'");
+    INFO(args << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+}
+
+TEST_CASE("Without a subcommand, options go to run", "[run][cli]") {
+  const CommandResult r = run_bench("--model nosuch");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("unknown model 'nosuch'"));
+}
