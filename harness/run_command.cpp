@@ -101,20 +101,22 @@ int run_run(const RunOptions& o) {
   // ---- Validate everything before any work. ----
   Result<Recipe> recipe = load_recipe_for_model(o.model);
   if (!recipe) return report_error(recipe.error().message, kExitUsage);
-  if (o.dtype != "fp32")
-    return report_error("--dtype " + o.dtype + " is not supported by this build; use fp32",
-                        kExitUsage);
   Result<Device> device = resolve_target(o.target);
   if (!device) return report_error(device.error().message, kExitUsage);
   const std::string target = *device == Device::kGpu ? "gpu" : "cpu";
   std::vector<uint64_t> seeds = o.seed_list;
   if (seeds.empty())
     for (int i = 0; i < o.seeds; ++i) seeds.push_back(static_cast<uint64_t>(i));
+  // bf16 runs keep the fp32 variants in the matrix: their times are the baseline.
   std::vector<std::string> variants = o.variants;
-  if (variants.empty()) variants = {"eager", "graph"};
+  if (variants.empty()) {
+    variants = {"eager", "graph"};
+    if (o.dtype == "bf16") variants.insert(variants.end(), {"bf16", "bf16+graph"});
+  }
   for (const std::string& v : variants)
-    if (v != "eager" && v != "graph")
-      return report_error("--variants: unknown variant '" + v + "'; known: eager, graph",
+    if (v != "eager" && v != "graph" && v != "bf16" && v != "bf16+graph")
+      return report_error("--variants: unknown variant '" + v +
+                              "'; known: eager, graph, bf16, bf16+graph",
                           kExitUsage);
   std::vector<std::string> twin_modes;
   for (const std::string& m : o.twin) {
@@ -179,13 +181,15 @@ int run_run(const RunOptions& o) {
                           {"seed_agreement", nullptr}};
   bool our_failure = false;
   for (const std::string& name : variants) {
-    VariantSpec spec{name, name == "graph", o.dtype};
+    const bool graph = name == "graph" || name == "bf16+graph";
+    const std::string dtype = name.rfind("bf16", 0) == 0 ? "bf16" : "fp32";
+    VariantSpec spec{name, graph, dtype};
     if (spec.graph && *device != Device::kGpu) {
       bench["variants"].push_back(unavailable_variant(
-          name, o.dtype, target, "CUDA graphs need the gpu target"));
+          name, dtype, target, "CUDA graphs need the gpu target"));
       continue;
     }
-    nlohmann::json v = {{"name", name},     {"impl", "noeira"}, {"dtype", o.dtype},
+    nlohmann::json v = {{"name", name},     {"impl", "noeira"}, {"dtype", dtype},
                         {"target", target}, {"available", true}, {"unavailable_reason", nullptr},
                         {"error", nullptr}, {"runs", nlohmann::json::array()}};
     for (uint64_t seed : seeds) {
@@ -314,7 +318,9 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
       ->capture_default_str();
   cmd->add_option("--target", o->target, "auto (gpu when a CUDA device is usable), cpu or gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
-  cmd->add_option("--variants", o->variants, "Our variants: eager,graph (default: all the target supports)")
+  cmd->add_option("--variants", o->variants,
+                  "Our variants: eager, graph, bf16, bf16+graph (default: those of --dtype "
+                  "the target supports; bf16 keeps the fp32 ones as a baseline)")
       ->delimiter(',');
   auto* seeds = cmd->add_option("--seeds", o->seeds, "Number of seeds (0..N-1)")
                     ->check(CLI::PositiveNumber)->capture_default_str();

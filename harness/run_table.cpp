@@ -33,13 +33,31 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   const bool gpu = target == "gpu";
   // The reference for the ratio column: the twin's eager mode, same timer.
   const nlohmann::json* ref = nullptr;
-  for (const auto& v : b["variants"])
-    if (v["name"] == "twin:eager" && v["error"].is_null() && v["available"].get<bool>()) ref = &v;
+  const nlohmann::json* ours = nullptr;  // our fp32 eager: the baseline of bf16 rows
+  bool any_bf16 = false;
+  for (const auto& v : b["variants"]) {
+    const bool ran = v["error"].is_null() && v["available"].get<bool>();
+    if (v["name"] == "twin:eager" && ran) ref = &v;
+    if (v["name"] == "eager" && ran) ours = &v;
+    if (v["impl"] == "noeira" && v["dtype"] == "bf16") any_bf16 = true;
+  }
+  auto ratio_to = [](const nlohmann::json& v, const nlohmann::json* base) -> std::string {
+    if (!base || &v == base) return "-";
+    for (const char* tn : {"device", "event", "wall"}) {
+      const nlohmann::json *a = timer_of(v, tn), *r = timer_of(*base, tn);
+      if (a && r && (*r)["n"].get<int64_t>() > 1)
+        return format_number("%.2fx", (*a)["median_ms"].get<double>() / (*r)["median_ms"].get<double>()) +
+               " (" + tn + ")";
+    }
+    return "-";
+  };
 
   TableRows rows;
   std::vector<std::string> header = {"variant", "wall ms/step [q1-q3]"};
   if (gpu) header.insert(header.end(), {"device ms/step", "event ms/step"});
-  header.insert(header.end(), {"cv", "n", "vs twin:eager", "test top1 %", "test loss"});
+  header.insert(header.end(), {"cv", "n", "vs twin:eager"});
+  if (any_bf16) header.push_back("vs eager");
+  header.insert(header.end(), {"test top1 %", "test loss"});
   rows.push_back(header);
   std::string notes;
   for (const auto& v : b["variants"]) {
@@ -55,22 +73,13 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
       continue;
     }
     // Ratios use the timer both sides have, most precise first.
-    std::string ratio = "-";
-    if (ref && &v != ref)
-      for (const char* tn : {"device", "event", "wall"}) {
-        const nlohmann::json *a = timer_of(v, tn), *r = timer_of(*ref, tn);
-        if (a && r && (*r)["n"].get<int64_t>() > 1) {
-          ratio = format_number("%.2fx", (*a)["median_ms"].get<double>() / (*r)["median_ms"].get<double>()) +
-                  " (" + tn + ")";
-          break;
-        }
-      }
     const nlohmann::json* w = timer_of(v, "wall");
     std::vector<std::string> r = {name, cell(v, "wall")};
     if (gpu) r.insert(r.end(), {cell(v, "device"), cell(v, "event")});
     r.push_back(w && (*w)["cv"].is_number() ? format_number("%.1f%%", 100.0 * (*w)["cv"].get<double>()) : "-");
     r.push_back(w ? std::to_string((*w)["n"].get<int64_t>()) : "-");
-    r.push_back(ratio);
+    r.push_back(ratio_to(v, ref));
+    if (any_bf16) r.push_back(v["impl"] == "noeira" ? ratio_to(v, ours) : "-");
     r.push_back(seed_cell(v["summary"]["test_top1"], "%.2f"));
     r.push_back(seed_cell(v["summary"]["test_loss"], "%.4f"));
     rows.push_back(r);

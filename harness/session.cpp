@@ -25,6 +25,7 @@ Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSp
   cfg.init.kind = recipe.init;
   cfg.use_train_cuda_graph = o.use_train_cuda_graph;
   cfg.device_timers = o.device_timers;
+  cfg.amp = o.amp;
   cfg.model_name = recipe.name;
   cfg.recipe = recipe.json;
   return Trainer::create(std::move(model).value(), cfg, data.train, data.test);

@@ -23,6 +23,7 @@ struct TrainerOptions {
   int threads = 0;
   uint64_t seed = 0;
   bool use_train_cuda_graph = false;
+  AmpPolicy amp = NoAMP;
   std::vector<DeviceTimerKind> device_timers;
 };
 

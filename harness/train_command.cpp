@@ -20,6 +20,7 @@ struct TrainOptions {
   std::string save, resume;
   int threads = 0;
   std::string target = "cpu";
+  std::string dtype = "fp32";
   bool graph = false;
 };
 
@@ -38,6 +39,7 @@ int run_train(const TrainOptions& o) {
   to.threads = o.threads;
   to.seed = o.seed;
   to.use_train_cuda_graph = o.graph;
+  to.amp = o.dtype == "bf16" ? BF16Policy : NoAMP;
   Result<std::unique_ptr<Trainer>> made = make_trainer(*recipe, *data, to);
   if (!made) return report_error(made.error().message, kExitFailure);
   Trainer& trainer = **made;
@@ -46,9 +48,9 @@ int run_train(const TrainOptions& o) {
       return report_error(s.error().message, kExitFailure);
   }
 
-  std::printf("noeira-bench train: model %s on %s, target %s, seed %llu, batch %lld\n",
+  std::printf("noeira-bench train: model %s on %s, target %s, %s, seed %llu, batch %lld\n",
               recipe->name.c_str(), data->train.name.c_str(),
-              trainer.backend_description().c_str(),
+              trainer.backend_description().c_str(), o.dtype.c_str(),
               static_cast<unsigned long long>(trainer.config().seed),
               static_cast<long long>(recipe->batch));
   std::printf("parameters: %lld in %zu tensors\n", static_cast<long long>(trainer.params().count()),
@@ -112,6 +114,9 @@ std::function<int()> add_train_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--target", o->target, "cpu, gpu or auto")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "fp32, or bf16 autocast (fp32 master weights)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--graph", o->graph, "Capture the training step as a CUDA graph (gpu only)");
   return [cmd, o]() { return cmd->parsed() ? run_train(*o) : -1; };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/error.h"
 #include "kernels/common/math.h"
 
@@ -109,6 +110,33 @@ class Ops {
   virtual size_t shuffle_workspace_bytes(int64_t n) const = 0;
   virtual void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                        void* workspace) = 0;
+
+  // ---- bf16 autocast (BF16Policy, DESIGN.md rule 6): bf16 storage, fp32 math and
+  // ---- accumulation. A backend without them cannot run --dtype bf16.
+  virtual bool supports_bf16() const { return false; }
+  // C(M,N) fp32 = alpha * op(A) op(B) + beta * C with bf16 A and B, fp32 accumulation.
+  virtual void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                         const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
+                         float* C, int64_t ldc);
+  virtual void cast_to_bf16(const float* x, bf16_t* y, int64_t n);
+  virtual void cast_to_f32(const bf16_t* x, float* y, int64_t n);
+  // y(M,N) = bf16(act(acc + bias)); pre (GELU only) = bf16(acc + bias).
+  virtual void bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre,
+                             int64_t M, int64_t N, Act act);
+  virtual void act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act);
+  virtual void act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post,
+                                 bf16_t* dx, int64_t n, Act act);
+  virtual void bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N);
+  virtual void add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n);
+  virtual void softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B,
+                                 int64_t C, bf16_t* dlogits, LossStats* stats,
+                                 float* loss_history, const StepCounters* counters);
+  virtual void mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D,
+                        bf16_t* dpred, LossStats* stats, float* loss_history,
+                        const StepCounters* counters);
+  // dst(rows, row_elems) = bf16(src[perm[batch_in_epoch * rows + r]]): gather + cast.
+  virtual void gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows,
+                                int64_t row_elems, const StepCounters* counters, bf16_t* dst);
 
   // End of a training step: step += 1, batch_in_epoch += 1.
   virtual void advance(StepCounters* counters) = 0;

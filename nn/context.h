@@ -8,8 +8,8 @@ namespace noeira {
 
 class Context {
  public:
-  Context(Ops& ops, const Arenas& arenas, const Slot& counters)
-      : ops_(ops), arenas_(arenas), counters_(counters) {}
+  Context(Ops& ops, const Arenas& arenas, const Slot& counters, const Slot& scratch = {})
+      : ops_(ops), arenas_(arenas), counters_(counters), scratch_(scratch) {}
 
   Ops& ops() const { return ops_; }
   const Arenas& arenas() const { return arenas_; }
@@ -17,11 +17,14 @@ class Context {
   Tensor view(const Slot& s, int64_t rows = -1) const { return arenas_.view(s, rows); }
   float* f32(const Slot& s) const { return arenas_.as<float>(s); }
   StepCounters* counters() const { return arenas_.as<StepCounters>(counters_); }
+  // The shared fp32 scratch planned through PlanContext::need_scratch.
+  float* scratch_f32() const { return scratch_.valid() ? arenas_.as<float>(scratch_) : nullptr; }
 
  private:
   Ops& ops_;
   const Arenas& arenas_;
   Slot counters_;
+  Slot scratch_;
 };
 
 }  // namespace noeira

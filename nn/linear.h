@@ -2,6 +2,8 @@
 // it is the fused LinearAct: the bias add and activation run in one pass after the GEMM
 // (a cuBLASLt epilogue on the GPU), and the pre-activation is kept only for GELU.
 #pragma once
+#include <algorithm>
+
 #include "kernels/common/math.h"
 #include "nn/module.h"
 
@@ -17,12 +19,17 @@ class Linear : public Module {
   Tensor backward(Context& ctx, const Tensor& dy) override;
 
  private:
+  Tensor backward_bf16(Context& ctx, const Tensor& dy, int64_t M);
+
   int64_t in_ = 0, out_;
   Act act_;
   bool has_bias_;
+  bool bf16_ = false;            // BF16Policy: bf16 GEMM inputs, bf16 activations
+  DType in_dtype_ = DType::kF32;
   ParamRef weight_, bias_;
   Slot y_, pre_, dz_, dx_;  // (B, ..., out) x3, (B, ..., in)
-  Tensor x_;                // input of the last forward
+  Slot x_cast_;             // (B, ..., in) bf16: an fp32 input cast at the boundary
+  Tensor x_;                // input of the last forward (bf16 under BF16Policy)
 };
 
 // The fused form under its own name, for readability at call sites.

@@ -10,6 +10,7 @@ namespace noeira {
 const char* mem_category_name(MemCategory c) {
   switch (c) {
     case MemCategory::kParams: return "parameters";
+    case MemCategory::kParamCopies: return "bf16 weights";
     case MemCategory::kGrads: return "gradients";
     case MemCategory::kOptimState: return "optimizer state";
     case MemCategory::kActivations: return "activations";

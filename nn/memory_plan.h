@@ -14,6 +14,7 @@ namespace noeira {
 
 enum class MemCategory : uint8_t {
   kParams,       // fp32 master parameters, contiguous (optimizers run over them flat)
+  kParamCopies,  // bf16 copies of the parameters (BF16Policy only), half kParams' layout
   kGrads,        // same layout as kParams
   kOptimState,   // Adam m and v / SGD momentum, same layout as kParams each
   kActivations,  // forward outputs and backward gradients for one batch

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "nn/amp.h"
 #include "nn/context.h"
 #include "nn/params.h"
 
@@ -15,10 +16,18 @@ struct PlanContext {
   int64_t batch = 0;              // rows every activation buffer is sized for
   bool input_needs_grad = false;  // must backward produce d(input)?
   std::string prefix;             // parameter name prefix, e.g. "fc1."
+  AmpPolicy amp = NoAMP;
+  DType in_dtype = DType::kF32;   // dtype of the module's input
+  // Largest fp32 scratch (elements) any module needs between two ops, e.g. a bf16
+  // GEMM's fp32 result before it is rounded; one shared workspace buffer serves all.
+  int64_t* scratch_f32 = nullptr;
 
-  PlanContext child(const std::string& name, bool needs_grad) const {
-    PlanContext c{plan, params, batch, needs_grad, prefix + name + "."};
+  PlanContext child(const std::string& name, bool needs_grad, DType in) const {
+    PlanContext c{plan, params, batch, needs_grad, prefix + name + ".", amp, in, scratch_f32};
     return c;
+  }
+  void need_scratch(int64_t elems) const {
+    if (scratch_f32 && elems > *scratch_f32) *scratch_f32 = elems;
   }
 };
 
@@ -34,6 +43,12 @@ class Module {
   // dy: gradient of the last forward's output. Accumulates parameter gradients and
   // returns d(input), or an empty tensor when the plan said no one needs it.
   virtual Tensor backward(Context& ctx, const Tensor& dy) = 0;
+  // The dtype of this module's output, known after plan(): a module declares its own,
+  // combinators derive theirs from their children.
+  DType out_dtype() const { return out_dtype_; }
+
+ protected:
+  DType out_dtype_ = DType::kF32;
 };
 
 }  // namespace noeira

@@ -10,11 +10,12 @@ ParamRef ParamRegistry::add(MemoryPlan& plan, std::string name, const Shape& sha
   p.name = std::move(name);
   p.value = plan.reserve(MemCategory::kParams, shape, DType::kF32, 16);
   p.grad = plan.reserve(MemCategory::kGrads, shape, DType::kF32, 16);
+  if (copies_) p.copy = plan.reserve(MemCategory::kParamCopies, shape, DType::kBF16, 8);
   p.role = role;
   p.fan_in = fan_in;
   p.fan_out = fan_out;
   params_.push_back(p);
-  return ParamRef{p.value, p.grad};
+  return ParamRef{p.value, p.grad, p.copy};
 }
 
 int64_t ParamRegistry::count() const {

@@ -15,6 +15,7 @@ struct ParamInfo {
   std::string name;  // e.g. "fc1.weight"
   Slot value;
   Slot grad;
+  Slot copy;  // bf16 copy (BF16Policy), refreshed after every optimizer step
   ParamRole role = ParamRole::kWeight;
   int64_t fan_in = 0;
   int64_t fan_out = 0;
@@ -24,10 +25,14 @@ struct ParamInfo {
 struct ParamRef {
   Slot value;
   Slot grad;
+  Slot copy;
 };
 
 class ParamRegistry {
  public:
+  // With low-precision copies on (BF16Policy), every parameter also gets a bf16 copy at
+  // half its value's offset in kParamCopies, so one flat cast refreshes all of them.
+  void set_low_precision_copies(bool on) { copies_ = on; }
   ParamRef add(MemoryPlan& plan, std::string name, const Shape& shape, ParamRole role,
                int64_t fan_in, int64_t fan_out);
   const std::vector<ParamInfo>& all() const { return params_; }
@@ -35,6 +40,7 @@ class ParamRegistry {
 
  private:
   std::vector<ParamInfo> params_;
+  bool copies_ = false;
 };
 
 }  // namespace noeira

@@ -9,11 +9,14 @@ Sequential& Sequential::add(std::string name, std::unique_ptr<Module> m) {
 
 Shape Sequential::plan(PlanContext& pc, const Shape& in) {
   Shape s = in;
+  DType dt = pc.in_dtype;
   for (size_t i = 0; i < children_.size(); ++i) {
     // Only the first child's input is ours; every later input is a child's output.
-    PlanContext c = pc.child(children_[i].first, i == 0 ? pc.input_needs_grad : true);
+    PlanContext c = pc.child(children_[i].first, i == 0 ? pc.input_needs_grad : true, dt);
     s = children_[i].second->plan(c, s);
+    dt = children_[i].second->out_dtype();
   }
+  out_dtype_ = dt;
   return s;
 }
 

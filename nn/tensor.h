@@ -47,6 +47,7 @@ struct Tensor {
   int64_t rows() const { return shape.rank > 0 ? shape[0] : 1; }
   float* f32() const { return static_cast<float*>(data); }
   int32_t* i32() const { return static_cast<int32_t*>(data); }
+  uint16_t* bf16() const { return static_cast<uint16_t*>(data); }
   // The same memory with a different leading dimension (a batch of fewer rows).
   Tensor with_rows(int64_t rows) const;
 };

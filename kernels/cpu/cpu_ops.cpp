@@ -7,13 +7,18 @@
 #include <cstring>
 #include <numeric>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/philox.h"
+#include "kernels/cpu/bf16_gemm.h"
 
 namespace noeira {
 
-CpuOps::CpuOps(int threads) : threads_(std::max(1, threads)) {
+CpuOps::CpuOps(int threads)
+    : threads_(std::max(1, threads)), bf16_gemm_(std::make_unique<Bf16Gemm>()) {
   openblas_set_num_threads(1);  // we parallelise above OpenBLAS; see the header
 }
+
+CpuOps::~CpuOps() = default;
 
 void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
@@ -33,68 +38,77 @@ void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
   }
 }
 
-void CpuOps::bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N, Act act) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+// ---- Element-wise ops, written once for fp32 and bf16 storage (fp32 math). ----
+namespace {
+
+template <class In, class Out>
+void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, Out* pre, int64_t M,
+                   int64_t N, Act act) {
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < M; ++i) {
-    float* row = y + i * N;
-    float* pre_row = pre ? pre + i * N : nullptr;
     for (int64_t j = 0; j < N; ++j) {
-      const float z = row[j] + (bias ? bias[j] : 0.0f);
-      if (pre_row) pre_row[j] = z;
-      row[j] = noeira::act_forward(act, z);
+      const float z = load_f32(acc[i * N + j]) + (bias ? bias[j] : 0.0f);
+      if (pre) store_f32(pre[i * N + j], z);
+      store_f32(y[i * N + j], act_forward(act, z));
     }
   }
 }
 
-void CpuOps::act_forward(const float* x, float* y, int64_t n, Act act) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = noeira::act_forward(act, x[i]);
+template <class T>
+void act_forward_impl(int threads, const T* x, T* y, int64_t n, Act act) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) store_f32(y[i], act_forward(act, load_f32(x[i])));
 }
 
-void CpuOps::act_backward(const float* dy, const float* pre, const float* post, float* dx,
-                          int64_t n, Act act) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
+template <class T>
+void act_backward_impl(int threads, const T* dy, const T* pre, const T* post, T* dx, int64_t n,
+                       Act act) {
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < n; ++i)
-    dx[i] = dy[i] * act_grad(act, pre ? pre[i] : 0.0f, post ? post[i] : 0.0f);
+    store_f32(dx[i], load_f32(dy[i]) * act_grad(act, pre ? load_f32(pre[i]) : 0.0f,
+                                                  post ? load_f32(post[i]) : 0.0f));
 }
 
-void CpuOps::bias_grad(const float* dy, float* db, int64_t M, int64_t N) {
+template <class T>
+void bias_grad_impl(int threads, const T* dy, float* db, int64_t M, int64_t N) {
   // Each column summed over rows in order: one thread owns a column.
-#pragma omp parallel for num_threads(threads_) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t j = 0; j < N; ++j) {
     float s = 0.0f;
-    for (int64_t i = 0; i < M; ++i) s += dy[i * N + j];
+    for (int64_t i = 0; i < M; ++i) s += load_f32(dy[i * N + j]);
     db[j] += s;
   }
 }
 
-void CpuOps::add(const float* a, const float* b, float* y, int64_t n) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+template <class T>
+void add_impl(int threads, const T* a, const T* b, T* y, int64_t n) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) store_f32(y[i], load_f32(a[i]) + load_f32(b[i]));
 }
 
-void CpuOps::softmax_xent(const float* logits, const int32_t* labels, int64_t B, int64_t C,
-                          float* dlogits, LossStats* stats, float* loss_history,
-                          const StepCounters* counters) {
+// Stable softmax + cross-entropy; the batch loss is summed in double, in row order.
+template <class T>
+void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_t C, T* dlogits,
+                       LossStats* stats, float* loss_history, const StepCounters* counters) {
   double loss_sum = 0.0;
   int64_t correct = 0;
   const float inv_b = 1.0f / static_cast<float>(B);
   for (int64_t i = 0; i < B; ++i) {
-    const float* z = logits + i * C;
+    const T* z = logits + i * C;
     int64_t argmax = 0;
-    float zmax = z[0];
+    float zmax = load_f32(z[0]);
     for (int64_t j = 1; j < C; ++j)
-      if (z[j] > zmax) zmax = z[j], argmax = j;
+      if (load_f32(z[j]) > zmax) zmax = load_f32(z[j]), argmax = j;
     float sum = 0.0f;
-    for (int64_t j = 0; j < C; ++j) sum += std::exp(z[j] - zmax);
+    for (int64_t j = 0; j < C; ++j) sum += std::exp(load_f32(z[j]) - zmax);
     const int32_t y = labels[i];
-    loss_sum += static_cast<double>(std::log(sum) + zmax - z[y]);
+    loss_sum += static_cast<double>(std::log(sum) + zmax - load_f32(z[y]));
     correct += (argmax == y);
     if (dlogits) {
       const float inv_sum = 1.0f / sum;
-      float* d = dlogits + i * C;
+      T* d = dlogits + i * C;
       for (int64_t j = 0; j < C; ++j)
-        d[j] = (std::exp(z[j] - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b;
+        store_f32(d[j], (std::exp(load_f32(z[j]) - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b);
     }
   }
   stats->loss_sum += loss_sum;
@@ -103,20 +117,127 @@ void CpuOps::softmax_xent(const float* logits, const int32_t* labels, int64_t B,
   if (loss_history) loss_history[counters->batch_in_epoch] = static_cast<float>(loss_sum / B);
 }
 
-void CpuOps::mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
-                 LossStats* stats, float* loss_history, const StepCounters* counters) {
+template <class T>
+void mse_impl(const T* pred, const float* target, int64_t B, int64_t D, T* dpred,
+              LossStats* stats, float* loss_history, const StepCounters* counters) {
   const int64_t n = B * D;
   const float scale = 2.0f / static_cast<float>(n);
   double sq = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    const float d = pred[i] - target[i];
+    const float d = load_f32(pred[i]) - target[i];
     sq += static_cast<double>(d) * d;
-    if (dpred) dpred[i] = scale * d;
+    if (dpred) store_f32(dpred[i], scale * d);
   }
   // Per-sample loss = mean over its D outputs, so loss_sum / count is the mean loss.
   stats->loss_sum += sq / static_cast<double>(D);
   stats->count += B;
   if (loss_history) loss_history[counters->batch_in_epoch] = static_cast<float>(sq / n);
+}
+
+}  // namespace
+
+void CpuOps::bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N, Act act) {
+  bias_act_impl(threads_, y, bias, y, pre, M, N, act);
+}
+
+void CpuOps::act_forward(const float* x, float* y, int64_t n, Act act) {
+  act_forward_impl(threads_, x, y, n, act);
+}
+
+void CpuOps::act_backward(const float* dy, const float* pre, const float* post, float* dx,
+                          int64_t n, Act act) {
+  act_backward_impl(threads_, dy, pre, post, dx, n, act);
+}
+
+void CpuOps::bias_grad(const float* dy, float* db, int64_t M, int64_t N) {
+  bias_grad_impl(threads_, dy, db, M, N);
+}
+
+void CpuOps::add(const float* a, const float* b, float* y, int64_t n) {
+  add_impl(threads_, a, b, y, n);
+}
+
+void CpuOps::softmax_xent(const float* logits, const int32_t* labels, int64_t B, int64_t C,
+                          float* dlogits, LossStats* stats, float* loss_history,
+                          const StepCounters* counters) {
+  softmax_xent_impl(logits, labels, B, C, dlogits, stats, loss_history, counters);
+}
+
+void CpuOps::mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
+                 LossStats* stats, float* loss_history, const StepCounters* counters) {
+  mse_impl(pred, target, B, D, dpred, stats, loss_history, counters);
+}
+
+// ---- bf16 ----
+
+void CpuOps::gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                       const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
+                       float* C, int64_t ldc) {
+  (void)alpha;  // always 1 in the trainer; oneDNN's matmul has no alpha without scales
+
+  // Same fixed slabs as the fp32 GEMM: results independent of the thread count.
+  const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (slabs > 1)
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int64_t m0 = s * kCpuGemmSlabRows;
+    const int64_t rows = std::min(kCpuGemmSlabRows, M - m0);
+    const bf16_t* a = trans_a ? A + m0 : A + m0 * lda;
+    bf16_gemm_->run(trans_a, trans_b, rows, N, K, a, lda, B, ldb, beta, C + m0 * ldc, ldc);
+  }
+}
+
+void CpuOps::cast_to_bf16(const float* x, bf16_t* y, int64_t n) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_bf16(x[i]);
+}
+
+void CpuOps::cast_to_f32(const bf16_t* x, float* y, int64_t n) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(x[i]);
+}
+
+void CpuOps::bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre,
+                           int64_t M, int64_t N, Act act) {
+  bias_act_impl(threads_, acc, bias, y, pre, M, N, act);
+}
+
+void CpuOps::act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act) {
+  act_forward_impl(threads_, x, y, n, act);
+}
+
+void CpuOps::act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post,
+                               bf16_t* dx, int64_t n, Act act) {
+  act_backward_impl(threads_, dy, pre, post, dx, n, act);
+}
+
+void CpuOps::bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N) {
+  bias_grad_impl(threads_, dy, db, M, N);
+}
+
+void CpuOps::add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n) {
+  add_impl(threads_, a, b, y, n);
+}
+
+void CpuOps::softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B,
+                               int64_t C, bf16_t* dlogits, LossStats* stats,
+                               float* loss_history, const StepCounters* counters) {
+  softmax_xent_impl(logits, labels, B, C, dlogits, stats, loss_history, counters);
+}
+
+void CpuOps::mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D,
+                      bf16_t* dpred, LossStats* stats, float* loss_history,
+                      const StepCounters* counters) {
+  mse_impl(pred, target, B, D, dpred, stats, loss_history, counters);
+}
+
+void CpuOps::gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows,
+                              int64_t row_elems, const StepCounters* counters, bf16_t* dst) {
+  const int32_t* idx = perm + counters->batch_in_epoch * rows;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + static_cast<int64_t>(idx[r]) * row_elems;
+    for (int64_t k = 0; k < row_elems; ++k) dst[r * row_elems + k] = f32_to_bf16(s[k]);
+  }
 }
 
 void CpuOps::adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,

@@ -1,16 +1,23 @@
-// The CUDA backend's entry point. The device ops arrive with the CUDA backend issue;
-// until then asking for the GPU target says so plainly.
-#include "nn/backend.h"
+// The CUDA backend's entry point: CudaOps on one stream plus the device allocator.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <string>
+
+#include "kernels/cuda/cuda_allocator.h"
 
 namespace noeira {
 
-bool cuda_device_usable(std::string* why);
-
-Result<Backend> make_cuda_backend() {
-  std::string why;
-  if (!cuda_device_usable(&why)) return make_error("target gpu: " + why + "; use --target cpu");
-  return make_error("target gpu: the CUDA training backend is not implemented in this build "
-                    "yet; use --target cpu");
+Result<Backend> make_cuda_backend(const CudaOptions& options) {
+  Result<std::unique_ptr<CudaOps>> ops = CudaOps::create(options);
+  if (!ops) return ops.error();
+  Backend b;
+  b.allocator = std::make_unique<CudaAllocator>((*ops)->stream());
+  b.description = "gpu (" + (*ops)->device_name() + ", sm_" + std::to_string((*ops)->sm()) +
+                  ", cuBLASLt, TF32 " + ((*ops)->tf32() ? "on" : "off") + ")";
+  b.ops = std::move(ops).value();
+  return b;
 }
+
+Result<Backend> make_cuda_backend() { return make_cuda_backend(cuda_options_from_env()); }
 
 }  // namespace noeira

@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#ifndef NOEIRA_CUDA_ARCHS
+#define NOEIRA_CUDA_ARCHS "?"
+#endif
+
 namespace noeira {
 
 bool cuda_device_usable(std::string* why) {
@@ -26,8 +30,8 @@ bool cuda_device_usable(std::string* why) {
 nlohmann::json cuda_device_info() {
   nlohmann::json d;
   int runtime = 0, driver = 0;
-  cudaRuntimeGetVersion(&runtime);
-  d["runtime"] = runtime;
+  d["runtime"] = cudaRuntimeGetVersion(&runtime) == cudaSuccess ? runtime : -1;
+  d["built_for_sm"] = NOEIRA_CUDA_ARCHS;  // CMAKE_CUDA_ARCHITECTURES of this build
   d["cublaslt"] = cublasLtGetVersion();
   uint32_t cupti = 0;
   d["cupti"] = cuptiGetVersion(&cupti) == CUPTI_SUCCESS ? static_cast<int64_t>(cupti) : -1;
@@ -37,11 +41,17 @@ nlohmann::json cuda_device_info() {
     d["reason"] = "no CUDA device: " + why;
     return d;
   }
-  cudaDriverGetVersion(&driver);
+  d["driver"] = cudaDriverGetVersion(&driver) == cudaSuccess ? driver : -1;
   int dev = 0;
-  cudaGetDevice(&dev);
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    d["available"] = false;
+    d["reason"] = "cudaGetDevice failed";
+    return d;
+  }
   cudaDeviceProp p{};
   if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
     d["available"] = false;
     d["reason"] = "cudaGetDeviceProperties failed";
     return d;
@@ -51,7 +61,6 @@ nlohmann::json cuda_device_info() {
   d["sm"] = std::to_string(p.major) + std::to_string(p.minor);
   d["multiprocessors"] = p.multiProcessorCount;
   d["memory_bytes"] = p.totalGlobalMem;
-  d["driver"] = driver;
   int clock_khz = 0, mem_clock_khz = 0;
   if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev) == cudaSuccess)
     d["sm_clock_max_mhz"] = clock_khz / 1000;

@@ -60,11 +60,21 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
     return make_error("drop_last=false needs the training set to be a multiple of the batch "
                       "(fixed-shape steps); set drop_last or change the batch");
 
+  const bool bf16 = cfg_.amp == BF16Policy;
+  if (bf16 && !backend_.ops->supports_bf16())
+    return make_error("--dtype bf16: the " + backend_.description +
+                      " backend has no bf16 ops in this build; use --dtype fp32");
+
   // ---- Plan: walk the model once and size every buffer. ----
   loss_ = make_loss(cfg_.task);
-  PlanContext pc{plan_, params_, cfg_.batch, false, ""};
+  const DType flow = flow_dtype(cfg_.amp);
+  int64_t scratch_elems = 0;
+  params_.set_low_precision_copies(bf16);
+  PlanContext pc{plan_, params_, cfg_.batch, false, "", cfg_.amp, flow, &scratch_elems};
   out_shape_ = model_->plan(pc, sample_shape_);
-  loss_->plan(pc, out_shape_);
+  PlanContext loss_pc = pc;
+  loss_pc.in_dtype = model_->out_dtype();
+  loss_->plan(loss_pc, out_shape_);
   target_shape_ = loss_->target_shape(out_shape_);
   const DType tdt = loss_->target_dtype();
   if (cfg_.task == Task::kClassification && train.num_classes > out_shape_[out_shape_.rank - 1])
@@ -78,8 +88,11 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer);
   optimizer_->plan(plan_, plan_.bytes(MemCategory::kParams));
 
-  batch_x_ = plan_.reserve(MemCategory::kActivations, sample_shape_.with_batch(cfg_.batch),
-                           DType::kF32);
+  // The input batch is gathered straight into the flow dtype: the boundary cast of
+  // BF16Policy happens in the gather.
+  batch_x_ = plan_.reserve(MemCategory::kActivations, sample_shape_.with_batch(cfg_.batch), flow);
+  if (scratch_elems > 0)
+    scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems}, DType::kF32);
   batch_y_ = plan_.reserve(MemCategory::kActivations, target_shape_.with_batch(cfg_.batch), tdt);
   train_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(train_count_),
                            DType::kF32);
@@ -96,15 +109,19 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   eval_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
   loss_history_ = plan_.reserve(MemCategory::kScalars, Shape{steps_per_epoch_}, DType::kF32);
 
+  if (bf16 && plan_.bytes(MemCategory::kParamCopies) * 2 != plan_.bytes(MemCategory::kParams))
+    return make_error("internal: bf16 weight copies do not mirror the parameter arena");
+
   // ---- Allocate once; nothing allocates after this line. ----
   Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
   if (!a) return a.error();
   arenas_ = std::move(a).value();
-  ctx_ = std::make_unique<Context>(*backend_.ops, arenas_, counters_);
+  ctx_ = std::make_unique<Context>(*backend_.ops, arenas_, counters_, scratch_);
 
   upload(train, train_x_, train_y_);
   upload(test, test_x_, test_y_);
   initialise_params();
+  refresh_param_copies();
   write_counters();
 
   // Timers before capture: CUPTI records only what runs after it is enabled.
@@ -130,6 +147,20 @@ Status Trainer::capture_step() {
   if (!ops.supports_graphs())
     return make_error("CUDA-graph capture needs the gpu target (this trainer runs on " +
                       backend_.description + "); drop --graph or use --target gpu");
+  // One eager step first, undone afterwards: it loads every kernel and fills the GEMM
+  // algorithm cache, so nothing lazy happens during capture, and the run's results stay
+  // those of an eager run.
+  std::vector<std::vector<char>> saved;
+  const MemCategory kept[] = {MemCategory::kParams, MemCategory::kParamCopies, MemCategory::kOptimState};
+  for (MemCategory c : kept) {
+    saved.emplace_back(plan_.bytes(c));
+    if (!saved.back().empty()) ops.copy_to_host(saved.back().data(), arenas_.base(c), saved.back().size());
+  }
+  enqueue_step();
+  ops.synchronize();
+  for (size_t i = 0; i < saved.size(); ++i)
+    if (!saved[i].empty()) ops.copy_to_device(arenas_.base(kept[i]), saved[i].data(), saved[i].size());
+  write_counters();
   ops.synchronize();
   NOEIRA_TRY(ops.begin_capture());
   enqueue_step();
@@ -166,6 +197,15 @@ void Trainer::initialise_params() {
   }
 }
 
+// BF16Policy: the bf16 weight copies follow the fp32 masters (one flat cast; the copy
+// arena has the parameter arena's layout at half the size).
+void Trainer::refresh_param_copies() {
+  if (cfg_.amp != BF16Policy) return;
+  backend_.ops->cast_to_bf16(static_cast<const float*>(arenas_.base(MemCategory::kParams)),
+                             static_cast<uint16_t*>(arenas_.base(MemCategory::kParamCopies)),
+                             static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float)));
+}
+
 void Trainer::write_counters() {
   const StepCounters c{step_, 0};
   backend_.ops->copy_to_device(arenas_.ptr(counters_), &c, sizeof c);
@@ -193,8 +233,12 @@ void Trainer::enqueue_step() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
   // (B, sample...) and (B, target...) gathered from the resident data set.
-  ops.gather_rows(arenas_.as<float>(train_x_), arenas_.as<int32_t>(perm_), cfg_.batch,
-                  sample_shape_.numel(), ctx.counters(), arenas_.as<float>(batch_x_));
+  if (cfg_.amp == BF16Policy)
+    ops.gather_rows_bf16(arenas_.as<float>(train_x_), arenas_.as<int32_t>(perm_), cfg_.batch,
+                         sample_shape_.numel(), ctx.counters(), arenas_.as<uint16_t>(batch_x_));
+  else
+    ops.gather_rows(arenas_.as<float>(train_x_), arenas_.as<int32_t>(perm_), cfg_.batch,
+                    sample_shape_.numel(), ctx.counters(), arenas_.as<float>(batch_x_));
   if (cfg_.task == Task::kClassification)
     ops.gather_labels(arenas_.as<int32_t>(train_y_), arenas_.as<int32_t>(perm_), cfg_.batch,
                       ctx.counters(), arenas_.as<int32_t>(batch_y_));
@@ -208,6 +252,7 @@ void Trainer::enqueue_step() {
                                  arenas_.as<float>(loss_history_), true);
   model_->backward(ctx, dout);
   optimizer_->step(ctx);
+  refresh_param_copies();
   ops.advance(ctx.counters());
 }
 
@@ -264,9 +309,15 @@ EvalStats Trainer::evaluate() {
   const int64_t row = sample_shape_.numel();
   for (int64_t first = 0; first < test_count_; first += cfg_.batch) {
     const int64_t rows = std::min(cfg_.batch, test_count_ - first);
-    // Zero-copy: the batch is a view into the resident test set.
+    // Zero-copy: the batch is a view into the resident test set (cast into the
+    // bf16 input buffer under BF16Policy, the same boundary cast training does).
     Tensor x = arenas_.view(test_x_, rows);
     x.data = arenas_.as<float>(test_x_) + first * row;
+    if (cfg_.amp == BF16Policy) {
+      const Tensor xb = arenas_.view(batch_x_, rows);
+      ops.cast_to_bf16(x.f32(), xb.bf16(), rows * row);
+      x = xb;
+    }
     const Tensor out = model_->forward(ctx, x);
     loss_->run(ctx, out, batch_targets(test_y_, first, rows), stats, nullptr, false);
   }
@@ -317,7 +368,7 @@ nlohmann::json Trainer::checkpoint_meta() const {
           {"step", step_},
           {"batch", cfg_.batch},
           {"optimizer", opt},
-          {"amp", "fp32"}};
+          {"amp", amp_name(cfg_.amp)}};
 }
 
 Status Trainer::save_checkpoint(const std::filesystem::path& path) const {
@@ -373,6 +424,7 @@ Status Trainer::load_checkpoint(const std::filesystem::path& path) {
       NOEIRA_TRY(restore(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
   if (ck.tensors.size() != params_.all().size() * (1 + optimizer_->state().size()))
     return make_error(where + ": holds tensors this model does not have");
+  refresh_param_copies();
   try {
     cfg_.seed = ck.meta.at("seed").get<uint64_t>();  // the run continues its own RNG streams
     epoch_ = ck.meta.at("epoch").get<int>();

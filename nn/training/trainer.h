@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/amp.h"
 #include "nn/backend.h"
 #include "nn/context.h"
 #include "nn/init.h"
@@ -29,6 +30,7 @@ struct TrainerConfig {
   Task task = Task::kClassification;
   OptimizerConfig optimizer;
   InitConfig init;
+  AmpPolicy amp = NoAMP;
   bool use_train_cuda_graph = false;
   bool graph_fallback = false;   // if capture fails: run eager (true) or fail create (false)
   // Device step timers to create before any capture (CUPTI must be enabled first).
@@ -104,6 +106,7 @@ class Trainer {
   Tensor batch_targets(const Slot& y, int64_t first, int64_t rows) const;
   nlohmann::json checkpoint_meta() const;
   void write_counters();
+  void refresh_param_copies();
   void enqueue_step();
   Status capture_step();
 
@@ -121,7 +124,8 @@ class Trainer {
   std::string dataset_name_;
   int64_t train_count_ = 0, test_count_ = 0, steps_per_epoch_ = 0;
   Slot train_x_, train_y_, test_x_, test_y_;  // the resident data sets
-  Slot batch_x_, batch_y_;                    // (B, sample...), (B, target...)
+  Slot batch_x_, batch_y_;                    // (B, sample...) flow dtype, (B, target...)
+  Slot scratch_;                              // shared fp32 scratch (bf16 GEMM results)
   Slot perm_, shuffle_ws_;
   Slot counters_, train_stats_, eval_stats_, loss_history_;
 

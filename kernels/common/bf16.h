@@ -1,0 +1,49 @@
+// bfloat16 storage and rounding, written once for both backends (DESIGN.md rules 5-6).
+// A bf16 value is the top 16 bits of an fp32; rounding is round-to-nearest-even, NaN
+// stays NaN (quiet), infinities stay infinite.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/common/hd.h"
+
+namespace noeira {
+
+using bf16_t = uint16_t;  // bf16 bits in memory; math is always done in fp32
+
+NOEIRA_HD uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+NOEIRA_HD float f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+NOEIRA_HD bf16_t f32_to_bf16(float f) {
+  const uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_t>((u >> 16) | 0x0040u);  // NaN
+  // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit, then truncate.
+  return static_cast<bf16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+NOEIRA_HD float bf16_to_f32(bf16_t b) { return f32_from_bits(static_cast<uint32_t>(b) << 16); }
+
+// Rounds an fp32 value to the nearest bf16 value, kept as fp32.
+NOEIRA_HD float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+
+}  // namespace noeira
+
+namespace noeira {
+
+// Element access for kernels written once for fp32 and bf16 storage: loads widen to
+// fp32, stores round (bf16) or not (fp32).
+NOEIRA_HD float load_f32(float x) { return x; }
+NOEIRA_HD float load_f32(bf16_t x) { return bf16_to_f32(x); }
+NOEIRA_HD void store_f32(float& dst, float v) { dst = v; }
+NOEIRA_HD void store_f32(bf16_t& dst, float v) { dst = f32_to_bf16(v); }
+
+}  // namespace noeira

@@ -1,0 +1,27 @@
+// bf16 x bf16 -> fp32 GEMM on the CPU through oneDNN's matmul (AVX512-BF16 where the
+// CPU has it). Debian's OpenBLAS 0.3.21 is built without cblas_sbgemm, and oneDNN is
+// what torch's CPU autocast uses too.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "kernels/common/bf16.h"
+
+namespace noeira {
+
+class Bf16Gemm {
+ public:
+  Bf16Gemm();
+  ~Bf16Gemm();
+  // Row-major C(M,N) = op(A)(M,K) op(B)(K,N) + beta * C, beta 0 or 1, single-threaded:
+  // the caller parallelises over fixed row slabs, as for the fp32 GEMM. One primitive
+  // per shape, created on first use and cached (like cuBLASLt's algorithm choice).
+  void run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16_t* A,
+           int64_t lda, const bf16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace noeira

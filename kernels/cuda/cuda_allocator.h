@@ -1,0 +1,21 @@
+// Device arenas (nn/memory_plan.h): one cudaMalloc per arena, zero-filled on the
+// backend's stream before it is handed out.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "nn/memory_plan.h"
+
+namespace noeira {
+
+class CudaAllocator final : public Allocator {
+ public:
+  explicit CudaAllocator(cudaStream_t stream) : stream_(stream) {}
+  Device device() const override { return Device::kGpu; }
+  Result<void*> allocate(size_t bytes, const char* what) override;
+  void release(void* p) override;
+
+ private:
+  cudaStream_t stream_;  // the ops' stream: the zero fill is ordered before every op
+};
+
+}  // namespace noeira

@@ -1,0 +1,200 @@
+#include "kernels/cuda/gemm_lt.h"
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace noeira::cuda {
+
+namespace {
+
+// Largest power of two (<= 256) dividing the address: the alignment cuBLASLt may assume.
+uint32_t alignment_of(const void* p) {
+  if (!p) return 256;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align >>= 1;
+  return align;
+}
+
+bool uses_bias(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
+         e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+
+bool uses_aux(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+
+std::string describe(const GemmCall& c) {
+  return "gemm " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+         " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
+         ", lda " + std::to_string(c.lda) + ", ldb " + std::to_string(c.ldb) + ", ldc " +
+         std::to_string(c.ldc) + ", epilogue " + std::to_string(static_cast<int>(c.epilogue)) +
+         ")";
+}
+
+// "cublasLtX failed (STATUS) for gemm MxNxK (...)"
+std::string lt_error(const char* call, cublasStatus_t s, const GemmCall& c) {
+  return std::string(call) + " failed (" + error_text(s) + ") for " + describe(c);
+}
+
+}  // namespace
+
+GemmLt::Plan::~Plan() {
+  if (layout_c) cublasLtMatrixLayoutDestroy(layout_c);
+  if (layout_b) cublasLtMatrixLayoutDestroy(layout_b);
+  if (layout_a) cublasLtMatrixLayoutDestroy(layout_a);
+  if (desc) cublasLtMatmulDescDestroy(desc);
+}
+
+Result<std::unique_ptr<GemmLt>> GemmLt::create(int sm_major, bool tf32) {
+  std::unique_ptr<GemmLt> g(new GemmLt());
+  g->tf32_ = tf32;
+  NOEIRA_CUBLAS_TRY(cublasLtCreate(&g->handle_),
+                    "cuBLASLt could not start; check that libcublasLt matches the CUDA "
+                    "driver (nvidia-smi) and that the device is not in an error state");
+  g->workspace_bytes_ = workspace_bytes_for(sm_major);
+  NOEIRA_CUDA_TRY(cudaMalloc(&g->workspace_, g->workspace_bytes_),
+                  "out of device memory for the " +
+                      std::to_string(g->workspace_bytes_ >> 20) +
+                      " MiB cuBLASLt workspace; free the GPU (nvidia-smi) or use --target cpu");
+  return g;
+}
+
+GemmLt::~GemmLt() {
+  plans_.clear();
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
+                                  std::string* error) {
+#define NOEIRA_LT_CALL(call)                                \
+  do {                                                      \
+    const cublasStatus_t s_ = (call);                       \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                      \
+      if (error) *error = lt_error(#call, s_, c);           \
+      return Outcome::kFailed;                              \
+    }                                                       \
+  } while (0)
+
+  const cublasComputeType_t compute = tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  NOEIRA_LT_CALL(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
+  // Operands swapped (see the header): cuBLASLt's A is our B, its B is our A.
+  const int32_t op_a = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int32_t op_b = c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const uint32_t epilogue = c.epilogue;
+  NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a,
+                                                sizeof op_a));
+  NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b,
+                                                sizeof op_b));
+  NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                &epilogue, sizeof epilogue));
+  // The heuristic reads the epilogue pointers' alignment, so set them before asking.
+  if (uses_bias(c.epilogue))
+    NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                  &c.bias, sizeof c.bias));
+  if (uses_aux(c.epilogue)) {
+    const int64_t aux_ld = c.N;  // our (M, N) row-major = column-major (N, M), ld N
+    NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c.aux, sizeof c.aux));
+    NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                  &aux_ld, sizeof aux_ld));
+  }
+
+  // Stored (pre-op) column-major shapes. Our row-major X(r, c) with stride ld is the
+  // column-major X^T(c, r) with the same ld.
+  const uint64_t a_rows = c.trans_b ? c.K : c.N, a_cols = c.trans_b ? c.N : c.K;  // our B
+  const uint64_t b_rows = c.trans_a ? c.M : c.K, b_cols = c.trans_a ? c.K : c.M;  // our A
+  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_a, CUDA_R_32F, a_rows, a_cols, c.ldb));
+  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_b, CUDA_R_32F, b_rows, b_cols, c.lda));
+  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_c, CUDA_R_32F, c.N, c.M, c.ldc));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  NOEIRA_LT_CALL(cublasLtMatmulPreferenceCreate(&pref));
+  struct PrefGuard {
+    cublasLtMatmulPreference_t p;
+    ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); }
+  } guard{pref};
+  const uint64_t max_ws = workspace_bytes_;
+  // In-place split-K accumulates partial products in the output; keep only the schemes
+  // that reduce in a separate, fixed-order step (or do not split K at all).
+  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE |
+                              CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
+                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+  NOEIRA_LT_CALL(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws));
+  NOEIRA_LT_CALL(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof reductions));
+  const uint32_t aligns[4] = {key.align_b, key.align_a, key.align_c, key.align_c};
+  const cublasLtMatmulPreferenceAttributes_t align_attrs[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    NOEIRA_LT_CALL(cublasLtMatmulPreferenceSetAttribute(pref, align_attrs[i], &aligns[i],
+                                                        sizeof aligns[i]));
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.layout_a, plan.layout_b,
+                                     plan.layout_c, plan.layout_c, pref, 1, &result, &found);
+  if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+    // An epilogue cuBLASLt cannot do for this shape (e.g. not supported or invalid for
+    // these layouts): the caller runs the plain GEMM and our kernel instead.
+    if (c.epilogue != CUBLASLT_EPILOGUE_DEFAULT) return Outcome::kUnsupported;
+    if (error)
+      *error = (s != CUBLAS_STATUS_SUCCESS ? lt_error("cublasLtMatmulAlgoGetHeuristic", s, c)
+                                           : "cublasLtMatmulAlgoGetHeuristic found no algorithm "
+                                             "for " + describe(c)) +
+               "; check the leading dimensions (row-major: at least the row length) and that "
+               "the pointers are 4-byte aligned device memory";
+    return Outcome::kFailed;
+  }
+  plan.algo = result.algo;
+  plan.supported = true;
+  return Outcome::kDone;
+#undef NOEIRA_LT_CALL
+}
+
+GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string* error) {
+  const Key key{c.trans_a,         c.trans_b,         c.M,
+                c.N,               c.K,               c.lda,
+                c.ldb,             c.ldc,             static_cast<uint32_t>(c.epilogue),
+                alignment_of(c.A), alignment_of(c.B), alignment_of(c.C),
+                alignment_of(uses_bias(c.epilogue) ? c.bias : nullptr),
+                alignment_of(uses_aux(c.epilogue) ? c.aux : nullptr)};
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    auto plan = std::make_unique<Plan>();
+    const Outcome o = make_plan(key, c, *plan, error);
+    if (o == Outcome::kFailed) return o;  // not cached: the next call reports it again
+    it = plans_.emplace(key, std::move(plan)).first;
+  }
+  Plan& plan = *it->second;
+  if (!plan.supported) return Outcome::kUnsupported;
+
+  // Same alignment class, possibly different buffers: point the epilogue at this call's.
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  if (uses_bias(c.epilogue))
+    s = cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias,
+                                       sizeof c.bias);
+  if (s == CUBLAS_STATUS_SUCCESS && uses_aux(c.epilogue))
+    s = cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                       &c.aux, sizeof c.aux);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    if (error) *error = lt_error("cublasLtMatmulDescSetAttribute", s, c);
+    return Outcome::kFailed;
+  }
+  s = cublasLtMatmul(handle_, plan.desc, &c.alpha, c.B, plan.layout_a, c.A, plan.layout_b,
+                     &c.beta, c.C, plan.layout_c, c.C, plan.layout_c, &plan.algo, workspace_,
+                     workspace_bytes_, stream);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    if (error)
+      *error = lt_error("cublasLtMatmul", s, c) +
+               "; check that A, B and C are device buffers of the sizes the shapes imply";
+    return Outcome::kFailed;
+  }
+  return Outcome::kDone;
+}
+
+}  // namespace noeira::cuda

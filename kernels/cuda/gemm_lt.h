@@ -1,0 +1,92 @@
+// fp32 GEMMs through cuBLASLt, with row-major semantics (Ops::gemm) and fused epilogues.
+//
+// cuBLASLt is column-major. A row-major C(M,N) is the column-major C^T(N,M) with the same
+// leading dimension, and C^T = op(B)^T op(A)^T, so every call swaps the operands: cuBLASLt's
+// A is our B, its B is our A, and its (m, n, k) is our (N, M, K). A bias over our N
+// columns is then cuBLASLt's per-row bias, which is what its BIAS epilogues add.
+//
+// Determinism and capture (DESIGN.md rule 3): the algorithm of each shape key (shapes,
+// transposes, leading dimensions, epilogue, pointer alignments) is chosen once by
+// cublasLtMatmulAlgoGetHeuristic and cached with its descriptors, so eager and captured
+// runs execute the same algorithm. Split-K "in place" reductions are excluded; the other
+// reduction schemes reduce in a fixed order in our workspace. The workspace is allocated
+// once at creation and passed to every call, so no GEMM allocates (a capture would abort).
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kernels/common/error.h"
+
+namespace noeira::cuda {
+
+// One matmul, row-major: C(M,N) = epilogue(alpha op(A)(M,K) op(B)(K,N) + beta C).
+struct GemmCall {
+  bool trans_a = false, trans_b = false;
+  int64_t M = 0, N = 0, K = 0;
+  float alpha = 1.0f;
+  const float* A = nullptr;
+  int64_t lda = 0;
+  const float* B = nullptr;
+  int64_t ldb = 0;
+  float beta = 0.0f;
+  float* C = nullptr;
+  int64_t ldc = 0;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float* bias = nullptr;  // (N), BIAS epilogues
+  float* aux = nullptr;         // (M, N) row stride N: GELU input, GELU_AUX epilogues
+};
+
+class GemmLt {
+ public:
+  // 32 MiB of workspace on sm_90 and newer, 4 MiB before (what cuBLAS itself uses).
+  static size_t workspace_bytes_for(int sm_major) { return (sm_major >= 9 ? 32u : 4u) << 20; }
+
+  static Result<std::unique_ptr<GemmLt>> create(int sm_major, bool tf32);
+  GemmLt(const GemmLt&) = delete;
+  GemmLt& operator=(const GemmLt&) = delete;
+  ~GemmLt();
+
+  enum class Outcome { kDone, kUnsupported, kFailed };
+  // Enqueues the matmul on `stream`. kUnsupported: cuBLASLt has no algorithm for this
+  // epilogue (the caller falls back to plain GEMM + our kernel; decided once per key).
+  // kFailed: `error` says which call failed and why.
+  Outcome run(const GemmCall& call, cudaStream_t stream, std::string* error);
+
+  bool tf32() const { return tf32_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  size_t cached_plans() const { return plans_.size(); }
+
+ private:
+  GemmLt() = default;
+
+  struct Key {
+    bool trans_a, trans_b;
+    int64_t M, N, K, lda, ldb, ldc;
+    uint32_t epilogue;
+    uint32_t align_a, align_b, align_c, align_bias, align_aux;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Plan {
+    bool supported = false;
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    ~Plan();
+  };
+  // Builds descriptors and asks the heuristic once; kFailed only on API errors.
+  Outcome make_plan(const Key& key, const GemmCall& call, Plan& plan, std::string* error);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  bool tf32_ = true;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace noeira::cuda

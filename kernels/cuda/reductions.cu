@@ -1,0 +1,192 @@
+// Reductions: bias gradients and the losses. No floating-point atomics (DESIGN.md rule 3):
+// every sum runs in an order fixed by the problem size and compile-time block shapes,
+// never by scheduling, so a run repeats bit for bit (eager or captured).
+#include <cmath>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace noeira::cuda {
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- bias gradient ----
+// Block = 32 columns x 32 row lanes. Lane (tx, ty) sums rows ty, ty + 32, ... of column
+// blockIdx.x * 32 + tx in ascending order; the 32 lane sums of a column are then added
+// in a fixed tree. Reads are coalesced (32 consecutive columns of one row per warp).
+constexpr int kBiasCols = 32, kBiasRowLanes = 32;
+
+__global__ void bias_grad_kernel(const float* dy, float* db, int64_t M, int64_t N) {
+  __shared__ float partial[kBiasRowLanes][kBiasCols + 1];  // +1: no bank conflicts
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * kBiasCols + tx;
+  float s = 0.0f;
+  if (j < N)
+    for (int64_t i = ty; i < M; i += kBiasRowLanes) s += dy[i * N + j];
+  partial[ty][tx] = s;
+  __syncthreads();
+  for (int half = kBiasRowLanes / 2; half > 0; half /= 2) {
+    if (ty < half) partial[ty][tx] += partial[ty + half][tx];
+    __syncthreads();
+  }
+  if (ty == 0 && j < N) db[j] += partial[0][tx];
+}
+
+// ---- softmax cross-entropy ----
+constexpr int kLossWarps = kBlock / 32;  // rows in flight per block
+
+// Butterfly sums: every lane ends with the same value (each pairwise add is commutative).
+__device__ float warp_sum(float v) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+
+// Max with the lowest index among equal values, like the CPU's first-max scan.
+__device__ void warp_argmax(float& v, int64_t& idx) {
+  for (int off = 16; off > 0; off /= 2) {
+    const float ov = __shfl_xor_sync(kFullMask, v, off);
+    const int64_t oi = __shfl_xor_sync(kFullMask, idx, off);
+    if (ov > v || (ov == v && oi < idx)) v = ov, idx = oi;
+  }
+}
+
+// One warp per row: max, sum of exponentials, loss, dlogits. Each block writes the sum
+// of its rows' losses (in warp order) to partials[blockIdx.x]; loss_finish adds those.
+__global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, int64_t B,
+                                    int64_t C, float* dlogits, LossPartial* partials) {
+  __shared__ double warp_loss[kLossWarps];
+  __shared__ long long warp_correct[kLossWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const float inv_b = 1.0f / static_cast<float>(B);
+  double loss = 0.0;
+  long long correct = 0;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kLossWarps + warp; row < B;
+       row += static_cast<int64_t>(gridDim.x) * kLossWarps) {
+    const float* z = logits + row * C;  // (C)
+    float zmax = -INFINITY;
+    int64_t arg = INT64_MAX;
+    if (lane < C) zmax = z[lane], arg = lane;
+    for (int64_t j = lane + 32; j < C; j += 32)
+      if (z[j] > zmax) zmax = z[j], arg = j;
+    warp_argmax(zmax, arg);
+    float sum = 0.0f;
+    for (int64_t j = lane; j < C; j += 32) sum += expf(z[j] - zmax);
+    sum = warp_sum(sum);
+    const int32_t y = labels[row];
+    const bool valid = y >= 0 && y < C;  // a bad label gives a NaN loss, never a stray read
+    if (lane == 0) {
+      loss += valid ? static_cast<double>(logf(sum) + zmax - z[y]) : static_cast<double>(NAN);
+      correct += (arg == y);
+    }
+    if (dlogits) {
+      const float inv_sum = 1.0f / sum;
+      float* d = dlogits + row * C;  // (C)
+      for (int64_t j = lane; j < C; j += 32)
+        d[j] = (expf(z[j] - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b;
+    }
+  }
+  if (lane == 0) warp_loss[warp] = loss, warp_correct[warp] = correct;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double l = 0.0;
+    long long c = 0;
+    for (int w = 0; w < kLossWarps; ++w) l += warp_loss[w], c += warp_correct[w];
+    partials[blockIdx.x] = LossPartial{l, c};
+  }
+}
+
+// ---- mean squared error ----
+__global__ void mse_kernel(const float* pred, const float* target, int64_t n, float* dpred,
+                           LossPartial* partials) {
+  __shared__ double block_sq[kBlock];
+  const float scale = 2.0f / static_cast<float>(n);
+  double sq = 0.0;
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const float d = pred[i] - target[i];
+    sq += static_cast<double>(d) * d;
+    if (dpred) dpred[i] = scale * d;
+  }
+  block_sq[threadIdx.x] = sq;
+  __syncthreads();
+  for (int half = kBlock / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) block_sq[threadIdx.x] += block_sq[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = LossPartial{block_sq[0], 0};
+}
+
+// One block adds the per-block partials in a fixed order and updates the device-resident
+// accumulators: loss_sum += total / loss_divisor, history[batch] = total / history_divisor.
+__global__ void loss_finish_kernel(const LossPartial* partials, int count, LossStats* stats,
+                                   float* history, const StepCounters* counters,
+                                   int64_t samples, double loss_divisor, double history_divisor,
+                                   bool add_correct) {
+  __shared__ double loss[kBlock];
+  __shared__ long long correct[kBlock];
+  double l = 0.0;
+  long long c = 0;
+  for (int i = threadIdx.x; i < count; i += kBlock) l += partials[i].loss, c += partials[i].correct;
+  loss[threadIdx.x] = l;
+  correct[threadIdx.x] = c;
+  __syncthreads();
+  for (int half = kBlock / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      loss[threadIdx.x] += loss[threadIdx.x + half];
+      correct[threadIdx.x] += correct[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const double total = loss[0];
+    stats->loss_sum += total / loss_divisor;
+    if (add_correct) stats->correct += correct[0];
+    stats->count += samples;
+    if (history) history[counters->batch_in_epoch] = static_cast<float>(total / history_divisor);
+  }
+}
+
+int loss_blocks(int64_t work_per_block_units) {
+  return static_cast<int>(work_per_block_units < 1 ? 1
+                          : work_per_block_units > kMaxLossBlocks ? kMaxLossBlocks
+                                                                  : work_per_block_units);
+}
+
+}  // namespace
+
+cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, int64_t M,
+                             int64_t N) {
+  if (N == 0) return cudaSuccess;
+  const dim3 block(kBiasCols, kBiasRowLanes);
+  const unsigned grid = static_cast<unsigned>((N + kBiasCols - 1) / kBiasCols);
+  bias_grad_kernel<<<grid, block, 0, stream>>>(dy, db, M, N);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const int32_t* labels,
+                                int64_t B, int64_t C, float* dlogits, LossStats* stats,
+                                float* loss_history, const StepCounters* counters,
+                                LossPartial* partials) {
+  if (B == 0 || C == 0) return cudaSuccess;
+  const int blocks = loss_blocks((B + kLossWarps - 1) / kLossWarps);
+  softmax_xent_kernel<<<blocks, kBlock, 0, stream>>>(logits, labels, B, C, dlogits, partials);
+  loss_finish_kernel<<<1, kBlock, 0, stream>>>(partials, blocks, stats, loss_history, counters,
+                                               B, 1.0, static_cast<double>(B), true);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* target, int64_t B,
+                       int64_t D, float* dpred, LossStats* stats, float* loss_history,
+                       const StepCounters* counters, LossPartial* partials) {
+  const int64_t n = B * D;
+  if (n == 0) return cudaSuccess;
+  const int blocks = loss_blocks((n + kBlock - 1) / kBlock);
+  mse_kernel<<<blocks, kBlock, 0, stream>>>(pred, target, n, dpred, partials);
+  loss_finish_kernel<<<1, kBlock, 0, stream>>>(partials, blocks, stats, loss_history, counters,
+                                               B, static_cast<double>(D),
+                                               static_cast<double>(n), false);
+  return cudaGetLastError();
+}
+
+}  // namespace noeira::cuda

@@ -1,0 +1,113 @@
+// Helpers for [gpu] tests: a CUDA backend, device arrays moved through its ops, random
+// inputs and error measures. CUDA builds only.
+#pragma once
+#if defined(NOEIRA_WITH_CUDA)
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cuda/cuda_backend.h"
+
+namespace noeira::test {
+
+inline Backend gpu_backend(bool tf32 = true) {
+  Result<Backend> r = make_cuda_backend(CudaOptions{tf32});
+  if (!r) FAIL("make_cuda_backend: " << r.error().message);
+  return std::move(r).value();
+}
+
+// n elements of T on the device, allocated through the backend's allocator (zero-filled)
+// and copied through its ops. Destroy before the backend.
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray(Backend& b, size_t n) : b_(b), n_(n) {
+    Result<void*> p = b_.allocator->allocate(std::max<size_t>(n, 1) * sizeof(T), "test");
+    if (!p) FAIL(p.error().message);
+    p_ = static_cast<T*>(*p);
+  }
+  DeviceArray(Backend& b, const std::vector<T>& host) : DeviceArray(b, host.size()) {
+    upload(host);
+  }
+  ~DeviceArray() { b_.allocator->release(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& host) {
+    REQUIRE(host.size() == n_);
+    b_.ops->copy_to_device(p_, host.data(), n_ * sizeof(T));
+  }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    b_.ops->copy_to_host(host.data(), p_, n_ * sizeof(T));
+    return host;
+  }
+
+ private:
+  Backend& b_;
+  size_t n_;
+  T* p_ = nullptr;
+};
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(g);
+  return v;
+}
+
+inline std::vector<int32_t> random_labels(size_t n, int32_t classes, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int32_t> u(0, classes - 1);
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v) x = u(g);
+  return v;
+}
+
+// Normwise relative error ||got - want||_2 / ||want||_2 (0 when both are zero). A
+// reduction summed in another order differs per element by rounding, which a per-element
+// relative error would blow up wherever the exact value is near zero; the normwise error
+// measures the same rounding against the size of the result.
+inline double rel_error(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  double diff = 0.0, ref = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    diff += d * d;
+    ref += static_cast<double>(want[i]) * want[i];
+  }
+  if (ref == 0.0) return std::sqrt(diff);
+  return std::sqrt(diff / ref);
+}
+
+// GEMM bound with TF32 (10-bit mantissa inputs): 1e-3 normwise once a dot product is long
+// enough for the rounding of its K products to average out; a short one (K < 32) keeps
+// the error of a single product, up to about 2^-10 per operand.
+inline double tf32_tolerance(int64_t K) { return K >= 32 ? 1e-3 : 4e-3; }
+
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0.0;
+  for (size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+inline bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+           return std::memcmp(&x, &y, sizeof x) == 0;
+         });
+}
+
+}  // namespace noeira::test
+#endif
