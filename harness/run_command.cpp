@@ -72,10 +72,12 @@ nlohmann::json unavailable_variant(const std::string& name, const std::string& d
   return v;
 }
 
-nlohmann::json seed_agreement(const nlohmann::json& variants) {
+// Our eager variant in the run's dtype against the twin's eager mode (same dtype).
+nlohmann::json seed_agreement(const nlohmann::json& variants, const std::string& dtype) {
   const nlohmann::json *ours = nullptr, *twin = nullptr;
+  const std::string mine = dtype == "bf16" ? "bf16" : "eager";
   for (const auto& v : variants) {
-    if (v["name"] == "eager") ours = &v;
+    if (v["name"] == mine && v["error"].is_null() && v["available"].get<bool>()) ours = &v;
     if (v["name"] == "twin:eager" && v["error"].is_null() && v["available"].get<bool>()) twin = &v;
   }
   if (!ours || !twin) return nullptr;
@@ -248,7 +250,7 @@ int run_run(const RunOptions& o) {
     bench["parity"] = p.json;
     parity_note = p.note;
   }
-  bench["seed_agreement"] = seed_agreement(bench["variants"]);
+  bench["seed_agreement"] = seed_agreement(bench["variants"], o.dtype);
 
   // ---- Results file, then the table. ----
   const nlohmann::json build = build_info();

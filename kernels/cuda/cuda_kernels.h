@@ -19,6 +19,18 @@ cudaError_t launch_act_forward(cudaStream_t stream, const float* x, float* y, in
 cudaError_t launch_act_backward(cudaStream_t stream, const float* dy, const float* pre,
                                 const float* post, float* dx, int64_t n, Act act);
 cudaError_t launch_add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t n);
+// bf16 storage, fp32 math (Ops::bias_act_bf16 etc.): the same kernels as the fp32 ones,
+// rounding with kernels/common/bf16.h; 16-byte vector accesses where the buffers allow.
+cudaError_t launch_bias_act_bf16(cudaStream_t stream, const float* acc, const float* bias,
+                                 bf16_t* y, bf16_t* pre, int64_t M, int64_t N, Act act);
+cudaError_t launch_act_forward_bf16(cudaStream_t stream, const bf16_t* x, bf16_t* y, int64_t n,
+                                    Act act);
+cudaError_t launch_act_backward_bf16(cudaStream_t stream, const bf16_t* dy, const bf16_t* pre,
+                                     const bf16_t* post, bf16_t* dx, int64_t n, Act act);
+cudaError_t launch_add_bf16(cudaStream_t stream, const bf16_t* a, const bf16_t* b, bf16_t* y,
+                            int64_t n);
+cudaError_t launch_cast_to_bf16(cudaStream_t stream, const float* x, bf16_t* y, int64_t n);
+cudaError_t launch_cast_to_f32(cudaStream_t stream, const bf16_t* x, float* y, int64_t n);
 // C(M,N) with row stride ldc = beta * C (beta == 0 writes zeros): a GEMM with K == 0.
 cudaError_t launch_scale_rows(cudaStream_t stream, float* C, int64_t M, int64_t N, int64_t ldc,
                               float beta);
@@ -53,11 +65,26 @@ cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const 
 cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* target, int64_t B,
                        int64_t D, float* dpred, LossStats* stats, float* loss_history,
                        const StepCounters* counters, LossPartial* partials);
+// bf16 inputs (and gradients out), the same kernels and reduction order as the fp32 ones.
+cudaError_t launch_bias_grad_bf16(cudaStream_t stream, const bf16_t* dy, float* db, int64_t M,
+                                  int64_t N);
+cudaError_t launch_softmax_xent_bf16(cudaStream_t stream, const bf16_t* logits,
+                                     const int32_t* labels, int64_t B, int64_t C,
+                                     bf16_t* dlogits, LossStats* stats, float* loss_history,
+                                     const StepCounters* counters, LossPartial* partials);
+cudaError_t launch_mse_bf16(cudaStream_t stream, const bf16_t* pred, const float* target,
+                            int64_t B, int64_t D, bf16_t* dpred, LossStats* stats,
+                            float* loss_history, const StepCounters* counters,
+                            LossPartial* partials);
 
 // ---- gather.cu ----
 cudaError_t launch_gather_rows(cudaStream_t stream, const float* src, const int32_t* perm,
                                int64_t rows, int64_t row_elems, const StepCounters* counters,
                                float* dst);
+// Gather + boundary cast: dst = bf16(src[perm[batch * rows + r]]).
+cudaError_t launch_gather_rows_bf16(cudaStream_t stream, const float* src, const int32_t* perm,
+                                    int64_t rows, int64_t row_elems,
+                                    const StepCounters* counters, bf16_t* dst);
 cudaError_t launch_gather_labels(cudaStream_t stream, const int32_t* src, const int32_t* perm,
                                  int64_t rows, const StepCounters* counters, int32_t* dst);
 

@@ -1,37 +1,75 @@
-// Elementwise kernels: activations, add, optimizer updates, the step counter. Each
+// Elementwise kernels: activations, add, casts, optimizer updates, the step counter. Each
 // element is written by exactly one thread with the shared scalar math of
-// kernels/common/math.h, so results never depend on the launch shape.
+// kernels/common/math.h, so results never depend on the launch shape. The activation,
+// add and cast kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32 math,
+// bf16 rounding by kernels/common/bf16.h.
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/vec8.cuh"
 
 namespace noeira::cuda {
 
 namespace {
 
-// y(M,N) = act(y + bias) in place; pre (may be null) = y + bias.
-__global__ void bias_act_kernel(float* y, float* pre, const float* bias, int64_t M, int64_t N,
-                                Act act) {
+// y(M,N) = act(acc + bias), pre (may be null) = acc + bias: fp32 math, In / Out storage.
+// fp32 runs it in place (acc == y, scalar); bf16 reads the fp32 GEMM result and stores
+// bf16, 8 elements per thread when the buffers are 16-byte aligned.
+template <class In, class Out>
+__global__ void bias_act_kernel(const In* acc, const float* bias, Out* y, Out* pre, int64_t M,
+                                int64_t N, Act act, bool vec8) {
   const int64_t n = M * N;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const float z = y[i] + (bias ? bias[i % N] : 0.0f);
-    if (pre) pre[i] = z;
-    y[i] = act_forward(act, z);
+  // Element math, once for both paths: z = acc + bias[j], out = act(z).
+  auto bias_act_at = [bias, act](float a, int64_t j, float& z, float& out) {
+    z = a + (bias ? bias[j] : 0.0f);
+    out = act_forward(act, z);
+  };
+  int64_t done = 0;
+  if (vec8) {
+    const int64_t groups = n / kVec;
+    for (int64_t g = global_thread(); g < groups; g += grid_stride()) {
+      float va[kVec], vz[kVec], vy[kVec];
+      load8(acc, g, va);
+      int64_t j = (g * kVec) % N;  // column of the group's first element
+      for (int k = 0; k < kVec; ++k) {
+        bias_act_at(va[k], j, vz[k], vy[k]);
+        if (++j == N) j = 0;
+      }
+      if (pre) store8(pre, g, vz);
+      store8(y, g, vy);
+    }
+    done = groups * kVec;
+  }
+  for (int64_t i = done + global_thread(); i < n; i += grid_stride()) {
+    float z, out;
+    bias_act_at(load_f32(acc[i]), i % N, z, out);  // acc[i] is read before y[i] is written
+    if (pre) store_f32(pre[i], z);
+    store_f32(y[i], out);
   }
 }
 
-__global__ void act_forward_kernel(const float* x, float* y, int64_t n, Act act) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = act_forward(act, x[i]);
+template <class T>
+__global__ void act_forward_kernel(const T* x, T* y, int64_t n, Act act, bool vec8) {
+  map_elements(n, vec8, y, [act](float v, float, float) { return act_forward(act, v); }, x);
 }
 
 // dx = dy * act'(pre, post); either of pre/post may be null (the activation says which).
-__global__ void act_backward_kernel(const float* dy, const float* pre, const float* post,
-                                    float* dx, int64_t n, Act act) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride())
-    dx[i] = dy[i] * act_grad(act, pre ? pre[i] : 0.0f, post ? post[i] : 0.0f);
+template <class T>
+__global__ void act_backward_kernel(const T* dy, const T* pre, const T* post, T* dx, int64_t n,
+                                    Act act, bool vec8) {
+  map_elements(
+      n, vec8, dx, [act](float g, float p, float q) { return g * act_grad(act, p, q); }, dy,
+      pre, post);
 }
 
-__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = a[i] + b[i];
+template <class T>
+__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n, bool vec8) {
+  map_elements(n, vec8, y, [](float u, float v, float) { return u + v; }, a, b);
+}
+
+// y = x converted (fp32 -> bf16 rounds to nearest even, bf16 -> fp32 is exact).
+template <class In, class Out>
+__global__ void cast_kernel(const In* x, Out* y, int64_t n, bool vec8) {
+  map_elements(n, vec8, y, [](float v, float, float) { return v; }, x);
 }
 
 // C(M,N), row stride ldc: C = beta * C; beta == 0 writes zeros (BLAS: C is not read).
@@ -103,29 +141,82 @@ __global__ void advance_kernel(StepCounters* counters) {
 
 }  // namespace
 
+// fp32 launches keep their scalar loops (vec8 = false); bf16 ones move 16-byte groups
+// when every buffer allows it.
 cudaError_t launch_bias_act(cudaStream_t stream, float* y, float* pre, const float* bias,
                             int64_t M, int64_t N, Act act) {
   if (M * N == 0) return cudaSuccess;
-  bias_act_kernel<<<grid_for(M * N), kBlock, 0, stream>>>(y, pre, bias, M, N, act);
+  bias_act_kernel<<<grid_for(M * N), kBlock, 0, stream>>>(static_cast<const float*>(y), bias, y,
+                                                          pre, M, N, act, false);
   return cudaGetLastError();
 }
 
 cudaError_t launch_act_forward(cudaStream_t stream, const float* x, float* y, int64_t n, Act act) {
   if (n == 0) return cudaSuccess;
-  act_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n, act);
+  act_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n, act, false);
   return cudaGetLastError();
 }
 
 cudaError_t launch_act_backward(cudaStream_t stream, const float* dy, const float* pre,
                                 const float* post, float* dx, int64_t n, Act act) {
   if (n == 0) return cudaSuccess;
-  act_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dy, pre, post, dx, n, act);
+  act_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dy, pre, post, dx, n, act, false);
   return cudaGetLastError();
 }
 
 cudaError_t launch_add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t n) {
   if (n == 0) return cudaSuccess;
-  add_kernel<<<grid_for(n), kBlock, 0, stream>>>(a, b, y, n);
+  add_kernel<<<grid_for(n), kBlock, 0, stream>>>(a, b, y, n, false);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bias_act_bf16(cudaStream_t stream, const float* acc, const float* bias,
+                                 bf16_t* y, bf16_t* pre, int64_t M, int64_t N, Act act) {
+  const int64_t n = M * N;
+  if (n == 0) return cudaSuccess;
+  const bool vec8 = aligned16(acc) && aligned16(y) && aligned16_or_null(pre);
+  bias_act_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(acc, bias, y, pre, M, N,
+                                                                       act, vec8);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_act_forward_bf16(cudaStream_t stream, const bf16_t* x, bf16_t* y, int64_t n,
+                                    Act act) {
+  if (n == 0) return cudaSuccess;
+  const bool vec8 = aligned16(x) && aligned16(y);
+  act_forward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x, y, n, act, vec8);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_act_backward_bf16(cudaStream_t stream, const bf16_t* dy, const bf16_t* pre,
+                                     const bf16_t* post, bf16_t* dx, int64_t n, Act act) {
+  if (n == 0) return cudaSuccess;
+  const bool vec8 =
+      aligned16(dy) && aligned16_or_null(pre) && aligned16_or_null(post) && aligned16(dx);
+  act_backward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(dy, pre, post, dx, n,
+                                                                          act, vec8);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add_bf16(cudaStream_t stream, const bf16_t* a, const bf16_t* b, bf16_t* y,
+                            int64_t n) {
+  if (n == 0) return cudaSuccess;
+  const bool vec8 = aligned16(a) && aligned16(b) && aligned16(y);
+  add_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(a, b, y, n, vec8);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_cast_to_bf16(cudaStream_t stream, const float* x, bf16_t* y, int64_t n) {
+  if (n == 0) return cudaSuccess;
+  const bool vec8 = aligned16(x) && aligned16(y);
+  cast_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x, y, n, vec8);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_cast_to_f32(cudaStream_t stream, const bf16_t* x, float* y, int64_t n) {
+  if (n == 0) return cudaSuccess;
+  const bool vec8 = aligned16(x) && aligned16(y);
+  cast_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x, y, n, vec8);
   return cudaGetLastError();
 }
 

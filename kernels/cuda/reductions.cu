@@ -1,6 +1,8 @@
 // Reductions: bias gradients and the losses. No floating-point atomics (DESIGN.md rule 3):
 // every sum runs in an order fixed by the problem size and compile-time block shapes,
-// never by scheduling, so a run repeats bit for bit (eager or captured).
+// never by scheduling, so a run repeats bit for bit (eager or captured). Each kernel is
+// written once for fp32 and bf16 storage (load_f32 / store_f32 of kernels/common/bf16.h):
+// the bf16 variant sums and normalises in fp32 in the same order, then rounds its output.
 #include <cmath>
 
 #include "kernels/cuda/cuda_kernels.h"
@@ -18,13 +20,14 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // in a fixed tree. Reads are coalesced (32 consecutive columns of one row per warp).
 constexpr int kBiasCols = 32, kBiasRowLanes = 32;
 
-__global__ void bias_grad_kernel(const float* dy, float* db, int64_t M, int64_t N) {
+template <class T>
+__global__ void bias_grad_kernel(const T* dy, float* db, int64_t M, int64_t N) {
   __shared__ float partial[kBiasRowLanes][kBiasCols + 1];  // +1: no bank conflicts
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kBiasCols + tx;
   float s = 0.0f;
   if (j < N)
-    for (int64_t i = ty; i < M; i += kBiasRowLanes) s += dy[i * N + j];
+    for (int64_t i = ty; i < M; i += kBiasRowLanes) s += load_f32(dy[i * N + j]);
   partial[ty][tx] = s;
   __syncthreads();
   for (int half = kBiasRowLanes / 2; half > 0; half /= 2) {
@@ -54,8 +57,10 @@ __device__ void warp_argmax(float& v, int64_t& idx) {
 
 // One warp per row: max, sum of exponentials, loss, dlogits. Each block writes the sum
 // of its rows' losses (in warp order) to partials[blockIdx.x]; loss_finish adds those.
-__global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, int64_t B,
-                                    int64_t C, float* dlogits, LossPartial* partials) {
+// T is the logits' and dlogits' storage (fp32 or bf16); the math is fp32.
+template <class T>
+__global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int64_t B,
+                                    int64_t C, T* dlogits, LossPartial* partials) {
   __shared__ double warp_loss[kLossWarps];
   __shared__ long long warp_correct[kLossWarps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -64,27 +69,28 @@ __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, 
   long long correct = 0;
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * kLossWarps + warp; row < B;
        row += static_cast<int64_t>(gridDim.x) * kLossWarps) {
-    const float* z = logits + row * C;  // (C)
+    const T* z = logits + row * C;  // (C)
     float zmax = -INFINITY;
     int64_t arg = INT64_MAX;
-    if (lane < C) zmax = z[lane], arg = lane;
+    if (lane < C) zmax = load_f32(z[lane]), arg = lane;
     for (int64_t j = lane + 32; j < C; j += 32)
-      if (z[j] > zmax) zmax = z[j], arg = j;
+      if (load_f32(z[j]) > zmax) zmax = load_f32(z[j]), arg = j;
     warp_argmax(zmax, arg);
     float sum = 0.0f;
-    for (int64_t j = lane; j < C; j += 32) sum += expf(z[j] - zmax);
+    for (int64_t j = lane; j < C; j += 32) sum += expf(load_f32(z[j]) - zmax);
     sum = warp_sum(sum);
     const int32_t y = labels[row];
     const bool valid = y >= 0 && y < C;  // a bad label gives a NaN loss, never a stray read
     if (lane == 0) {
-      loss += valid ? static_cast<double>(logf(sum) + zmax - z[y]) : static_cast<double>(NAN);
+      loss += valid ? static_cast<double>(logf(sum) + zmax - load_f32(z[y]))
+                    : static_cast<double>(NAN);
       correct += (arg == y);
     }
     if (dlogits) {
       const float inv_sum = 1.0f / sum;
-      float* d = dlogits + row * C;  // (C)
+      T* d = dlogits + row * C;  // (C)
       for (int64_t j = lane; j < C; j += 32)
-        d[j] = (expf(z[j] - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b;
+        store_f32(d[j], (expf(load_f32(z[j]) - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b);
     }
   }
   if (lane == 0) warp_loss[warp] = loss, warp_correct[warp] = correct;
@@ -98,15 +104,17 @@ __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, 
 }
 
 // ---- mean squared error ----
-__global__ void mse_kernel(const float* pred, const float* target, int64_t n, float* dpred,
+// T is the predictions' and dpred's storage (fp32 or bf16); targets and math are fp32.
+template <class T>
+__global__ void mse_kernel(const T* pred, const float* target, int64_t n, T* dpred,
                            LossPartial* partials) {
   __shared__ double block_sq[kBlock];
   const float scale = 2.0f / static_cast<float>(n);
   double sq = 0.0;
   for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const float d = pred[i] - target[i];
+    const float d = load_f32(pred[i]) - target[i];
     sq += static_cast<double>(d) * d;
-    if (dpred) dpred[i] = scale * d;
+    if (dpred) store_f32(dpred[i], scale * d);
   }
   block_sq[threadIdx.x] = sq;
   __syncthreads();
@@ -153,10 +161,9 @@ int loss_blocks(int64_t work_per_block_units) {
                                                                   : work_per_block_units);
 }
 
-}  // namespace
-
-cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, int64_t M,
-                             int64_t N) {
+// The launches, written once for both storage types; the public launchers below pick T.
+template <class T>
+cudaError_t bias_grad_launch(cudaStream_t stream, const T* dy, float* db, int64_t M, int64_t N) {
   if (N == 0) return cudaSuccess;
   const dim3 block(kBiasCols, kBiasRowLanes);
   const unsigned grid = static_cast<unsigned>((N + kBiasCols - 1) / kBiasCols);
@@ -164,8 +171,9 @@ cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, in
   return cudaGetLastError();
 }
 
-cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const int32_t* labels,
-                                int64_t B, int64_t C, float* dlogits, LossStats* stats,
+template <class T>
+cudaError_t softmax_xent_launch(cudaStream_t stream, const T* logits, const int32_t* labels,
+                                int64_t B, int64_t C, T* dlogits, LossStats* stats,
                                 float* loss_history, const StepCounters* counters,
                                 LossPartial* partials) {
   if (B == 0 || C == 0) return cudaSuccess;
@@ -176,8 +184,9 @@ cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const 
   return cudaGetLastError();
 }
 
-cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* target, int64_t B,
-                       int64_t D, float* dpred, LossStats* stats, float* loss_history,
+template <class T>
+cudaError_t mse_launch(cudaStream_t stream, const T* pred, const float* target, int64_t B,
+                       int64_t D, T* dpred, LossStats* stats, float* loss_history,
                        const StepCounters* counters, LossPartial* partials) {
   const int64_t n = B * D;
   if (n == 0) return cudaSuccess;
@@ -187,6 +196,47 @@ cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* targ
                                                B, static_cast<double>(D),
                                                static_cast<double>(n), false);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, int64_t M,
+                             int64_t N) {
+  return bias_grad_launch(stream, dy, db, M, N);
+}
+
+cudaError_t launch_bias_grad_bf16(cudaStream_t stream, const bf16_t* dy, float* db, int64_t M,
+                                  int64_t N) {
+  return bias_grad_launch(stream, dy, db, M, N);
+}
+
+cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const int32_t* labels,
+                                int64_t B, int64_t C, float* dlogits, LossStats* stats,
+                                float* loss_history, const StepCounters* counters,
+                                LossPartial* partials) {
+  return softmax_xent_launch(stream, logits, labels, B, C, dlogits, stats, loss_history,
+                             counters, partials);
+}
+
+cudaError_t launch_softmax_xent_bf16(cudaStream_t stream, const bf16_t* logits,
+                                     const int32_t* labels, int64_t B, int64_t C,
+                                     bf16_t* dlogits, LossStats* stats, float* loss_history,
+                                     const StepCounters* counters, LossPartial* partials) {
+  return softmax_xent_launch(stream, logits, labels, B, C, dlogits, stats, loss_history,
+                             counters, partials);
+}
+
+cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* target, int64_t B,
+                       int64_t D, float* dpred, LossStats* stats, float* loss_history,
+                       const StepCounters* counters, LossPartial* partials) {
+  return mse_launch(stream, pred, target, B, D, dpred, stats, loss_history, counters, partials);
+}
+
+cudaError_t launch_mse_bf16(cudaStream_t stream, const bf16_t* pred, const float* target,
+                            int64_t B, int64_t D, bf16_t* dpred, LossStats* stats,
+                            float* loss_history, const StepCounters* counters,
+                            LossPartial* partials) {
+  return mse_launch(stream, pred, target, B, D, dpred, stats, loss_history, counters, partials);
 }
 
 }  // namespace noeira::cuda
