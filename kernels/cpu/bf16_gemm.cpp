@@ -25,20 +25,23 @@ dnnl::memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transpose
 struct Bf16Gemm::Impl {
   // The calling thread is part of the key: a primitive owns its scratchpad, so two
   // threads must never run the same primitive at once.
-  using Key = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+  using Key = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         float, float>;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;  // guards the cache; slabs run concurrently
   std::map<Key, dnnl::matmul> cache;
 
   dnnl::matmul primitive(const Key& k, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
-                         const dnnl::memory::desc& c, bool accumulate) {
+                         const dnnl::memory::desc& c, float alpha, float beta) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(k);
     if (it != cache.end()) return it->second;
+    // alpha as an output scale, beta as a sum post-op: C = alpha AB + beta C.
     dnnl::primitive_attr attr;
-    if (accumulate) {
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
       dnnl::post_ops ops;
-      ops.append_sum(1.0f);
+      ops.append_sum(beta);
       attr.set_post_ops(ops);
     }
     dnnl::matmul m(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine));
@@ -50,9 +53,9 @@ struct Bf16Gemm::Impl {
 Bf16Gemm::Bf16Gemm() : impl_(std::make_unique<Impl>()) {}
 Bf16Gemm::~Bf16Gemm() = default;
 
-void Bf16Gemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const bf16_t* A,
-                   int64_t lda, const bf16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  const bool accumulate = beta != 0.0f;
+void Bf16Gemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
+                   float* C, int64_t ldc) {
   const auto a = matrix(M, K, lda, ta, dt::bf16);
   const auto b = matrix(K, N, ldb, tb, dt::bf16);
   const auto c = matrix(M, N, ldc, false, dt::f32);
@@ -61,8 +64,8 @@ void Bf16Gemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const bf16
   // depend on it.
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
-  const Impl::Key key{omp_get_thread_num(), ta, tb, M, N, K, lda, ldb, ldc, accumulate};
-  dnnl::matmul mm = impl_->primitive(key, a, b, c, accumulate);
+  const Impl::Key key{omp_get_thread_num(), ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
+  dnnl::matmul mm = impl_->primitive(key, a, b, c, alpha, beta);
   dnnl::stream stream(impl_->engine);
   dnnl::memory ma(a, impl_->engine, const_cast<bf16_t*>(A));
   dnnl::memory mb(b, impl_->engine, const_cast<bf16_t*>(B));

@@ -13,11 +13,12 @@ class Bf16Gemm {
  public:
   Bf16Gemm();
   ~Bf16Gemm();
-  // Row-major C(M,N) = op(A)(M,K) op(B)(K,N) + beta * C, beta 0 or 1, single-threaded:
+  // Row-major C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C, single-threaded:
   // the caller parallelises over fixed row slabs, as for the fp32 GEMM. One primitive
   // per shape, created on first use and cached (like cuBLASLt's algorithm choice).
-  void run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16_t* A,
-           int64_t lda, const bf16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
+  void run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta, float* C,
+           int64_t ldc);
 
  private:
   struct Impl;

@@ -20,14 +20,26 @@ CpuOps::CpuOps(int threads)
 
 CpuOps::~CpuOps() = default;
 
+namespace {
+
+// Runs slab(m0, rows) over fixed 64-row slabs of C, spread over OpenMP threads. The
+// slabs do not depend on the thread count, so neither do the results.
+template <class Slab>
+void for_each_row_slab(int threads, int64_t M, const Slab& slab) {
+  const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
+#pragma omp parallel for num_threads(threads) schedule(static) if (slabs > 1)
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int64_t m0 = s * kCpuGemmSlabRows;
+    slab(m0, std::min(kCpuGemmSlabRows, M - m0));
+  }
+}
+
+}  // namespace
+
 void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
                   float* C, int64_t ldc) {
-  const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
-#pragma omp parallel for num_threads(threads_) schedule(static) if (slabs > 1)
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int64_t m0 = s * kCpuGemmSlabRows;
-    const int64_t rows = std::min(kCpuGemmSlabRows, M - m0);
+  for_each_row_slab(threads_, M, [&](int64_t m0, int64_t rows) {
     // Row m of op(A) starts at A + m*lda (no transpose) or A + m (transposed).
     const float* a = trans_a ? A + m0 : A + m0 * lda;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -35,7 +47,7 @@ void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
                 static_cast<blasint>(N), static_cast<blasint>(K), alpha, a,
                 static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C + m0 * ldc,
                 static_cast<blasint>(ldc));
-  }
+  });
 }
 
 // ---- Element-wise ops, written once for fp32 and bf16 storage (fp32 math). ----
@@ -173,17 +185,10 @@ void CpuOps::mse(const float* pred, const float* target, int64_t B, int64_t D, f
 void CpuOps::gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                        const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
                        float* C, int64_t ldc) {
-  (void)alpha;  // always 1 in the trainer; oneDNN's matmul has no alpha without scales
-
-  // Same fixed slabs as the fp32 GEMM: results independent of the thread count.
-  const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
-#pragma omp parallel for num_threads(threads_) schedule(static) if (slabs > 1)
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int64_t m0 = s * kCpuGemmSlabRows;
-    const int64_t rows = std::min(kCpuGemmSlabRows, M - m0);
+  for_each_row_slab(threads_, M, [&](int64_t m0, int64_t rows) {
     const bf16_t* a = trans_a ? A + m0 : A + m0 * lda;
-    bf16_gemm_->run(trans_a, trans_b, rows, N, K, a, lda, B, ldb, beta, C + m0 * ldc, ldc);
-  }
+    bf16_gemm_->run(trans_a, trans_b, rows, N, K, alpha, a, lda, B, ldb, beta, C + m0 * ldc, ldc);
+  });
 }
 
 void CpuOps::cast_to_bf16(const float* x, bf16_t* y, int64_t n) {

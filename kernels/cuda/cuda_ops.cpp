@@ -291,6 +291,88 @@ void CudaOps::sgd(float* p, const float* g, float* buf, int64_t n, const SgdHype
   check(cuda::launch_sgd(stream_, p, g, buf, n, h), "sgd_kernel");
 }
 
+// ---- bf16 autocast (BF16Policy) ----
+
+// C(M,N) fp32 = alpha op(A) op(B) + beta C, bf16 A and B, fp32 accumulation
+// (CUBLAS_COMPUTE_32F whatever the TF32 switch says). The algorithm is chosen once per
+// shape and cached, and runs in the backend's workspace, as for the fp32 GEMM.
+void CudaOps::gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                        const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
+                        float* C, int64_t ldc) {
+  OpScope scope(*this, "gemm_bf16");
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // cuBLASLt needs k >= 1; C = beta * C is all that is left
+    check(cuda::launch_scale_rows(stream_, C, M, N, ldc, beta), "scale_rows_kernel");
+    return;
+  }
+  run_gemm({.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K, .alpha = alpha,
+            .A = A, .lda = lda, .B = B, .ldb = ldb, .beta = beta, .C = C, .ldc = ldc,
+            .ab_type = CUDA_R_16BF});
+}
+
+void CudaOps::cast_to_bf16(const float* x, bf16_t* y, int64_t n) {
+  OpScope scope(*this, "cast_to_bf16");
+  check(cuda::launch_cast_to_bf16(stream_, x, y, n), "cast_kernel");
+}
+
+void CudaOps::cast_to_f32(const bf16_t* x, float* y, int64_t n) {
+  OpScope scope(*this, "cast_to_f32");
+  check(cuda::launch_cast_to_f32(stream_, x, y, n), "cast_kernel");
+}
+
+void CudaOps::bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre,
+                            int64_t M, int64_t N, Act act) {
+  OpScope scope(*this, "bias_act_bf16");
+  check(cuda::launch_bias_act_bf16(stream_, acc, bias, y, pre, M, N, act), "bias_act_kernel");
+}
+
+void CudaOps::act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act) {
+  OpScope scope(*this, "act_forward_bf16");
+  check(cuda::launch_act_forward_bf16(stream_, x, y, n, act), "act_forward_kernel");
+}
+
+void CudaOps::act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post,
+                                bf16_t* dx, int64_t n, Act act) {
+  OpScope scope(*this, "act_backward_bf16");
+  check(cuda::launch_act_backward_bf16(stream_, dy, pre, post, dx, n, act),
+        "act_backward_kernel");
+}
+
+void CudaOps::bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N) {
+  OpScope scope(*this, "bias_grad_bf16");
+  check(cuda::launch_bias_grad_bf16(stream_, dy, db, M, N), "bias_grad_kernel");
+}
+
+void CudaOps::add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n) {
+  OpScope scope(*this, "add_bf16");
+  check(cuda::launch_add_bf16(stream_, a, b, y, n), "add_kernel");
+}
+
+void CudaOps::softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B,
+                                int64_t C, bf16_t* dlogits, LossStats* stats,
+                                float* loss_history, const StepCounters* counters) {
+  OpScope scope(*this, "softmax_xent_bf16");
+  check(cuda::launch_softmax_xent_bf16(stream_, logits, labels, B, C, dlogits, stats,
+                                       loss_history, counters, loss_partials_),
+        "softmax_xent_kernel");
+}
+
+void CudaOps::mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D,
+                       bf16_t* dpred, LossStats* stats, float* loss_history,
+                       const StepCounters* counters) {
+  OpScope scope(*this, "mse_bf16");
+  check(cuda::launch_mse_bf16(stream_, pred, target, B, D, dpred, stats, loss_history, counters,
+                              loss_partials_),
+        "mse_kernel");
+}
+
+void CudaOps::gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows,
+                               int64_t row_elems, const StepCounters* counters, bf16_t* dst) {
+  OpScope scope(*this, "gather_rows_bf16");
+  check(cuda::launch_gather_rows_bf16(stream_, src, perm, rows, row_elems, counters, dst),
+        "gather_rows_kernel");
+}
+
 // ---- Data movement ----
 
 void CudaOps::gather_rows(const float* src, const int32_t* perm, int64_t rows,

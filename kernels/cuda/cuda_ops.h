@@ -62,6 +62,28 @@ class CudaOps final : public Ops {
                     const StepCounters* counters) override;
   void mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
+  // bf16 autocast (BF16Policy): the CPU's semantics (kernels/cpu/cpu_ops.cpp), fp32 math,
+  // rounding by kernels/common/bf16.h; gemm_bf16 through cuBLASLt (bf16 A/B, fp32 C).
+  bool supports_bf16() const override { return true; }
+  void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                 const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc) override;
+  void cast_to_bf16(const float* x, bf16_t* y, int64_t n) override;
+  void cast_to_f32(const bf16_t* x, float* y, int64_t n) override;
+  void bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre, int64_t M,
+                     int64_t N, Act act) override;
+  void act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act) override;
+  void act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post, bf16_t* dx,
+                         int64_t n, Act act) override;
+  void bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N) override;
+  void add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n) override;
+  void softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B, int64_t C,
+                         bf16_t* dlogits, LossStats* stats, float* loss_history,
+                         const StepCounters* counters) override;
+  void mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D, bf16_t* dpred,
+                LossStats* stats, float* loss_history, const StepCounters* counters) override;
+  void gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows, int64_t row_elems,
+                        const StepCounters* counters, bf16_t* dst) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
             const StepCounters* counters) override;
   void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) override;

@@ -25,7 +25,7 @@ bool uses_aux(cublasLtEpilogue_t e) {
 }
 
 std::string describe(const GemmCall& c) {
-  return "gemm " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+  return std::string(c.ab_type == CUDA_R_16BF ? "bf16 " : "") + "gemm " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
          " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
          ", lda " + std::to_string(c.lda) + ", ldb " + std::to_string(c.ldb) + ", ldc " +
          std::to_string(c.ldc) + ", epilogue " + std::to_string(static_cast<int>(c.epilogue)) +
@@ -77,7 +77,11 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
     }                                                       \
   } while (0)
 
-  const cublasComputeType_t compute = tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // bf16 inputs: plain fp32 accumulation (TF32 is about rounding fp32 inputs; it does not
+  // apply). fp32 inputs: TF32 tensor cores when the switch is on.
+  const bool bf16 = c.ab_type == CUDA_R_16BF;
+  const cublasComputeType_t compute =
+      !bf16 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   NOEIRA_LT_CALL(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
   // Operands swapped (see the header): cuBLASLt's A is our B, its B is our A.
   const int32_t op_a = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -105,8 +109,8 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
   // column-major X^T(c, r) with the same ld.
   const uint64_t a_rows = c.trans_b ? c.K : c.N, a_cols = c.trans_b ? c.N : c.K;  // our B
   const uint64_t b_rows = c.trans_a ? c.M : c.K, b_cols = c.trans_a ? c.K : c.M;  // our A
-  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_a, CUDA_R_32F, a_rows, a_cols, c.ldb));
-  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_b, CUDA_R_32F, b_rows, b_cols, c.lda));
+  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_a, c.ab_type, a_rows, a_cols, c.ldb));
+  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_b, c.ab_type, b_rows, b_cols, c.lda));
   NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_c, CUDA_R_32F, c.N, c.M, c.ldc));
 
   cublasLtMatmulPreference_t pref = nullptr;
@@ -147,7 +151,7 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
                                            : "cublasLtMatmulAlgoGetHeuristic found no algorithm "
                                              "for " + describe(c)) +
                "; check the leading dimensions (row-major: at least the row length) and that "
-               "the pointers are 4-byte aligned device memory";
+               "the pointers are element-aligned device memory";
     return Outcome::kFailed;
   }
   plan.algo = result.algo;
@@ -160,6 +164,7 @@ GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string*
   const Key key{c.trans_a,         c.trans_b,         c.M,
                 c.N,               c.K,               c.lda,
                 c.ldb,             c.ldc,             static_cast<uint32_t>(c.epilogue),
+                static_cast<uint32_t>(c.ab_type),
                 alignment_of(c.A), alignment_of(c.B), alignment_of(c.C),
                 alignment_of(uses_bias(c.epilogue) ? c.bias : nullptr),
                 alignment_of(uses_aux(c.epilogue) ? c.aux : nullptr)};

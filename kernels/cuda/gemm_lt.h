@@ -1,4 +1,7 @@
-// fp32 GEMMs through cuBLASLt, with row-major semantics (Ops::gemm) and fused epilogues.
+// GEMMs through cuBLASLt, with row-major semantics (Ops::gemm, Ops::gemm_bf16) and fused
+// epilogues. fp32 A/B run in CUBLAS_COMPUTE_32F or, with TF32 on, _FAST_TF32; bf16 A/B
+// (GemmCall::ab_type CUDA_R_16BF, BF16Policy) always in CUBLAS_COMPUTE_32F: fp32 accumulation
+// into fp32 C/D, whatever the TF32 switch says.
 //
 // cuBLASLt is column-major. A row-major C(M,N) is the column-major C^T(N,M) with the same
 // leading dimension, and C^T = op(B)^T op(A)^T, so every call swaps the operands: cuBLASLt's
@@ -26,13 +29,14 @@
 namespace noeira::cuda {
 
 // One matmul, row-major: C(M,N) = epilogue(alpha op(A)(M,K) op(B)(K,N) + beta C).
+// A and B hold ab_type elements (fp32, or bf16 bits); C is always fp32.
 struct GemmCall {
   bool trans_a = false, trans_b = false;
   int64_t M = 0, N = 0, K = 0;
   float alpha = 1.0f;
-  const float* A = nullptr;
+  const void* A = nullptr;
   int64_t lda = 0;
-  const float* B = nullptr;
+  const void* B = nullptr;
   int64_t ldb = 0;
   float beta = 0.0f;
   float* C = nullptr;
@@ -40,6 +44,7 @@ struct GemmCall {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float* bias = nullptr;  // (N), BIAS epilogues
   float* aux = nullptr;         // (M, N) row stride N: GELU input, GELU_AUX epilogues
+  cudaDataType_t ab_type = CUDA_R_32F;  // CUDA_R_32F or CUDA_R_16BF
 };
 
 class GemmLt {
@@ -69,6 +74,7 @@ class GemmLt {
     bool trans_a, trans_b;
     int64_t M, N, K, lda, ldb, ldc;
     uint32_t epilogue;
+    uint32_t ab_type;
     uint32_t align_a, align_b, align_c, align_bias, align_aux;
     auto operator<=>(const Key&) const = default;
   };
