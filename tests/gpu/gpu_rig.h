@@ -1,5 +1,5 @@
 // Helpers for [gpu] tests: a CUDA backend, device arrays moved through its ops, random
-// inputs and error measures. CUDA builds only.
+// inputs (fp32 and bf16) and error measures. CUDA builds only.
 #pragma once
 #if defined(NOEIRA_WITH_CUDA)
 #include <catch2/catch.hpp>
@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_backend.h"
 
@@ -107,6 +108,42 @@ inline bool same_bytes(const std::vector<float>& a, const std::vector<float>& b)
          std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
            return std::memcmp(&x, &y, sizeof x) == 0;
          });
+}
+
+// ---- bf16 (BF16Policy) ----
+
+// The bf16 bits of each value, rounded to nearest even (kernels/common/bf16.h).
+inline std::vector<bf16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<bf16_t> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i) b[i] = f32_to_bf16(v[i]);
+  return b;
+}
+
+// Each value widened to fp32 (exact for bf16).
+template <class T>
+std::vector<float> to_f32(const std::vector<T>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = load_f32(v[i]);
+  return f;
+}
+
+// bf16 values of uniform random fp32 in [lo, hi).
+inline std::vector<bf16_t> random_bf16(size_t n, uint32_t seed, float lo = -1.0f,
+                                       float hi = 1.0f) {
+  return to_bf16(random_floats(n, seed, lo, hi));
+}
+
+inline bool has_nan(const std::vector<float>& v) {
+  return std::any_of(v.begin(), v.end(), [](float x) { return std::isnan(x); });
+}
+
+// Fraction of positions where the two bf16 vectors hold the same bits.
+inline double same_bits_fraction(const std::vector<bf16_t>& a, const std::vector<bf16_t>& b) {
+  REQUIRE(a.size() == b.size());
+  if (a.empty()) return 1.0;
+  size_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  return static_cast<double>(same) / static_cast<double>(a.size());
 }
 
 }  // namespace noeira::test

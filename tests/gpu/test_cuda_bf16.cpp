@@ -1,0 +1,398 @@
+// Every bf16 CUDA op (BF16Policy) against the CPU bf16 op (the reference) on random inputs,
+// odd sizes and unaligned buffers included (offset 1 element: the scalar paths instead of
+// the 16-byte vector ones). Both sides do the same fp32 math and round with
+// kernels/common/bf16.h, so results are bit-identical, except where a transcendental
+// function (GELU's tanh, exp) differs between the host and device libraries: there the
+// normwise relative error is < 1e-2, nothing is NaN and at least 99% of the elements keep
+// the same bits. Reductions sum in the GPU's fixed order (as the fp32 kernels, whose bits
+// the bf16 variants reproduce on widened inputs) and match the CPU within 1e-5. gemm_bf16:
+// < 1e-5 against the CPU gemm_bf16, and 1e-3..1e-2 against the fp32 GEMM (bf16 keeps 8
+// mantissa bits).
+#include <catch2/catch.hpp>
+
+#include "tests/support/gpu_guard.h"
+
+#if defined(NOEIRA_WITH_CUDA)
+#include <cmath>
+#include <numeric>
+
+#include "tests/gpu/gpu_rig.h"
+#endif
+
+using namespace noeira;
+using namespace noeira::test;
+
+#if defined(NOEIRA_WITH_CUDA)
+namespace {
+
+// See the header: exact, or (transcendental) close, NaN-free and mostly the same bits.
+void check_bf16_match(const std::vector<bf16_t>& got, const std::vector<bf16_t>& want,
+                      bool transcendental) {
+  REQUIRE(got.size() == want.size());
+  if (!transcendental) {
+    CHECK(got == want);
+    return;
+  }
+  const std::vector<float> g = to_f32(got), w = to_f32(want);
+  CHECK_FALSE(has_nan(g));
+  CHECK(rel_error(g, w) < 1e-2);
+  if (got.size() >= 1000) CHECK(same_bits_fraction(got, want) >= 0.99);
+}
+
+// The bf16 bits of each fp32 value, what a bf16 kernel stores for the same fp32 result.
+std::vector<bf16_t> rounded(const std::vector<float>& v) { return to_bf16(v); }
+
+}  // namespace
+#endif
+
+TEST_CASE("cuda: bf16 casts, add_bf16 and gather_rows_bf16 equal the CPU bit for bit", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  uint32_t seed = 1000;
+  // Ties (even stays, odd rounds up), NaN, infinities, signed zero, subnormals, the
+  // largest float (rounds to infinity).
+  const float specials[] = {f32_from_bits(0x3f808000u), f32_from_bits(0x3f818000u),
+                            f32_from_bits(0x3f808001u), NAN,
+                            -NAN,                        INFINITY,
+                            -INFINITY,                   -0.0f,
+                            f32_from_bits(0x00000001u),  f32_from_bits(0x807fffffu),
+                            f32_from_bits(0x7f7fffffu),  -2.5f};
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{17}, int64_t{1001},
+                    int64_t{65539}}) {
+    for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+      INFO("n " << n << " offset " << offset);
+      const size_t total = static_cast<size_t>(n + offset);
+      std::vector<float> x0 = random_floats(total, seed++, -4.0f, 4.0f);
+      for (size_t k = 0; k < std::size(specials) && offset + k < total; ++k)
+        x0[offset + k] = specials[k];
+
+      std::vector<bf16_t> y_cpu(total, 0);
+      cpu.cast_to_bf16(x0.data() + offset, y_cpu.data() + offset, n);
+      DeviceArray<float> x(gpu, x0);
+      DeviceArray<bf16_t> y(gpu, total);
+      gpu.ops->cast_to_bf16(x.get() + offset, y.get() + offset, n);
+      CHECK(y.download() == y_cpu);
+
+      std::vector<float> back_cpu(total, 0.0f);
+      cpu.cast_to_f32(y_cpu.data() + offset, back_cpu.data() + offset, n);
+      DeviceArray<float> back(gpu, total);
+      gpu.ops->cast_to_f32(y.get() + offset, back.get() + offset, n);
+      CHECK(same_bytes(back.download(), back_cpu));
+
+      const std::vector<bf16_t> a0 = random_bf16(total, seed++, -2.0f, 2.0f);
+      const std::vector<bf16_t> b0 = random_bf16(total, seed++, -2.0f, 2.0f);
+      std::vector<bf16_t> sum_cpu(total, 0);
+      cpu.add_bf16(a0.data() + offset, b0.data() + offset, sum_cpu.data() + offset, n);
+      DeviceArray<bf16_t> a(gpu, a0), b(gpu, b0), sum(gpu, total);
+      gpu.ops->add_bf16(a.get() + offset, b.get() + offset, sum.get() + offset, n);
+      CHECK(sum.download() == sum_cpu);
+    }
+  }
+
+  const int64_t count = 50, rows = 8;
+  std::vector<int32_t> perm0(count);
+  std::iota(perm0.begin(), perm0.end(), 0);
+  std::shuffle(perm0.begin(), perm0.end(), std::mt19937(7));
+  const StepCounters counters0{11, 3};  // rows 24..31 of the permutation
+  DeviceArray<int32_t> perm(gpu, perm0);
+  DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
+  // 784 and 16: 8-element vector path; 12, 5, 1: element by element.
+  for (int64_t row_elems : {int64_t{784}, int64_t{16}, int64_t{12}, int64_t{5}, int64_t{1}}) {
+    INFO("gather row_elems " << row_elems);
+    const std::vector<float> src0 = random_floats(count * row_elems, 1100 + row_elems);
+    std::vector<bf16_t> dst_cpu(rows * row_elems);
+    cpu.gather_rows_bf16(src0.data(), perm0.data(), rows, row_elems, &counters0, dst_cpu.data());
+    DeviceArray<float> src(gpu, src0);
+    DeviceArray<bf16_t> dst(gpu, rows * row_elems);
+    gpu.ops->gather_rows_bf16(src.get(), perm.get(), rows, row_elems, counters.get(), dst.get());
+    CHECK(dst.download() == dst_cpu);
+  }
+#endif
+}
+
+TEST_CASE("cuda: bias_act_bf16, act_forward_bf16 and act_backward_bf16 match the CPU", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  // N = 4, 13: groups of 8 span rows (the bias column wraps inside a group).
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {7, 13}, {64, 4}, {33, 1001}, {128, 512}};
+  uint32_t seed = 1200;
+  for (const auto& [M, N] : shapes) {
+    const int64_t n = M * N;
+    for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+      const size_t total = static_cast<size_t>(n + offset);
+      for (Act act : {Act::kNone, Act::kReLU, Act::kGELU}) {
+        const bool gelu = act == Act::kGELU;
+        for (bool with_bias : {false, true}) {
+          INFO("bias_act M " << M << " N " << N << " offset " << offset << " act " << int(act)
+                             << " bias " << with_bias);
+          const std::vector<float> acc0 = random_floats(total, seed++, -3.0f, 3.0f);
+          const std::vector<float> bias0 = random_floats(static_cast<size_t>(N), seed++);
+          const float* bias_cpu = with_bias ? bias0.data() : nullptr;
+          std::vector<bf16_t> y_cpu(total, 0), pre_cpu(total, 0);
+          cpu.bias_act_bf16(acc0.data() + offset, bias_cpu, y_cpu.data() + offset,
+                            pre_cpu.data() + offset, M, N, act);
+          DeviceArray<float> acc(gpu, acc0), b(gpu, bias0);
+          DeviceArray<bf16_t> y(gpu, total), pre(gpu, total);
+          gpu.ops->bias_act_bf16(acc.get() + offset, with_bias ? b.get() : nullptr,
+                                 y.get() + offset, pre.get() + offset, M, N, act);
+          check_bf16_match(y.download(), y_cpu, gelu);
+          CHECK(pre.download() == pre_cpu);  // acc + bias: one rounding, same on both
+          // Without pre (what ReLU and identity layers pass).
+          std::vector<bf16_t> y2_cpu(total, 0);
+          cpu.bias_act_bf16(acc0.data() + offset, bias_cpu, y2_cpu.data() + offset, nullptr, M,
+                            N, act);
+          DeviceArray<bf16_t> y2(gpu, total);
+          gpu.ops->bias_act_bf16(acc.get() + offset, with_bias ? b.get() : nullptr,
+                                 y2.get() + offset, nullptr, M, N, act);
+          check_bf16_match(y2.download(), y2_cpu, gelu);
+        }
+
+        INFO("act M " << M << " N " << N << " offset " << offset << " act " << int(act));
+        const std::vector<bf16_t> x0 = random_bf16(total, seed++, -3.0f, 3.0f);
+        const std::vector<bf16_t> dy0 = random_bf16(total, seed++);
+        std::vector<bf16_t> post_cpu(total, 0), dx_cpu(total, 0);
+        cpu.act_forward_bf16(x0.data() + offset, post_cpu.data() + offset, n, act);
+        DeviceArray<bf16_t> x(gpu, x0), dy(gpu, dy0), post(gpu, total);
+        gpu.ops->act_forward_bf16(x.get() + offset, post.get() + offset, n, act);
+        check_bf16_match(post.download(), post_cpu, gelu);
+        // Backward from the same post on both sides. offset 0: pre and post (Activation);
+        // offset 1: pre for GELU only (LinearAct).
+        const bool pass_pre = offset == 0 || gelu;
+        cpu.act_backward_bf16(dy0.data() + offset, pass_pre ? x0.data() + offset : nullptr,
+                              post_cpu.data() + offset, dx_cpu.data() + offset, n, act);
+        DeviceArray<bf16_t> post_ref(gpu, post_cpu), dx(gpu, total);
+        gpu.ops->act_backward_bf16(dy.get() + offset, pass_pre ? x.get() + offset : nullptr,
+                                   post_ref.get() + offset, dx.get() + offset, n, act);
+        check_bf16_match(dx.download(), dx_cpu, gelu);
+      }
+    }
+  }
+#endif
+}
+
+TEST_CASE("cuda: bias_grad_bf16 is the fp32 kernel's fixed-order sum of bf16 inputs", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {33, 10}, {128, 512}, {1000, 513},
+                                                {4097, 7}};
+  uint32_t seed = 1300;
+  for (const auto& [M, N] : shapes) {
+    INFO("M " << M << " N " << N);
+    const std::vector<bf16_t> dy0 = random_bf16(M * N, seed++);
+    const std::vector<float> db0 = random_floats(N, seed++);
+    std::vector<float> db_cpu = db0;
+    cpu.bias_grad_bf16(dy0.data(), db_cpu.data(), M, N);
+    DeviceArray<bf16_t> dy(gpu, dy0);
+    DeviceArray<float> dy_f32(gpu, to_f32(dy0));
+    DeviceArray<float> db(gpu, db0), db_again(gpu, db0), db_f32(gpu, db0);
+    gpu.ops->bias_grad_bf16(dy.get(), db.get(), M, N);
+    gpu.ops->bias_grad_bf16(dy.get(), db_again.get(), M, N);
+    gpu.ops->bias_grad(dy_f32.get(), db_f32.get(), M, N);
+    const std::vector<float> got = db.download();
+    CHECK(rel_error(got, db_cpu) < 1e-5);
+    CHECK(same_bytes(got, db_again.download()));  // deterministic
+    CHECK(same_bytes(got, db_f32.download()));    // the fp32 kernel's order, bit for bit
+  }
+#endif
+}
+
+TEST_CASE("cuda: softmax_xent_bf16 matches the CPU: loss, correct, dlogits, history", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1},    {1, 10},    {7, 10},
+                                                {128, 10}, {1000, 65}, {33, 1001}};
+  uint32_t seed = 1400;
+  for (const auto& [B, C] : shapes) {
+    INFO("B " << B << " C " << C);
+    const std::vector<bf16_t> logits0 = random_bf16(B * C, seed++, -5.0f, 5.0f);
+    const std::vector<int32_t> labels0 = random_labels(B, static_cast<int32_t>(C), seed++);
+    const StepCounters counters0{5, 2};
+    // A training call (with dlogits) and an evaluation call, into one accumulator.
+    LossStats stats_cpu{};
+    std::vector<bf16_t> dlogits_cpu(B * C);
+    std::vector<float> history_cpu(4, -1.0f);
+    cpu.softmax_xent_bf16(logits0.data(), labels0.data(), B, C, dlogits_cpu.data(), &stats_cpu,
+                          history_cpu.data(), &counters0);
+    cpu.softmax_xent_bf16(logits0.data(), labels0.data(), B, C, nullptr, &stats_cpu, nullptr,
+                          &counters0);
+
+    DeviceArray<bf16_t> logits(gpu, logits0), dlogits(gpu, B * C);
+    DeviceArray<float> history(gpu, std::vector<float>(4, -1.0f));
+    DeviceArray<int32_t> labels(gpu, labels0);
+    DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
+    DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
+    gpu.ops->softmax_xent_bf16(logits.get(), labels.get(), B, C, dlogits.get(), stats.get(),
+                               history.get(), counters.get());
+    gpu.ops->softmax_xent_bf16(logits.get(), labels.get(), B, C, nullptr, stats.get(), nullptr,
+                               counters.get());
+
+    const LossStats got = stats.download()[0];
+    CHECK(std::abs(got.loss_sum - stats_cpu.loss_sum) <=
+          1e-5 * std::abs(stats_cpu.loss_sum) + 1e-9);
+    CHECK(got.correct == stats_cpu.correct);
+    CHECK(got.count == stats_cpu.count);
+    const std::vector<bf16_t> d = dlogits.download();
+    check_bf16_match(d, dlogits_cpu, true);  // exp
+    const std::vector<float> h = history.download();
+    CHECK(h[0] == -1.0f);
+    CHECK(h[3] == -1.0f);
+    CHECK(std::abs(h[2] - history_cpu[2]) <= 1e-5 * std::abs(history_cpu[2]) + 1e-9);
+
+    // The fp32 kernel on the widened logits: the same sums bit for bit, and dlogits that
+    // round to exactly the bf16 kernel's.
+    DeviceArray<float> logits_f32(gpu, to_f32(logits0)), dlogits_f32(gpu, B * C);
+    DeviceArray<float> history_f32(gpu, std::vector<float>(4, -1.0f));
+    DeviceArray<LossStats> stats_f32(gpu, std::vector<LossStats>{LossStats{}});
+    gpu.ops->softmax_xent(logits_f32.get(), labels.get(), B, C, dlogits_f32.get(),
+                          stats_f32.get(), history_f32.get(), counters.get());
+    gpu.ops->softmax_xent(logits_f32.get(), labels.get(), B, C, nullptr, stats_f32.get(),
+                          nullptr, counters.get());
+    const LossStats f = stats_f32.download()[0];
+    CHECK(std::memcmp(&f.loss_sum, &got.loss_sum, sizeof f.loss_sum) == 0);
+    CHECK(f.correct == got.correct);
+    CHECK(d == rounded(dlogits_f32.download()));
+    CHECK(same_bytes(h, history_f32.download()));
+  }
+#endif
+}
+
+TEST_CASE("cuda: mse_bf16 matches the CPU: loss, dpred, history", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {7, 3}, {128, 10}, {1000, 33}};
+  uint32_t seed = 1500;
+  for (const auto& [B, D] : shapes) {
+    INFO("B " << B << " D " << D);
+    const std::vector<bf16_t> pred0 = random_bf16(B * D, seed++);
+    const std::vector<float> target0 = random_floats(B * D, seed++);
+    const StepCounters counters0{0, 1};
+    LossStats stats_cpu{};
+    std::vector<bf16_t> dpred_cpu(B * D);
+    std::vector<float> history_cpu(2, -1.0f);
+    cpu.mse_bf16(pred0.data(), target0.data(), B, D, dpred_cpu.data(), &stats_cpu,
+                 history_cpu.data(), &counters0);
+    DeviceArray<bf16_t> pred(gpu, pred0), dpred(gpu, B * D);
+    DeviceArray<float> target(gpu, target0), history(gpu, std::vector<float>(2, -1.0f));
+    DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
+    DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
+    gpu.ops->mse_bf16(pred.get(), target.get(), B, D, dpred.get(), stats.get(), history.get(),
+                      counters.get());
+    const LossStats got = stats.download()[0];
+    CHECK(std::abs(got.loss_sum - stats_cpu.loss_sum) <= 1e-5 * stats_cpu.loss_sum + 1e-12);
+    CHECK(got.count == stats_cpu.count);
+    CHECK(got.correct == 0);
+    const std::vector<bf16_t> d = dpred.download();
+    CHECK(d == dpred_cpu);  // 2 (p - t) / n: no transcendental, the same bits
+    const std::vector<float> h = history.download();
+    CHECK(h[0] == -1.0f);
+    CHECK(std::abs(h[1] - history_cpu[1]) <= 1e-5 * history_cpu[1] + 1e-12);
+
+    // The fp32 kernel on the widened predictions: the same sum, bit for bit.
+    DeviceArray<float> pred_f32(gpu, to_f32(pred0)), dpred_f32(gpu, B * D);
+    DeviceArray<float> history_f32(gpu, std::vector<float>(2, -1.0f));
+    DeviceArray<LossStats> stats_f32(gpu, std::vector<LossStats>{LossStats{}});
+    gpu.ops->mse(pred_f32.get(), target.get(), B, D, dpred_f32.get(), stats_f32.get(),
+                 history_f32.get(), counters.get());
+    const LossStats f = stats_f32.download()[0];
+    CHECK(std::memcmp(&f.loss_sum, &got.loss_sum, sizeof f.loss_sum) == 0);
+    CHECK(d == rounded(dpred_f32.download()));
+    CHECK(same_bytes(h, history_f32.download()));
+  }
+#endif
+}
+
+TEST_CASE("cuda: gemm_bf16 matches the CPU gemm_bf16 in every transpose, beta 0 and 1",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  CpuOps cpu(1);
+  struct Dims {
+    int64_t M, N, K, pad;  // pad: extra leading-dimension elements (odd: 2-byte aligned rows)
+  };
+  const Dims dims[] = {{1, 1, 1, 0},     {7, 13, 5, 3},     {33, 65, 129, 0},
+                       {64, 10, 784, 0}, {128, 512, 784, 0}, {784, 512, 128, 1}};
+  uint32_t seed = 1600;
+  // bf16 GEMMs accumulate in plain fp32 whatever the TF32 switch says.
+  for (bool tf32 : {false, true}) {
+    Backend gpu = gpu_backend(tf32);
+    for (const Dims& d : dims) {
+      for (int t = 0; t < 4; ++t) {
+        const bool ta = t & 1, tb = t & 2;
+        for (const auto& [alpha, beta] :
+             {std::pair{1.0f, 0.0f}, std::pair{1.0f, 1.0f}, std::pair{0.5f, 1.0f}}) {
+          INFO("tf32 " << tf32 << " M " << d.M << " N " << d.N << " K " << d.K << " pad "
+                       << d.pad << " trans_a " << ta << " trans_b " << tb << " alpha " << alpha
+                       << " beta " << beta);
+          const int64_t lda = (ta ? d.M : d.K) + d.pad, ldb = (tb ? d.K : d.N) + d.pad,
+                        ldc = d.N + d.pad;
+          const std::vector<bf16_t> A0 = random_bf16((ta ? d.K : d.M) * lda, seed++);
+          const std::vector<bf16_t> B0 = random_bf16((tb ? d.N : d.K) * ldb, seed++);
+          const std::vector<float> C0 = random_floats(d.M * ldc, seed++);
+          std::vector<float> C_cpu = C0;
+          cpu.gemm_bf16(ta, tb, d.M, d.N, d.K, alpha, A0.data(), lda, B0.data(), ldb, beta,
+                        C_cpu.data(), ldc);
+          DeviceArray<bf16_t> A(gpu, A0), B(gpu, B0);
+          DeviceArray<float> C(gpu, C0), C_again(gpu, C0);
+          gpu.ops->gemm_bf16(ta, tb, d.M, d.N, d.K, alpha, A.get(), lda, B.get(), ldb, beta,
+                             C.get(), ldc);
+          gpu.ops->gemm_bf16(ta, tb, d.M, d.N, d.K, alpha, A.get(), lda, B.get(), ldb, beta,
+                             C_again.get(), ldc);
+          const std::vector<float> got = C.download();
+          CHECK_FALSE(has_nan(got));
+          CHECK(rel_error(got, C_cpu) < 1e-5);
+          CHECK(same_bytes(got, C_again.download()));  // one cached algorithm per shape
+        }
+      }
+    }
+    // K == 0: C = beta * C (zeros for beta 0, unchanged for beta 1).
+    const std::vector<float> C0 = random_floats(5 * 7, seed++);
+    DeviceArray<bf16_t> A(gpu, 1), B(gpu, 1);
+    DeviceArray<float> C(gpu, C0);
+    gpu.ops->gemm_bf16(false, false, 5, 7, 0, 1.0f, A.get(), 1, B.get(), 7, 1.0f, C.get(), 7);
+    CHECK(same_bytes(C.download(), C0));
+    gpu.ops->gemm_bf16(false, false, 5, 7, 0, 1.0f, A.get(), 1, B.get(), 7, 0.0f, C.get(), 7);
+    CHECK(same_bytes(C.download(), std::vector<float>(5 * 7, 0.0f)));
+  }
+#endif
+}
+
+TEST_CASE("cuda: gemm_bf16 is within bf16 rounding of the fp32 GEMM", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend(false);  // fp32 reference without TF32
+  struct Dims {
+    int64_t M, N, K;
+  };
+  // At least a few hundred outputs, so the normwise error is the rounding's average.
+  const Dims dims[] = {{33, 65, 129}, {64, 10, 784}, {128, 512, 784}, {784, 512, 128}};
+  uint32_t seed = 1700;
+  for (const Dims& d : dims) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      INFO("M " << d.M << " N " << d.N << " K " << d.K << " trans_a " << ta << " trans_b " << tb);
+      const int64_t lda = ta ? d.M : d.K, ldb = tb ? d.K : d.N;
+      const std::vector<float> A0 = random_floats(d.M * d.K, seed++);
+      const std::vector<float> B0 = random_floats(d.K * d.N, seed++);
+      DeviceArray<float> A(gpu, A0), B(gpu, B0), C(gpu, d.M * d.N), C_bf16(gpu, d.M * d.N);
+      DeviceArray<bf16_t> Ab(gpu, to_bf16(A0)), Bb(gpu, to_bf16(B0));
+      gpu.ops->gemm(ta, tb, d.M, d.N, d.K, 1.0f, A.get(), lda, B.get(), ldb, 0.0f, C.get(), d.N);
+      gpu.ops->gemm_bf16(ta, tb, d.M, d.N, d.K, 1.0f, Ab.get(), lda, Bb.get(), ldb, 0.0f,
+                         C_bf16.get(), d.N);
+      const double e = rel_error(C_bf16.download(), C.download());
+      INFO("relative error " << e);
+      CHECK(e >= 1e-3);
+      CHECK(e <= 1e-2);
+    }
+  }
+#endif
+}
