@@ -44,6 +44,7 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
   o.seed = seed;
   o.use_train_cuda_graph = variant.graph;
   o.amp = variant.dtype == "bf16" ? BF16Policy : NoAMP;
+  o.total_steps = st.total_steps;
   if (st.device == Device::kGpu)
     o.device_timers = {DeviceTimerKind::kCupti, DeviceTimerKind::kEvent};
   Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);

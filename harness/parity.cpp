@@ -17,13 +17,14 @@ ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const Benc
   o.device = st.device;
   o.threads = st.threads;
   o.seed = seed;
+  steps = std::min(steps, steps_per_epoch(recipe, data));
+  o.total_steps = steps;  // the twin's run is `steps` long too: same schedule
   Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
   if (!made) {
     out.note = "parity failed: " + made.error().message;
     return out;
   }
   Trainer& t = **made;
-  steps = std::min(steps, t.steps_per_epoch());
   const auto ckpt = twin.log_dir / "parity-step0.ckpt";
   if (Status s = t.save_checkpoint(ckpt); !s) {
     out.note = "parity failed: " + s.error().message;

@@ -142,8 +142,7 @@ int run_run(const RunOptions& o) {
   const DataSource source = make_data_source(o.data);
   Result<DataSplit> data = load_recipe_data(*recipe, o.data.dataset, source);
   if (!data) return report_error(data.error().message, kExitFailure);
-  const int64_t spe = recipe->drop_last ? data->train.count / recipe->batch
-                                        : (data->train.count + recipe->batch - 1) / recipe->batch;
+  const int64_t spe = steps_per_epoch(*recipe, *data);
   const int64_t total_steps = o.steps > 0 ? o.steps
                               : o.quick && recipe->quick_max_steps > 0
                                   ? recipe->quick_max_steps

@@ -10,6 +10,11 @@ DataSource make_data_source(const DataOptions& o) {
   return s;
 }
 
+int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data) {
+  return recipe.drop_last ? data.train.count / recipe.batch
+                          : (data.train.count + recipe.batch - 1) / recipe.batch;
+}
+
 Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,
                                               const TrainerOptions& o) {
   Result<std::unique_ptr<Module>> model = build_model(recipe);
@@ -22,6 +27,9 @@ Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSp
   cfg.drop_last = recipe.drop_last;
   cfg.task = recipe.task;
   cfg.optimizer = recipe.optimizer;
+  if (recipe.cosine_schedule)
+    cfg.optimizer.adam.cosine_steps =
+        o.total_steps > 0 ? o.total_steps : recipe.epochs * steps_per_epoch(recipe, data);
   cfg.init.kind = recipe.init;
   cfg.use_train_cuda_graph = o.use_train_cuda_graph;
   cfg.device_timers = o.device_timers;

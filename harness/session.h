@@ -25,7 +25,13 @@ struct TrainerOptions {
   bool use_train_cuda_graph = false;
   AmpPolicy amp = NoAMP;
   std::vector<DeviceTimerKind> device_timers;
+  // Steps the run will take: the length of a cosine schedule. 0 = the recipe's epochs.
+  int64_t total_steps = 0;
 };
+
+// Training steps per epoch of a recipe on a data set (the last partial batch dropped
+// when the recipe says drop_last).
+int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data);
 
 // A model's trainer on already-loaded data (load it once, train several seeds).
 Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,

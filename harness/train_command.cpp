@@ -40,6 +40,7 @@ int run_train(const TrainOptions& o) {
   to.seed = o.seed;
   to.use_train_cuda_graph = o.graph;
   to.amp = o.dtype == "bf16" ? BF16Policy : NoAMP;
+  to.total_steps = static_cast<int64_t>(epochs) * steps_per_epoch(*recipe, *data);
   Result<std::unique_ptr<Trainer>> made = make_trainer(*recipe, *data, to);
   if (!made) return report_error(made.error().message, kExitFailure);
   Trainer& trainer = **made;

@@ -87,6 +87,12 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
       r.optimizer.adam.weight_decay = o.value("weight_decay", 0.0);
       r.optimizer.adam.decoupled = r.optimizer.kind == OptimizerKind::kAdamW;
     }
+    const std::string schedule = o.value("schedule", "constant");
+    if (schedule != "constant" && schedule != "cosine")
+      return make_error(where + ": optimizer.schedule '" + schedule + "' is not constant or cosine");
+    r.cosine_schedule = schedule == "cosine";
+    if (r.cosine_schedule && r.optimizer.kind == OptimizerKind::kSgd)
+      return make_error(where + ": the cosine schedule is implemented for adam and adamw only");
     if (!j.at("layers").is_array() || j["layers"].empty())
       return make_error(where + ": 'layers' must be a non-empty list");
   } catch (const nlohmann::json::exception& e) {

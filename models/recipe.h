@@ -28,6 +28,7 @@ struct Recipe {
   bool drop_last = true;
   int epochs = 1;
   OptimizerConfig optimizer;
+  bool cosine_schedule = false;  // optimizer.schedule: "cosine" (to 0 over the run) or "constant"
   InitKind init = InitKind::kKaimingUniform;
   int quick_epochs = 1;
   int64_t quick_max_steps = 0;  // 0 = whole epochs

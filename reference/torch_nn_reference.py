@@ -730,7 +730,24 @@ def run(args, result):
                    "steps_per_epoch": steps_per_epoch, "steps": total,
                    "warmup": args.warmup, "drop_last": drop_last})
 
-    def step(idx):
+    # Learning-rate schedule, as the C++ side computes it (kernels/common/math.h,
+    # scheduled_lr): cosine from lr to 0 over this run's `total` steps, in double.
+    schedule = recipe["optimizer"].get("schedule", "constant")
+    if schedule not in ("constant", "cosine"):
+        raise TwinError(f"recipe: optimizer.schedule '{schedule}' is not constant or cosine")
+    base_lr = float(recipe["optimizer"].get("lr", 1e-3))
+
+    def lr_at(i):  # i: 0-based step
+        if schedule == "constant":
+            return base_lr
+        return base_lr * 0.5 * (1.0 + math.cos(3.141592653589793 * min(i, total) / total))
+
+    result["lr_schedule"] = schedule
+
+    def step(idx, i):
+        if schedule != "constant":
+            for g in optimizer.param_groups:
+                g["lr"] = lr_at(i)
         x = train_x.index_select(0, idx)
         y = train_y.index_select(0, idx)
         optimizer.zero_grad(set_to_none=True)
@@ -765,10 +782,10 @@ def run(args, result):
         t = time.perf_counter()
         if cuda:
             ev_start[i].record()
-            loss = step(idx)
+            loss = step(idx, i)
             ev_end[i].record()
         else:
-            loss = step(idx)
+            loss = step(idx, i)
             host_ms[i] = (time.perf_counter() - t) * 1e3
         losses[i].copy_(loss.detach())
         if i == 0 and args.mode != "eager":

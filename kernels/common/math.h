@@ -54,8 +54,16 @@ NOEIRA_HD float act_grad(Act a, float pre, float post) {
 // ---- compares like with like.
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-  bool decoupled = false;  // AdamW
+  bool decoupled = false;     // AdamW
+  int64_t cosine_steps = 0;   // > 0: lr follows a cosine from lr to 0 over this many steps
 };
+
+// The learning rate of 1-based step t: constant, or lr * (1 + cos(pi * (t-1) / T)) / 2.
+NOEIRA_HD double scheduled_lr(const AdamHyper& h, int64_t t) {
+  if (h.cosine_steps <= 0) return h.lr;
+  const double done = static_cast<double>(t - 1 < h.cosine_steps ? t - 1 : h.cosine_steps);
+  return h.lr * 0.5 * (1.0 + cos(3.141592653589793 * done / static_cast<double>(h.cosine_steps)));
+}
 
 struct AdamStepScalars {
   float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
@@ -76,9 +84,10 @@ NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
   s.one_minus_beta2 = static_cast<float>(1.0 - h.beta2);
   s.eps = static_cast<float>(h.eps);
   s.weight_decay = static_cast<float>(h.weight_decay);
-  s.step_size = static_cast<float>(h.lr / bc1);
+  const double lr = scheduled_lr(h, t);
+  s.step_size = static_cast<float>(lr / bc1);
   s.bias_corr2_sqrt = static_cast<float>(sqrt(bc2));
-  s.decay_factor = static_cast<float>(1.0 - h.lr * h.weight_decay);
+  s.decay_factor = static_cast<float>(1.0 - lr * h.weight_decay);
   s.decoupled = h.decoupled;
   return s;
 }

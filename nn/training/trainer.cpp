@@ -358,7 +358,8 @@ nlohmann::json Trainer::checkpoint_meta() const {
     opt.update({{"lr", o.adam.lr},
                 {"betas", {o.adam.beta1, o.adam.beta2}},
                 {"eps", o.adam.eps},
-                {"weight_decay", o.adam.weight_decay}});
+                {"weight_decay", o.adam.weight_decay},
+                {"cosine_steps", o.adam.cosine_steps}});
   return {{"format", "noeira-checkpoint"},
           {"model", cfg_.model_name},
           {"dataset", dataset_name_},
