@@ -39,7 +39,7 @@ struct RunOptions {
   bool parity = false;
   int threads = 0;
   DataOptions data;
-  int64_t min_samples = 20;
+  int64_t min_samples = 100;
   double max_noise = 0.02;
   double max_seconds = 60.0;
   double twin_timeout = 900.0;

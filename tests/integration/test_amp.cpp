@@ -11,7 +11,7 @@ using namespace noeira::test;
 namespace {
 
 std::unique_ptr<Trainer> mlp_trainer(const DataSplit& data, uint64_t seed, AmpPolicy amp,
-                                     int threads = 2) {
+                                     int threads = 1) {
   TrainerOptions o;
   o.seed = seed;
   o.threads = threads;

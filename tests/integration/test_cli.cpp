@@ -70,7 +70,7 @@ TEST_CASE("train with a data directory that lacks the files names the file and e
 TEST_CASE("train runs an epoch, saves, and resumes from the checkpoint", "[cli][mnist]") {
   TempDir dir;
   const std::string ckpt = (dir / "e1.ckpt").string();
-  const CommandResult r = run_bench("train --epochs 1 --threads 2 --seed 3 --save '" + ckpt + "'");
+  const CommandResult r = run_bench("train --epochs 1 --threads 1 --seed 3 --save '" + ckpt + "'");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("epoch 1/1") && Catch::Contains("test top1") &&

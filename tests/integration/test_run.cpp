@@ -24,7 +24,7 @@ std::string fake_python(const TempDir& dir, const std::string& twin_behaviour) {
   return path.string();
 }
 
-const std::string kQuick = "--model mlp --target cpu --quick --steps 30 --warmup 5 --threads 2";
+const std::string kQuick = "--model mlp --target cpu --quick --steps 30 --warmup 5 --threads 1";
 
 nlohmann::json variant(const nlohmann::json& results, const std::string& name) {
   for (const auto& v : results["benchmarks"][0]["variants"])
