@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <string_view>
 #include <chrono>
 #include <cstring>
 
@@ -16,7 +18,8 @@ extern char** environ;
 namespace noeira {
 
 ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::filesystem::path& stderr_log, double timeout_seconds) {
+                          const std::filesystem::path& stderr_log, double timeout_seconds,
+                          const std::vector<std::string>& extra_env) {
   ProcessResult r;
   int pipe_fd[2];
   if (::pipe2(pipe_fd, O_CLOEXEC) != 0) {
@@ -37,9 +40,19 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> env;
+  for (const std::string& e : extra_env) env.push_back(const_cast<char*>(e.c_str()));
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const bool overridden = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+      return entry.substr(0, entry.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1);
+    });
+    if (!overridden) env.push_back(*e);
+  }
+  env.push_back(nullptr);
   pid_t pid = 0;
   const auto start = std::chrono::steady_clock::now();
-  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pipe_fd[1]);

@@ -17,7 +17,9 @@ struct ProcessResult {
   double seconds = 0.0;
 };
 
+// `extra_env` ("NAME=value") is added to (and overrides) this process's environment.
 ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::filesystem::path& stderr_log, double timeout_seconds);
+                          const std::filesystem::path& stderr_log, double timeout_seconds,
+                          const std::vector<std::string>& extra_env = {});
 
 }  // namespace noeira

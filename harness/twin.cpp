@@ -68,8 +68,14 @@ TwinOutcome run_twin(const TwinRequest& q) {
   if (q.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(q.threads)});
   if (q.init_checkpoint) argv.insert(argv.end(), {"--init-checkpoint", q.init_checkpoint->string()});
 
+  // torch.set_num_threads does not reach the BLAS torch links (OpenBLAS starts one
+  // thread per core at import): pin every pool to the same count as ours.
+  std::vector<std::string> env;
+  if (q.threads > 0)
+    for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"})
+      env.push_back(std::string(var) + "=" + std::to_string(q.threads));
   TwinOutcome o;
-  const ProcessResult r = run_process(argv, q.log, q.timeout_seconds);
+  const ProcessResult r = run_process(argv, q.log, q.timeout_seconds, env);
   o.seconds = r.seconds;
   const std::string log_hint = " (log: " + q.log.string() + ")";
   if (!r.started) {

@@ -92,18 +92,27 @@ NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
   return s;
 }
 
-// `h` is kept in the signature for callers; every constant comes from `s`.
-NOEIRA_HD void adam_update(float& p, float g, float& m, float& v, const AdamHyper& /*h*/,
-                           const AdamStepScalars& s) {
-  if (s.decoupled) {
-    p *= s.decay_factor;
-  } else if (s.weight_decay != 0.0f) {
-    g += s.weight_decay * p;
-  }
+// One Adam update with the weight-decay mode fixed at compile time, so a loop over
+// parameters is branch-free and vectorises.
+template <bool kDecoupled, bool kL2>
+NOEIRA_HD void adam_update_mode(float& p, float g, float& m, float& v, const AdamStepScalars& s) {
+  if constexpr (kDecoupled) p *= s.decay_factor;
+  if constexpr (kL2) g += s.weight_decay * p;
   m = m * s.beta1 + s.one_minus_beta1 * g;
   v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
   const float denom = sqrtf(v) / s.bias_corr2_sqrt + s.eps;
   p += (-s.step_size * m) / denom;
+}
+
+// `h` is kept in the signature for callers; every constant comes from `s`.
+NOEIRA_HD void adam_update(float& p, float g, float& m, float& v, const AdamHyper& /*h*/,
+                           const AdamStepScalars& s) {
+  if (s.decoupled)
+    adam_update_mode<true, false>(p, g, m, v, s);
+  else if (s.weight_decay != 0.0f)
+    adam_update_mode<false, true>(p, g, m, v, s);
+  else
+    adam_update_mode<false, false>(p, g, m, v, s);
 }
 
 struct SgdHyper {

@@ -78,14 +78,17 @@ TEST_CASE("parity: the twin starts from our step-0 checkpoint and our batches",
   REQUIRE(p.is_object());
   REQUIRE(p["ours"].size() == 50);
   REQUIRE(p["twin"].size() == 50);
-  // Identical weights and batch: forward and loss agree to fp32 rounding, and the
-  // first updates keep them together. (Later steps drift apart: Adam amplifies
-  // rounding differences; the max deviation over all steps is reported, not bounded.)
+  // Same weights, same batches, the same schedule: the curves agree to fp32 rounding.
+  // (Seed 0 here. Adam amplifies rounding differences when an update meets a near-tie, so
+  // other seeds can drift: see docs/parity.md.)
+  CHECK(r.exit_code == 0);
   for (int i = 0; i < 3; ++i) {
     INFO("step " << i);
     CHECK(p["ours"][i].get<double>() == Approx(p["twin"][i].get<double>()).epsilon(1e-6));
   }
-  CHECK(p["max_rel_dev"].is_number());
+  REQUIRE(p["max_rel_dev"].is_number());
+  CHECK(p["max_rel_dev"].get<double>() <= 1e-4);
+  CHECK(p["passed"] == true);
 }
 
 TEST_CASE("A crashing twin becomes a row and our results survive", "[run][twin]") {
