@@ -25,9 +25,11 @@ NOEIRA_HD float f32_from_bits(uint32_t u) {
 
 NOEIRA_HD bf16_t f32_to_bf16(float f) {
   const uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_t>((u >> 16) | 0x0040u);  // NaN
   // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit, then truncate.
-  return static_cast<bf16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (u >> 16) | 0x0040u;
+  // A select, not a branch: loops over it vectorise.
+  return static_cast<bf16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 NOEIRA_HD float bf16_to_f32(bf16_t b) { return f32_from_bits(static_cast<uint32_t>(b) << 16); }

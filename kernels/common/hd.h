@@ -4,5 +4,7 @@
 #if defined(__CUDACC__)
 #define NOEIRA_HD __host__ __device__ __forceinline__
 #else
-#define NOEIRA_HD inline
+// always_inline: the loops calling these are vectorised only when the call (and its
+// switch on a compile-time activation) disappears.
+#define NOEIRA_HD inline __attribute__((always_inline))
 #endif

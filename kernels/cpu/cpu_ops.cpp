@@ -54,32 +54,77 @@ void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 // ---- Element-wise ops, written once for fp32 and bf16 storage (fp32 math). ----
 namespace {
 
+// Calls f with the activation as a compile-time constant, so the loops inside carry no
+// per-element switch and vectorise. The arithmetic is act_forward / act_grad's.
+template <class F>
+void with_act(Act act, const F& f) {
+  switch (act) {
+    case Act::kReLU: f(std::integral_constant<Act, Act::kReLU>{}); break;
+    case Act::kGELU: f(std::integral_constant<Act, Act::kGELU>{}); break;
+    default: f(std::integral_constant<Act, Act::kNone>{}); break;
+  }
+}
+
+// Calls f with `on` as a compile-time bool (for optional buffers).
+template <class F>
+void with_flag(bool on, const F& f) {
+  if (on) f(std::true_type{});
+  else f(std::false_type{});
+}
+
 template <class In, class Out>
 void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, Out* pre, int64_t M,
                    int64_t N, Act act) {
+  with_act(act, [&](auto a) {
+    with_flag(pre != nullptr, [&](auto has_pre) {
+      with_flag(bias != nullptr, [&](auto has_bias) {
+        const In* ac = acc;  // local copies: see act_backward_impl
+        const float* b = bias;
+        Out* out = y;
+        Out* pr = pre;
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < M; ++i) {
-    for (int64_t j = 0; j < N; ++j) {
-      const float z = load_f32(acc[i * N + j]) + (bias ? bias[j] : 0.0f);
-      if (pre) store_f32(pre[i * N + j], z);
-      store_f32(y[i * N + j], act_forward(act, z));
-    }
-  }
+        for (int64_t i = 0; i < M; ++i) {
+#pragma omp simd
+          for (int64_t j = 0; j < N; ++j) {
+            const float z = load_f32(ac[i * N + j]) + (has_bias ? b[j] : 0.0f);
+            if constexpr (decltype(has_pre)::value) store_f32(pr[i * N + j], z);
+            store_f32(out[i * N + j], act_forward(decltype(a)::value, z));
+          }
+        }
+      });
+    });
+  });
 }
 
 template <class T>
 void act_forward_impl(int threads, const T* x, T* y, int64_t n, Act act) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) store_f32(y[i], act_forward(act, load_f32(x[i])));
+  with_act(act, [&](auto a) {
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) store_f32(y[i], act_forward(decltype(a)::value, load_f32(x[i])));
+  });
 }
 
 template <class T>
 void act_backward_impl(int threads, const T* dy, const T* pre, const T* post, T* dx, int64_t n,
                        Act act) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    store_f32(dx[i], load_f32(dy[i]) * act_grad(act, pre ? load_f32(pre[i]) : 0.0f,
-                                                  post ? load_f32(post[i]) : 0.0f));
+  with_act(act, [&](auto a) {
+    with_flag(pre != nullptr, [&](auto has_pre) {
+      with_flag(post != nullptr, [&](auto has_post) {
+        // Local copies: a pointer read through the closure may alias dx and would be
+        // reloaded every iteration, which stops vectorisation.
+        const T* __restrict d = dy;
+        const T* __restrict pr = pre;
+        const T* __restrict po = post;
+        T* __restrict out = dx;
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+        for (int64_t i = 0; i < n; ++i) {
+          const float p = has_pre ? load_f32(pr[i]) : 0.0f;
+          const float q = has_post ? load_f32(po[i]) : 0.0f;
+          store_f32(out[i], load_f32(d[i]) * act_grad(decltype(a)::value, p, q));
+        }
+      });
+    });
+  });
 }
 
 template <class T>
