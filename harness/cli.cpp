@@ -77,7 +77,8 @@ int run_cli(int argc, char** argv) {
   std::string command_line;
   for (const std::string& a : args) command_line += (command_line.empty() ? "" : " ") + a;
   CLI::App app{"noeira-bench: trains the noeira models, times them, and compares them with a "
-               "PyTorch twin on the same recipe and data"};
+               "PyTorch twin on the same recipe and data",
+               "noeira-bench"};
   app.require_subcommand(1);
   app.footer("Without a subcommand, options go to `run`: noeira-bench --model mlp --dtype fp32\n"
              "Exit codes: 0 ok, 1 the work failed (or compare found a regression), 2 unusable input.");
