@@ -128,6 +128,10 @@ int run_run(const RunOptions& o) {
                           kExitUsage);
     twin_modes.push_back(m);
   }
+  if (o.steps > 0 && o.warmup >= o.steps)
+    return report_error("--warmup " + std::to_string(o.warmup) + " leaves no timed steps out of --steps " +
+                            std::to_string(o.steps),
+                        kExitUsage);
   const std::string out_path = !o.out.empty()
                                    ? o.out
                                    : "noeira-results-" + o.model + "-" + target + "-" + o.dtype + ".json";
