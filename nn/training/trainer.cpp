@@ -408,31 +408,45 @@ Status Trainer::load_checkpoint(const std::filesystem::path& path) {
                         " but this run has " + mine.at(key).dump() +
                         "; resume with the model, data set, recipe and optimizer it was saved with");
   }
-  auto restore = [&](const std::string& name, const Slot& s, size_t byte_offset,
-                     const Shape& shape) -> Status {
+  // Check every tensor and the header first, copy afterwards: a refused checkpoint leaves
+  // the trainer as it was.
+  struct Copy {
+    const CheckpointTensor* t;
+    void* dst;
+  };
+  std::vector<Copy> copies;
+  auto plan_copy = [&](const std::string& name, const Slot& s, size_t byte_offset,
+                       const Shape& shape) -> Status {
     const CheckpointTensor* t = ck.find(name);
     if (!t) return make_error(where + ": tensor '" + name + "' is missing");
     if (!(t->shape == shape) || t->dtype != DType::kF32)
       return make_error(where + ": tensor '" + name + "' has shape " + t->shape.str() + " " +
                         dtype_name(t->dtype) + ", the model expects " + shape.str() + " f32");
-    backend_.ops->copy_to_device(static_cast<char*>(arenas_.ptr(s)) + byte_offset,
-                                 t->bytes.data(), t->bytes.size());
+    copies.push_back({t, static_cast<char*>(arenas_.ptr(s)) + byte_offset});
     return {};
   };
-  for (const ParamInfo& p : params_.all()) NOEIRA_TRY(restore(p.name, p.value, 0, p.value.shape));
+  for (const ParamInfo& p : params_.all()) NOEIRA_TRY(plan_copy(p.name, p.value, 0, p.value.shape));
   for (const auto& [state_name, slot] : optimizer_->state())
     for (const ParamInfo& p : params_.all())
-      NOEIRA_TRY(restore(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
-  if (ck.tensors.size() != params_.all().size() * (1 + optimizer_->state().size()))
+      NOEIRA_TRY(plan_copy(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
+  if (ck.tensors.size() != copies.size())
     return make_error(where + ": holds tensors this model does not have");
-  refresh_param_copies();
+  uint64_t seed = 0;
+  int epoch = 0;
+  int64_t step = 0;
   try {
-    cfg_.seed = ck.meta.at("seed").get<uint64_t>();  // the run continues its own RNG streams
-    epoch_ = ck.meta.at("epoch").get<int>();
-    step_ = ck.meta.at("step").get<int64_t>();
+    seed = ck.meta.at("seed").get<uint64_t>();
+    epoch = ck.meta.at("epoch").get<int>();
+    step = ck.meta.at("step").get<int64_t>();
   } catch (const nlohmann::json::exception&) {
-    return make_error(where + ": header lacks epoch/step");
+    return make_error(where + ": header lacks seed/epoch/step");
   }
+
+  for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
+  refresh_param_copies();
+  cfg_.seed = seed;  // the run continues its own RNG streams
+  epoch_ = epoch;
+  step_ = step;
   write_counters();
   return {};
 }

@@ -101,6 +101,20 @@ TEST_CASE("A checkpoint of another model or recipe is refused with the reason",
   REQUIRE((*wide)->save_checkpoint(dir / "wide.ckpt").ok());
   CHECK_THAT(load_error(dir / "wide.ckpt"), Catch::Contains("fc1.weight") &&
                                                 Catch::Contains("(48, 8)"));
+
+  // A refused checkpoint changes nothing: every tensor is checked before any is copied.
+  // Here fc1 matches and only fc2 (5 outputs instead of 4) does not.
+  auto five = Trainer::create(small_mlp(32, 5), small_config(Task::kClassification, 3),
+                              synthetic_classification(64, 1), synthetic_classification(16, 2));
+  REQUIRE(five.ok());
+  REQUIRE((*five)->save_checkpoint(dir / "five.ckpt").ok());
+  auto t = small_trainer(Task::kClassification, 9);
+  const std::vector<float> before = t->param_values(0);
+  const Status s = t->load_checkpoint(dir / "five.ckpt");
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.error().message, Catch::Contains("fc2.weight"));
+  CHECK(t->param_values(0) == before);
+  CHECK(t->steps_done() == 0);
 }
 
 TEST_CASE("A failed save leaves no partial file behind", "[checkpoint]") {
