@@ -118,6 +118,13 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
   return run;
 }
 
+nlohmann::json new_variant(const std::string& name, const std::string& impl,
+                           const std::string& dtype, const std::string& target) {
+  return {{"name", name},     {"impl", impl},      {"dtype", dtype},
+          {"target", target}, {"available", true}, {"unavailable_reason", nullptr},
+          {"error", nullptr}, {"runs", nlohmann::json::array()}};
+}
+
 nlohmann::json summarize_runs(const nlohmann::json& runs) {
   nlohmann::json timers;
   for (const char* name : {"wall", "device", "event"}) {

@@ -38,6 +38,10 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
                                        const VariantSpec& variant, uint64_t seed,
                                        const BenchSettings& settings, const std::string& label);
 
+// A variants[] entry with no runs yet: available, no error (results/SCHEMA.md).
+nlohmann::json new_variant(const std::string& name, const std::string& impl,
+                           const std::string& dtype, const std::string& target);
+
 // variants[].summary from its runs: timers pooled across seeds, seed statistics.
 nlohmann::json summarize_runs(const nlohmann::json& runs);
 

@@ -15,6 +15,7 @@
 #include "harness/number_format.h"
 #include "harness/parity.h"
 #include "harness/results.h"
+#include "harness/results_access.h"
 #include "harness/run_table.h"
 #include "harness/twin_runs.h"
 #include "nn/checkpoint.h"
@@ -65,9 +66,9 @@ std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource
 
 nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
                                    const std::string& target, const std::string& why) {
-  nlohmann::json v = {{"name", name},          {"impl", "noeira"},         {"dtype", dtype},
-                      {"target", target},      {"available", false},       {"unavailable_reason", why},
-                      {"error", nullptr},      {"runs", nlohmann::json::array()}};
+  nlohmann::json v = new_variant(name, "noeira", dtype, target);
+  v["available"] = false;
+  v["unavailable_reason"] = why;
   v["summary"] = summarize_runs(v["runs"]);
   return v;
 }
@@ -77,13 +78,11 @@ nlohmann::json seed_agreement(const nlohmann::json& variants, const std::string&
   const nlohmann::json *ours = nullptr, *twin = nullptr;
   const std::string mine = dtype == "bf16" ? "bf16" : "eager";
   for (const auto& v : variants) {
-    if (v["name"] == mine && v["error"].is_null() && v["available"].get<bool>()) ours = &v;
-    if (v["name"] == "twin:eager" && v["error"].is_null() && v["available"].get<bool>()) twin = &v;
+    if (v["name"] == mine && variant_ran(v)) ours = &v;
+    if (v["name"] == "twin:eager" && variant_ran(v)) twin = &v;
   }
   if (!ours || !twin) return nullptr;
-  std::vector<double> a, b;
-  for (const auto& r : (*ours)["runs"]) if (r["test_loss"].is_number()) a.push_back(r["test_loss"]);
-  for (const auto& r : (*twin)["runs"]) if (r["test_loss"].is_number()) b.push_back(r["test_loss"]);
+  const std::vector<double> a = seed_scores(*ours, "test_loss"), b = seed_scores(*twin, "test_loss");
   if (a.size() < 2 || b.size() < 2) return nullptr;
   const WelchResult w = welch_t_test(a, b);
   const bool agree = !(w.p < 0.05);
@@ -194,9 +193,7 @@ int run_run(const RunOptions& o) {
           name, dtype, target, "CUDA graphs need the gpu target"));
       continue;
     }
-    nlohmann::json v = {{"name", name},     {"impl", "noeira"}, {"dtype", dtype},
-                        {"target", target}, {"available", true}, {"unavailable_reason", nullptr},
-                        {"error", nullptr}, {"runs", nlohmann::json::array()}};
+    nlohmann::json v = new_variant(name, "noeira", dtype, target);
     for (uint64_t seed : seeds) {
       const std::string label = name + " seed " + std::to_string(seed);
       Result<nlohmann::json> run = run_our_variant(*recipe, *data, spec, seed, st, label);

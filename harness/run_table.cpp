@@ -1,6 +1,7 @@
 #include "harness/run_table.h"
 
 #include "harness/number_format.h"
+#include "harness/results_access.h"
 #include "harness/text_table.h"
 
 namespace noeira {
@@ -8,8 +9,7 @@ namespace noeira {
 namespace {
 
 const nlohmann::json* timer_of(const nlohmann::json& v, const char* name) {
-  const auto& t = v["summary"]["timers"][name];
-  return t.is_object() ? &t : nullptr;
+  return summary_timer(v, name);
 }
 
 std::string cell(const nlohmann::json& v, const char* timer) {
@@ -36,7 +36,7 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   const nlohmann::json* ours = nullptr;  // our fp32 eager: the baseline of bf16 rows
   bool any_bf16 = false;
   for (const auto& v : b["variants"]) {
-    const bool ran = v["error"].is_null() && v["available"].get<bool>();
+    const bool ran = variant_ran(v);
     if (v["name"] == "twin:eager" && ran) ref = &v;
     if (v["name"] == "eager" && ran) ours = &v;
     if (v["impl"] == "noeira" && v["dtype"] == "bf16") any_bf16 = true;
@@ -62,7 +62,7 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   std::string notes;
   for (const auto& v : b["variants"]) {
     const std::string name = v["name"];
-    if (!v["available"].get<bool>() || !v["error"].is_null()) {
+    if (!variant_ran(v)) {
       const std::string why = !v["error"].is_null() ? v["error"].get<std::string>()
                                                     : "n/a: " + v["unavailable_reason"].get<std::string>();
       std::vector<std::string> r(header.size(), "");

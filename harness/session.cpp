@@ -11,8 +11,7 @@ DataSource make_data_source(const DataOptions& o) {
 }
 
 int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data) {
-  return recipe.drop_last ? data.train.count / recipe.batch
-                          : (data.train.count + recipe.batch - 1) / recipe.batch;
+  return epoch_steps(data.train.count, recipe.batch, recipe.drop_last);
 }
 
 Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,

@@ -43,11 +43,12 @@ PythonProbe find_python_with_torch(const std::string& requested) {
     if (r.started && !r.timed_out && r.exit_code == 0 && !r.out.empty()) {
       probe.python = py;
       probe.torch_version = r.out.substr(0, r.out.find_first_of("\r\n"));
-      return probe;
+      break;
     }
   }
   std::error_code ec;
   std::filesystem::remove(log, ec);
+  if (!probe.python.empty()) return probe;
   probe.reason = "no python with torch found (tried " + tried +
                  "); install python3-torch or pass --python PATH";
   return probe;

@@ -41,9 +41,7 @@ nlohmann::json twin_run_json(const nlohmann::json& t, uint64_t seed) {
 }
 
 nlohmann::json run_twin_mode(const TwinPlan& p, const std::string& mode) {
-  nlohmann::json v = {{"name", "twin:" + mode}, {"impl", "torch"},      {"dtype", p.dtype},
-                      {"target", p.target},     {"available", true},    {"unavailable_reason", nullptr},
-                      {"error", nullptr},       {"runs", nlohmann::json::array()}};
+  nlohmann::json v = new_variant("twin:" + mode, "torch", p.dtype, p.target);
   if (!p.unavailable.empty()) {
     v["available"] = false;
     v["unavailable_reason"] = p.unavailable;

@@ -54,8 +54,7 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   dataset_name_ = train.name;
   train_count_ = train.count;
   test_count_ = test.count;
-  steps_per_epoch_ = cfg_.drop_last ? train_count_ / cfg_.batch
-                                    : (train_count_ + cfg_.batch - 1) / cfg_.batch;
+  steps_per_epoch_ = epoch_steps(train_count_, cfg_.batch, cfg_.drop_last);
   if (!cfg_.drop_last && train_count_ % cfg_.batch != 0)
     return make_error("drop_last=false needs the training set to be a multiple of the batch "
                       "(fixed-shape steps); set drop_last or change the batch");

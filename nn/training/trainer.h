@@ -55,6 +55,12 @@ struct EpochStats {
   double seconds = 0.0;            // host wall time of the epoch's training steps
 };
 
+// Training steps in one epoch of `count` samples (the last partial batch dropped when
+// drop_last says so).
+constexpr int64_t epoch_steps(int64_t count, int64_t batch, bool drop_last) {
+  return drop_last ? count / batch : (count + batch - 1) / batch;
+}
+
 class Trainer {
  public:
   static Result<std::unique_ptr<Trainer>> create(std::unique_ptr<Module> model,
