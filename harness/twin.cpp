@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/subprocess.h"
+#include "models/install_root.h"
 
 namespace noeira {
 
@@ -21,7 +22,7 @@ std::string last_line_of(const std::filesystem::path& log) {
 }  // namespace
 
 std::filesystem::path twin_script() {
-  return std::filesystem::path(NOEIRA_SOURCE_DIR) / "reference" / "torch_nn_reference.py";
+  return install_root() / "reference" / "torch_nn_reference.py";
 }
 
 PythonProbe find_python_with_torch(const std::string& requested) {

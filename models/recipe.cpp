@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "models/install_root.h"
+
 namespace noeira {
 
 std::filesystem::path recipe_dir() {
   if (const char* env = std::getenv("NOEIRA_RECIPES"); env && *env) return env;
-  return std::filesystem::path(NOEIRA_SOURCE_DIR) / "models" / "recipes";
+  return install_root() / "models" / "recipes";
 }
 
 std::vector<std::string> list_recipes() {

@@ -58,7 +58,7 @@ TEST_CASE("train with a data directory that lacks the files names the file and e
   TempDir empty;
   const CommandResult r = run_shell(std::string("NOEIRA_DATA='") + empty.path().string() +
                                     "' HOME='" + empty.path().string() + "' '" +
-                                    NOEIRA_BENCH_BINARY + "' train --epochs 1 --data-dir '" +
+                                    bench_binary() + "' train --epochs 1 --data-dir '" +
                                     empty.path().string() + "' --save '" +
                                     (empty / "out.ckpt").string() + "'");
   INFO(r.output);

@@ -8,6 +8,7 @@
 #include "harness/results.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
+#include "tests/support/twin_guard.h"
 
 using namespace noeira;
 using namespace noeira::test;
@@ -36,6 +37,7 @@ nlohmann::json variant(const nlohmann::json& results, const std::string& name) {
 }  // namespace
 
 TEST_CASE("run with the real twin on the CPU writes a valid results file", "[run][twin]") {
+  if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
   TempDir dir;
   const auto out = dir / "r.json";
   const CommandResult r = run_bench(kQuick + " --seeds 2 --twin eager,compiled --out '" + out.string() + "'");
@@ -67,6 +69,7 @@ TEST_CASE("run with the real twin on the CPU writes a valid results file", "[run
 
 TEST_CASE("parity: the twin starts from our step-0 checkpoint and our batches",
           "[run][twin][parity]") {
+  if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
   TempDir dir;
   const auto out = dir / "p.json";
   const CommandResult r = run_bench(kQuick + " --seeds 1 --twin none --parity --out '" + out.string() + "'");

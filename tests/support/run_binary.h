@@ -4,7 +4,10 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+
+#include "models/install_root.h"
 
 namespace noeira::test {
 
@@ -25,8 +28,20 @@ inline CommandResult run_shell(const std::string& cmd) {
   return r;
 }
 
+// The noeira-bench beside this test binary (a build folder or a relocated bundle's bin/),
+// else the one this test binary was built with.
+inline std::string bench_binary() {
+  const auto beside = executable_dir() / "noeira-bench";
+  std::error_code ec;
+  return std::filesystem::exists(beside, ec) ? beside.string() : std::string(NOEIRA_BENCH_BINARY);
+}
+
 inline CommandResult run_bench(const std::string& args) {
-  return run_shell(std::string("'") + NOEIRA_BENCH_BINARY + "' " + args);
+  std::string cmd = "'";  // built up piecewise: g++ 12 misreports "'" + s (-Wrestrict)
+  cmd += bench_binary();
+  cmd += "' ";
+  cmd += args;
+  return run_shell(cmd);
 }
 
 }  // namespace noeira::test
