@@ -49,12 +49,27 @@ bool is_accepted(const DataFile& file, const std::string& sha) {
 }
 
 Status verify(const DataFile& file, const fs::path& path) {
-  auto sha = sha256_file(path);
-  if (!sha) return sha.error();
-  if (is_accepted(file, *sha)) return {};
-  return make_error(quoted(path) + " is corrupt or a different version: sha256 " + *sha +
-                    ", expected " + file.sha256 +
-                    "; delete it to re-download, or point --data-dir at a good copy");
+  constexpr const char* kFix = "; delete it to re-download, or point --data-dir at a good copy";
+  bool published_bytes = true;  // false: an also-accepted repack, which the md5 is not of
+  if (!file.sha256.empty()) {
+    auto sha = sha256_file(path);
+    if (!sha) return sha.error();
+    if (!is_accepted(file, *sha))
+      return make_error(quoted(path) + " is corrupt or a different version: sha256 " + *sha +
+                        ", expected " + file.sha256 + kFix);
+    published_bytes = *sha == file.sha256;
+  }
+  if (!file.md5.empty() && published_bytes) {
+    auto md5 = md5_file(path);
+    if (!md5) return md5.error();
+    if (*md5 != file.md5)
+      return make_error(quoted(path) + " is corrupt or a different version: md5 " + *md5 +
+                        ", expected " + file.md5 + kFix);
+  }
+  if (file.sha256.empty() && file.md5.empty())
+    return make_error("no checksum is known for " + file.relative_path +
+                      " (a bug: every DataFile needs a sha256 or md5)");
+  return {};
 }
 
 // Every place locate() looks, in order, without duplicates.
@@ -185,24 +200,15 @@ Result<fs::path> download(const DataFile& file, const fs::path& target,
                     fix_hint(file));
 }
 
-}  // namespace
-
-fs::path default_cache_dir() {
-  if (auto dir = env_value("NOEIRA_DATA")) return *dir;
-  if (auto xdg = env_value("XDG_CACHE_HOME")) return fs::path(*xdg) / "noeira";
-  if (auto home = env_value("HOME")) return fs::path(*home) / ".cache" / "noeira";
-  std::error_code ec;  // no home at all (a bare container): still somewhere writable
-  fs::path tmp = fs::temp_directory_path(ec);
-  return (ec ? fs::path("/tmp") : tmp) / "noeira-cache";
-}
-
-Result<std::string> sha256_file(const fs::path& path) {
+// Lower-case hex digest of a file's bytes with one of OpenSSL's EVP digests.
+Result<std::string> digest_file(const fs::path& path, const EVP_MD* md, const char* name) {
   std::unique_ptr<std::FILE, FileCloser> in(std::fopen(path.c_str(), "rb"));
   if (!in) return make_error("cannot read " + quoted(path) + ": " + std::strerror(errno));
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
                                                               EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    return make_error("OpenSSL cannot compute sha256 (EVP_DigestInit_ex failed)");
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), md, nullptr) != 1)
+    return make_error(std::string("OpenSSL cannot compute ") + name +
+                      " (EVP_DigestInit_ex failed)");
   std::vector<unsigned char> buf(1 << 20);
   size_t n = 0;
   while ((n = std::fread(buf.data(), 1, buf.size(), in.get())) > 0)
@@ -221,8 +227,42 @@ Result<std::string> sha256_file(const fs::path& path) {
   return hex;
 }
 
+}  // namespace
+
+fs::path default_cache_dir() {
+  if (auto dir = env_value("NOEIRA_DATA")) return *dir;
+  if (auto xdg = env_value("XDG_CACHE_HOME")) return fs::path(*xdg) / "noeira";
+  if (auto home = env_value("HOME")) return fs::path(*home) / ".cache" / "noeira";
+  std::error_code ec;  // no home at all (a bare container): still somewhere writable
+  fs::path tmp = fs::temp_directory_path(ec);
+  return (ec ? fs::path("/tmp") : tmp) / "noeira-cache";
+}
+
+Result<std::string> sha256_file(const fs::path& path) {
+  return digest_file(path, EVP_sha256(), "sha256");
+}
+
+Result<std::string> md5_file(const fs::path& path) {
+  return digest_file(path, EVP_md5(), "md5");
+}
+
+fs::path resolved_cache_dir(const DataSource& source) {
+  return source.cache_dir.value_or(default_cache_dir());
+}
+
+std::vector<fs::path> data_dirs(const DataSource& source) {
+  std::vector<fs::path> dirs;
+  auto add = [&](fs::path p) {
+    if (std::find(dirs.begin(), dirs.end(), p) == dirs.end()) dirs.push_back(std::move(p));
+  };
+  if (source.data_dir) add(*source.data_dir);
+  if (auto env = env_value("NOEIRA_DATA")) add(fs::path(*env));
+  add(resolved_cache_dir(source));
+  return dirs;
+}
+
 Result<fs::path> locate(const DataFile& file, const DataSource& source) {
-  const fs::path cache = source.cache_dir.value_or(default_cache_dir());
+  const fs::path cache = resolved_cache_dir(source);
   const std::vector<fs::path> paths = search_paths(file, source, cache);
   auto find_existing = [&]() -> std::optional<fs::path> {
     std::error_code ec;

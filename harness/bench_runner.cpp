@@ -26,6 +26,26 @@ nlohmann::json seed_stats(const std::vector<double>& v) {
           {"olympic_mean", olympic ? nlohmann::json(*olympic) : nlohmann::json(nullptr)}};
 }
 
+// The options both passes share; the timers differ.
+TrainerOptions trainer_options(const VariantSpec& variant, uint64_t seed, const BenchSettings& st) {
+  TrainerOptions o;
+  o.device = st.device;
+  o.threads = st.threads;
+  o.seed = seed;
+  o.use_train_cuda_graph = variant.graph;
+  o.amp = variant.dtype == "bf16" ? BF16Policy : NoAMP;
+  o.total_steps = st.total_steps;
+  return o;
+}
+
+std::vector<double> samples_of(const nlohmann::json& timer) {
+  std::vector<double> v;
+  if (timer.is_object() && timer.contains("samples_ms"))
+    for (const auto& x : timer["samples_ms"])
+      if (x.is_number()) v.push_back(x.get<double>());
+  return v;
+}
+
 }  // namespace
 
 nlohmann::json timer_json(const std::vector<double>& samples) {
@@ -38,19 +58,11 @@ nlohmann::json timer_json(const std::vector<double>& samples) {
 Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& data,
                                        const VariantSpec& variant, uint64_t seed,
                                        const BenchSettings& st, const std::string& label) {
-  TrainerOptions o;
-  o.device = st.device;
-  o.threads = st.threads;
-  o.seed = seed;
-  o.use_train_cuda_graph = variant.graph;
-  o.amp = variant.dtype == "bf16" ? BF16Policy : NoAMP;
-  o.total_steps = st.total_steps;
-  if (st.device == Device::kGpu)
-    o.device_timers = {DeviceTimerKind::kCupti, DeviceTimerKind::kEvent};
+  TrainerOptions o = trainer_options(variant, seed, st);
+  if (st.device == Device::kGpu) o.device_timers = {DeviceTimerKind::kEvent};  // CUPTI off
   Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
   if (!made) return made.error();
   Trainer& t = **made;
-  DeviceStepTimer* cupti = t.device_timer(DeviceTimerKind::kCupti);
   DeviceStepTimer* events = t.device_timer(DeviceTimerKind::kEvent);
 
   std::vector<double> wall;
@@ -71,11 +83,9 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
         block_start = Clock::now();
         if (wall.empty()) timing_start = block_start;
       }
-      if (timed && cupti) cupti->begin_step();
       if (timed && events) events->begin_step();
       t.train_step();
       if (timed && events) events->end_step();
-      if (timed && cupti) cupti->end_step();
       if (timed && ++block_steps == st.wall_block) {
         t.synchronize();
         wall.push_back(ms_since(block_start) / static_cast<double>(block_steps));
@@ -92,13 +102,6 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
   const EvalStats test = t.evaluate();
 
   nlohmann::json timers = {{"wall", timer_json(wall)}, {"device", nullptr}, {"event", nullptr}};
-  if (cupti) {
-    Result<DeviceStepTimer::Samples> s = cupti->collect();
-    if (s) {
-      timers["device"] = timer_json(s->busy_ms);
-      if (!timers["device"].is_null()) timers["device"]["sum_samples_ms"] = s->sum_ms;
-    }
-  }
   if (events) {
     Result<DeviceStepTimer::Samples> s = events->collect();
     if (s) timers["event"] = timer_json(s->sum_ms);
@@ -107,6 +110,7 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
   for (float l : losses) loss_json.push_back(number_or_null(l));
   nlohmann::json run = {{"seed", seed},
                         {"timers", timers},
+                        {"cupti_overhead", nullptr},
                         {"test_top1", recipe.task == Task::kClassification
                                           ? number_or_null(test.top1)
                                           : nlohmann::json(nullptr)},
@@ -116,6 +120,70 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
                         {"steps", step}};
   if (variant.graph && !t.graph_active()) run["note"] = t.graph_fallback_reason();
   return run;
+}
+
+Status add_device_samples(const Recipe& recipe, const DataSplit& data,
+                          const VariantSpec& variant, uint64_t seed, const BenchSettings& st,
+                          const std::string& label, nlohmann::json& run) {
+  if (st.device != Device::kGpu) return {};
+  const std::vector<double> wall_off = samples_of(run["timers"]["wall"]);
+  if (wall_off.empty()) return make_error("the untraced run timed no steps");
+  // The steps the untraced run timed: wall_block steps per sample, from the warm-up on.
+  const int64_t timed = static_cast<int64_t>(wall_off.size()) * st.wall_block;
+  TrainerOptions o = trainer_options(variant, seed, st);
+  o.device_timers = {DeviceTimerKind::kCupti};  // made before any capture (trainer.h)
+  Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
+  if (!made) return made.error();
+  Trainer& t = **made;
+  std::string why;
+  DeviceStepTimer* cupti = t.device_timer(DeviceTimerKind::kCupti, &why);
+  if (!cupti) return make_error(why);
+
+  std::vector<double> wall_on;
+  int64_t step = 0, block_steps = 0;
+  Clock::time_point block_start;
+  Progress progress(label);
+  const int64_t last = std::min(st.total_steps, st.warmup + timed);
+  while (step < last) {
+    t.begin_epoch();
+    const int64_t n = std::min(t.steps_per_epoch(), last - step);
+    for (int64_t i = 0; i < n; ++i, ++step) {
+      const bool timed_step = step >= st.warmup;
+      if (timed_step && block_steps == 0) {
+        t.synchronize();
+        block_start = Clock::now();
+      }
+      if (timed_step) cupti->begin_step();
+      t.train_step();
+      if (timed_step) cupti->end_step();
+      if (timed_step && ++block_steps == st.wall_block) {
+        t.synchronize();
+        wall_on.push_back(ms_since(block_start) / static_cast<double>(block_steps));
+        block_steps = 0;
+      }
+      progress.update(step + 1, last);
+    }
+    t.end_epoch(false);
+  }
+  progress.finish();
+  Result<DeviceStepTimer::Samples> s = cupti->collect();
+  if (!s) return s.error();
+  nlohmann::json device = timer_json(s->busy_ms);
+  if (device.is_null()) return make_error("CUPTI recorded no device activity for the steps");
+  device["sum_samples_ms"] = s->sum_ms;
+  run["timers"]["device"] = device;
+  run["cupti_overhead"] = cupti_overhead_json(wall_on, wall_off);
+  return {};
+}
+
+nlohmann::json cupti_overhead_json(const std::vector<double>& wall_on_ms,
+                                   const std::vector<double>& wall_off_ms) {
+  if (wall_on_ms.empty() || wall_off_ms.empty()) return nullptr;
+  const double on = median(wall_on_ms), off = median(wall_off_ms);
+  return {{"wall_on_ms", on},
+          {"wall_off_ms", off},
+          {"ratio", off > 0.0 ? number_or_null(on / off) : nlohmann::json(nullptr)},
+          {"samples_on_ms", wall_on_ms}};
 }
 
 nlohmann::json new_variant(const std::string& name, const std::string& impl,
@@ -138,12 +206,27 @@ nlohmann::json summarize_runs(const nlohmann::json& runs) {
     if (!s.is_null()) s.erase("samples_ms");
     timers[name] = s;
   }
+  // CUPTI overhead over the runs that have one: pooled traced against pooled untraced.
+  std::vector<double> on, off;
+  for (const auto& r : runs) {
+    const auto it = r.find("cupti_overhead");
+    if (it == r.end() || !it->is_object()) continue;
+    const std::vector<double> traced = it->value("samples_on_ms", std::vector<double>{});
+    on.insert(on.end(), traced.begin(), traced.end());
+    const std::vector<double> w = samples_of(r["timers"]["wall"]);
+    off.insert(off.end(), w.begin(), w.end());
+  }
+  nlohmann::json overhead = cupti_overhead_json(on, off);
+  if (!overhead.is_null()) overhead.erase("samples_on_ms");
   std::vector<double> top1, loss;
   for (const auto& r : runs) {
     if (r["test_top1"].is_number()) top1.push_back(r["test_top1"].get<double>());
     if (r["test_loss"].is_number()) loss.push_back(r["test_loss"].get<double>());
   }
-  return {{"timers", timers}, {"test_top1", seed_stats(top1)}, {"test_loss", seed_stats(loss)}};
+  return {{"timers", timers},
+          {"cupti_overhead", overhead},
+          {"test_top1", seed_stats(top1)},
+          {"test_loss", seed_stats(loss)}};
 }
 
 }  // namespace noeira

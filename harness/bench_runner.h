@@ -1,6 +1,8 @@
 // Runs one of our variants for one seed: trains the recipe for a step budget, times
-// every step after the warm-up with the host clock (and, on the GPU, CUPTI and CUDA
-// events) until the stopping rule is satisfied, then evaluates on the test set.
+// every step after the warm-up with the host clock (and, on the GPU, CUDA events) until
+// the stopping rule is satisfied, then evaluates on the test set. CUPTI tracing slows the
+// host side of every launch, so device (CUPTI) samples come from a second, traced pass
+// over the same steps (add_device_samples), which also measures that slowdown.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,15 +36,33 @@ struct BenchSettings {
 nlohmann::json timer_json(const std::vector<double>& samples_ms);
 
 // One element of variants[].runs (results/SCHEMA.md), or an Error when our run failed.
+// Untraced: `device` is null and `cupti_overhead` null until add_device_samples.
 Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& data,
                                        const VariantSpec& variant, uint64_t seed,
                                        const BenchSettings& settings, const std::string& label);
+
+// The traced pass of a GPU run made by run_our_variant: a fresh trainer of the same
+// variant and seed with CUPTI on repeats the warm-up and the steps `run` timed, and fills
+// run.timers.device and run.cupti_overhead. Call it after every untraced run of the
+// process, so that no wall or event sample is taken after CUPTI was first enabled. An
+// Error (CUPTI unavailable, say) leaves `run` as it was. No-op on the CPU.
+Status add_device_samples(const Recipe& recipe, const DataSplit& data,
+                          const VariantSpec& variant, uint64_t seed,
+                          const BenchSettings& settings, const std::string& label,
+                          nlohmann::json& run);
+
+// runs[].cupti_overhead: host ms/step with CUPTI tracing on (the traced pass) against
+// off (the run's wall samples): {wall_on_ms, wall_off_ms, ratio, samples_on_ms}; null
+// without samples on either side.
+nlohmann::json cupti_overhead_json(const std::vector<double>& wall_on_ms,
+                                   const std::vector<double>& wall_off_ms);
 
 // A variants[] entry with no runs yet: available, no error (results/SCHEMA.md).
 nlohmann::json new_variant(const std::string& name, const std::string& impl,
                            const std::string& dtype, const std::string& target);
 
-// variants[].summary from its runs: timers pooled across seeds, seed statistics.
+// variants[].summary from its runs: timers pooled across seeds, seed statistics, and the
+// CUPTI overhead over the pooled samples (null where no run has one).
 nlohmann::json summarize_runs(const nlohmann::json& runs);
 
 }  // namespace noeira

@@ -45,18 +45,11 @@ std::function<int()> add_env_command(CLI::App& app) {
   cmd->add_flag("--json", *json, "Print JSON instead of text");
   return [cmd, json]() {
     if (!cmd->parsed()) return -1;
-    const nlohmann::json env = {{"host", host_info()}, {"build", build_info()},
-                                {"device", device_info()}};
-    if (*json) {
-      std::printf("%s\n", env.dump(2).c_str());
-      return kExitOk;
-    }
-    for (const auto& [section, fields] : env.items()) {
-      std::printf("%s:\n", section.c_str());
-      for (const auto& [k, v] : fields.items())
-        std::printf("  %-14s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str()
-                                                             : v.dump().c_str());
-    }
+    const nlohmann::json env = environment();
+    const std::string text =
+        *json ? env.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+              : render_environment(env);
+    std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
   };
 }

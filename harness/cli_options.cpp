@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "datasets/catalog.h"
 #include "nn/backend.h"
 
 namespace noeira {
@@ -21,6 +22,11 @@ Result<Device> resolve_target(const std::string& target) {
     return Device::kCpu;
   }
   return make_error("--target must be auto, cpu or gpu (got '" + target + "')");
+}
+
+CLI::Option* add_dataset_option(CLI::App* cmd, std::string& dataset) {
+  return cmd->add_option("--dataset", dataset, "Override the recipe's data set")
+      ->check(CLI::IsMember(image_dataset_names()));
 }
 
 int report_error(const std::string& message, int code) {

@@ -12,6 +12,9 @@ namespace noeira {
 // "cpu" | "gpu" | "auto" (auto = gpu when a CUDA device is usable, else cpu).
 Result<Device> resolve_target(const std::string& target);
 
+// --dataset NAME, overriding the recipe's: one of datasets/catalog.h's names.
+CLI::Option* add_dataset_option(CLI::App* cmd, std::string& dataset);
+
 // Prints "noeira-bench: error: <message>" to stderr and returns `code`.
 int report_error(const std::string& message, int code);
 

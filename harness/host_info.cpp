@@ -1,14 +1,19 @@
 #include "harness/host_info.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <array>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "noeira_git_info.h"  // generated at build time: kNoeiraGitSha, kNoeiraGitDirty
 #include "nn/backend.h"
 
 namespace noeira {
@@ -19,38 +24,217 @@ nlohmann::json cuda_device_info();  // kernels/cuda
 
 namespace {
 
-std::string first_value(const char* file, const std::string& key) {
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// The value of the first "key : value" line whose key is exactly `key` ("model" does
+// not match "model name").
+std::string first_value(const char* file, std::string_view key) {
   std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      auto v = line.substr(colon + 1);
-      const auto b = v.find_first_not_of(" \t");
-      return b == std::string::npos ? "" : v.substr(b);
-    }
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    if (trim(std::string_view(line).substr(0, colon)) == key)
+      return trim(std::string_view(line).substr(colon + 1));
   }
   return "";
 }
 
-// Output of a command run in the source tree, trimmed; empty on failure.
-std::string command_output(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    std::array<char, 256> buf{};
-    while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-    if (::pclose(p) != 0) return "";
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
+}
+
+nlohmann::json env_or_null(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// Kernel generations, oldest first. A library whose generation is below the CPU's runs
+// a fallback.
+struct Level {
+  int rank;
+  const char* label;
+};
+
+// OpenBLAS core names (DYNAMIC_ARCH's names; fixed-target builds report them in upper
+// case) -> the widest vector ISA their kernels use.
+bool openblas_level(std::string_view core, Level* out) {
+  struct Entry {
+    const char* name;
+    Level level;
+  };
+  static const Entry kCores[] = {
+      {"generic", {0, "generic C"}},   {"unknown", {0, "generic C"}},
+      {"katmai", {1, "SSE"}},          {"coppermine", {1, "SSE"}},
+      {"northwood", {1, "SSE2"}},      {"banias", {1, "SSE2"}},
+      {"athlon", {1, "SSE"}},          {"opteron", {1, "SSE2"}},
+      {"prescott", {1, "SSE3"}},       {"opteron_sse3", {1, "SSE3"}},
+      {"atom", {1, "SSSE3"}},          {"core2", {1, "SSSE3"}},
+      {"nano", {1, "SSSE3"}},          {"penryn", {1, "SSE4.1"}},
+      {"dunnington", {1, "SSE4.1"}},   {"nehalem", {1, "SSE4.2"}},
+      {"barcelona", {1, "SSE4a"}},     {"bobcat", {1, "SSE4a"}},
+      {"sandybridge", {2, "AVX"}},     {"bulldozer", {2, "AVX"}},
+      {"piledriver", {2, "AVX"}},      {"steamroller", {2, "AVX"}},
+      {"excavator", {2, "AVX"}},       {"haswell", {3, "AVX2"}},
+      {"zen", {3, "AVX2"}},            {"skylakex", {4, "AVX-512"}},
+      {"cooperlake", {4, "AVX-512"}},  {"sapphirerapids", {4, "AVX-512"}},
+  };
+  const std::string name = lower(core);
+  for (const Entry& e : kCores)
+    if (name == e.name) {
+      *out = e.level;
+      return true;
+    }
+  return false;
+}
+
+// The OpenBLAS generation the CPU can run, and the OPENBLAS_CORETYPE that selects it.
+struct BlasTarget {
+  Level level;
+  const char* coretype;  // "" when no OPENBLAS_CORETYPE would do better
+};
+BlasTarget openblas_level_for(const CpuFeatures& cpu) {
+  if (cpu.avx512f) return {{4, "AVX-512"}, "SkylakeX"};
+  if (cpu.avx2) return {{3, "AVX2"}, "Haswell"};
+  if (cpu.avx) return {{2, "AVX"}, "Sandybridge"};
+  return {{1, "SSE"}, ""};
+}
+
+// oneDNN ISA names (dnnl_cpu_isa2str without its "cpu_isa_" prefix, oneDNN 2.x and 3.x).
+bool onednn_level(std::string_view isa, Level* out) {
+  const std::string n = lower(isa);
+  if (n.empty() || n == "all" || n == "default" || n == "unknown") return false;
+  if (n.find("amx") != std::string::npos) *out = {6, "AMX"};
+  else if (n.rfind("avx512_core_bf16", 0) == 0 || n.rfind("avx512_core_fp16", 0) == 0 ||
+           n.rfind("avx10", 0) == 0)
+    *out = {5, "AVX-512 BF16"};
+  else if (n.rfind("avx512", 0) == 0) *out = {4, "AVX-512"};
+  else if (n.rfind("avx2", 0) == 0) *out = {3, "AVX2"};
+  else if (n == "avx") *out = {2, "AVX"};
+  else if (n.rfind("sse", 0) == 0) *out = {1, "SSE4.1"};
+  else return false;
+  return true;
+}
+
+Level onednn_level_for(const CpuFeatures& cpu) {
+  if (cpu.amx_bf16) return {6, "AMX-BF16"};
+  if (cpu.avx512_bf16) return {5, "AVX-512 BF16"};
+  if (cpu.avx512f) return {4, "AVX-512"};
+  if (cpu.avx2) return {3, "AVX2"};
+  if (cpu.avx) return {2, "AVX"};
+  return {1, "SSE4.1"};
+}
+
+std::string onednn_isa_name(dnnl_cpu_isa_t isa) {
+  const char* s = dnnl_cpu_isa2str(isa);
+  std::string name = s ? s : "";
+  if (name.rfind("cpu_isa_", 0) == 0) name.erase(0, 8);
+  return name.empty() ? "unknown (" + std::to_string(static_cast<int>(isa)) + ")" : name;
+}
+
+nlohmann::json openblas_info() {
+  const char* core = openblas_get_corename();
+  const char* config = openblas_get_config();
+  return {{"core", core ? core : ""},
+          {"config", config ? config : ""},
+          {"coretype_env", env_or_null("OPENBLAS_CORETYPE")}};
+}
+
+nlohmann::json onednn_info() {
+  const dnnl_version_t* v = dnnl_version();
+  std::string version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                        std::to_string(v->patch);
+  if (v->hash && std::string_view(v->hash) != "N/A") version += " (" + std::string(v->hash) + ")";
+  return {{"version", version},
+          {"isa", onednn_isa_name(dnnl_get_effective_cpu_isa())},
+          {"max_cpu_isa_env", std::getenv("ONEDNN_MAX_CPU_ISA") ? env_or_null("ONEDNN_MAX_CPU_ISA")
+                                                               : env_or_null("DNNL_MAX_CPU_ISA")}};
 }
 
 }  // namespace
 
+CpuFeatures parse_cpu_flags(std::string_view flags) {
+  CpuFeatures f;
+  size_t i = 0;
+  while (i < flags.size()) {
+    const size_t b = flags.find_first_not_of(" \t\n", i);
+    if (b == std::string_view::npos) break;
+    size_t e = flags.find_first_of(" \t\n", b);
+    if (e == std::string_view::npos) e = flags.size();
+    const std::string_view w = flags.substr(b, e - b);
+    if (w == "avx") f.avx = true;
+    else if (w == "avx2") f.avx2 = true;
+    else if (w == "avx512f") f.avx512f = true;
+    else if (w == "avx512_bf16") f.avx512_bf16 = true;
+    else if (w == "amx_bf16") f.amx_bf16 = true;
+    i = e;
+  }
+  return f;
+}
+
+std::vector<std::string> cpu_kernel_warnings(const CpuFeatures& cpu, std::string_view openblas_core,
+                                             std::string_view onednn_isa) {
+  std::vector<std::string> out;
+  Level lib{};
+  const BlasTarget blas_cpu = openblas_level_for(cpu);
+  if (openblas_level(openblas_core, &lib) && lib.rank < blas_cpu.level.rank) {
+    std::string w = "OpenBLAS runs its '" + std::string(openblas_core) + "' (" + lib.label +
+                    ") kernels on a CPU with " + blas_cpu.level.label +
+                    "; fp32 GEMM figures reflect that";
+    if (*blas_cpu.coretype)
+      w += std::string(" (OPENBLAS_CORETYPE=") + blas_cpu.coretype + " selects the right ones)";
+    out.push_back(std::move(w));
+  }
+  const Level dnn_cpu = onednn_level_for(cpu);
+  if (onednn_level(onednn_isa, &lib) && lib.rank < dnn_cpu.rank)
+    out.push_back("oneDNN runs its '" + std::string(onednn_isa) + "' (" + lib.label +
+                  ") kernels on a CPU with " + dnn_cpu.label +
+                  "; bf16 GEMM figures reflect that (check ONEDNN_MAX_CPU_ISA" +
+                  (dnn_cpu.rank == 6 ? ", and that the kernel lets processes use AMX)" : ")"));
+  return out;
+}
+
+std::vector<std::string> environment_warnings(const nlohmann::json& host, const nlohmann::json& build) {
+  CpuFeatures cpu;
+  if (const auto f = host.find("cpu_features"); f != host.end() && f->is_object()) {
+    cpu.avx = f->value("avx", false);
+    cpu.avx2 = f->value("avx2", false);
+    cpu.avx512f = f->value("avx512f", false);
+    cpu.avx512_bf16 = f->value("avx512_bf16", false);
+    cpu.amx_bf16 = f->value("amx_bf16", false);
+  }
+  auto text = [](const nlohmann::json& j, const char* obj, const char* key) -> std::string {
+    const auto o = j.find(obj);
+    if (o == j.end() || !o->is_object()) return "";
+    const auto v = o->find(key);
+    return v != o->end() && v->is_string() ? v->get<std::string>() : "";
+  };
+  return cpu_kernel_warnings(cpu, text(build, "openblas", "core"), text(build, "onednn", "isa"));
+}
+
 nlohmann::json host_info() {
   nlohmann::json h;
   h["cpu_model"] = first_value("/proc/cpuinfo", "model name");
+  // Vendor, family and model: "GenuineIntel family 6 model 207" names the CPU where the
+  // model name is generic ("Intel(R) Xeon(R) Processor" under some hypervisors).
+  const std::string vendor = first_value("/proc/cpuinfo", "vendor_id");
+  const std::string family = first_value("/proc/cpuinfo", "cpu family");
+  const std::string model = first_value("/proc/cpuinfo", "model");
+  h["cpu_id"] = family.empty() ? vendor : vendor + " family " + family + " model " + model;
+  const CpuFeatures f = parse_cpu_flags(first_value("/proc/cpuinfo", "flags"));
+  h["cpu_features"] = {{"avx", f.avx},
+                       {"avx2", f.avx2},
+                       {"avx512f", f.avx512f},
+                       {"avx512_bf16", f.avx512_bf16},
+                       {"amx_bf16", f.amx_bf16}};
   h["cores"] = default_thread_count();
   const std::string mem = first_value("/proc/meminfo", "MemTotal");  // "24576000 kB"
   h["memory_bytes"] = mem.empty() ? 0 : std::stoll(mem) * 1024;
@@ -75,15 +259,75 @@ nlohmann::json build_info() {
   b["build_type"] = "debug";
 #endif
   b["blas"] = openblas_get_config();
+  // The math libraries as loaded now: which kernels they picked on this CPU.
+  b["openblas"] = openblas_info();
+  b["onednn"] = onednn_info();
 #if defined(NOEIRA_WITH_CUDA)
   b["cuda_built"] = true;
 #else
   b["cuda_built"] = false;
 #endif
-  const std::string git = std::string("git -C '") + NOEIRA_SOURCE_DIR + "' ";
-  b["git_sha"] = command_output(git + "rev-parse HEAD 2>/dev/null");
-  b["git_dirty"] = !command_output(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
+  b["git_sha"] = kNoeiraGitSha;
+  b["git_dirty"] = kNoeiraGitDirty;
   return b;
+}
+
+nlohmann::json environment() {
+  nlohmann::json env = {{"host", host_info()}, {"build", build_info()}, {"device", device_info()}};
+  env["warnings"] = environment_warnings(env["host"], env["build"]);
+  return env;
+}
+
+namespace {
+
+std::string value_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+
+void render_fields(const nlohmann::json& fields, const std::string& prefix, std::string* out) {
+  for (const auto& [k, v] : fields.items()) {
+    const std::string key = prefix + k;
+    const bool flags = v.is_object() && !v.empty() &&
+                       std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) { return x.is_boolean(); });
+    if (v.is_object() && !flags) {
+      render_fields(v, key + ".", out);
+      continue;
+    }
+    std::string text;
+    if (flags) {
+      for (const auto& [name, set] : v.items())
+        if (set.get<bool>()) text += (text.empty() ? "" : " ") + name;
+      if (text.empty()) text = "none";
+    } else {
+      text = value_text(v);
+    }
+    char pad[64];
+    std::snprintf(pad, sizeof pad, "  %-22s ", key.c_str());
+    *out += pad + text + "\n";
+  }
+}
+
+}  // namespace
+
+std::string render_warnings(const nlohmann::json& warnings) {
+  std::string out;
+  if (!warnings.is_array()) return out;
+  for (const nlohmann::json& w : warnings)
+    if (w.is_string()) out += "warning: " + w.get<std::string>() + "\n";
+  return out;
+}
+
+std::string render_environment(const nlohmann::json& env) {
+  std::string out;
+  for (const char* section : {"host", "build", "device"}) {
+    const auto it = env.find(section);
+    if (it == env.end() || !it->is_object()) continue;
+    out += std::string(section) + ":\n";
+    render_fields(*it, "", &out);
+  }
+  return out + render_warnings(env.value("warnings", nlohmann::json::array()));
 }
 
 nlohmann::json device_info() {

@@ -224,13 +224,12 @@ void register_optimizer(const std::shared_ptr<Shared>& sh, const Recipe& r, int6
 }
 
 void register_gather(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t rows_total,
-                     int64_t row_elems) {
+                     int64_t row_elems, size_t ws_bytes) {
   const int64_t B = r.batch;
   const int64_t steps = rows_total / B;  // drop_last: whole batches only
   const std::string name = "gather_rows/" + r.name + "/B=" + std::to_string(B) +
                            "/row=" + std::to_string(row_elems) +
                            "/src=" + std::to_string(rows_total);
-  const size_t ws_bytes = sh->ops->shuffle_workspace_bytes(rows_total);
   std::vector<BufferSpec> specs = {
       {Shape{rows_total, row_elems}, DType::kF32, Fill::kSigned},  // the resident train set
       {Shape{rows_total}, DType::kI32, Fill::kZero},               // the epoch's permutation
@@ -298,8 +297,13 @@ Result<int> register_recipe(const std::shared_ptr<Shared>& sh, const Recipe& r,
   ++count;
   register_optimizer(sh, r, static_cast<int64_t>(plan.bytes(MemCategory::kParams) / 4));
   ++count;
-  if (const int64_t rows = train_rows(r.dataset); rows >= r.batch) {
-    register_gather(sh, r, rows, r.input_shape.numel());
+  const int64_t rows = train_rows(r.dataset);
+  Result<size_t> ws_bytes = rows >= r.batch ? sh->ops->shuffle_workspace_bytes(rows)
+                                            : Result<size_t>(size_t{0});
+  if (rows >= r.batch && !ws_bytes) {
+    skipped.push_back(r.name + ": gather_rows (" + ws_bytes.error().message + ")");
+  } else if (rows >= r.batch) {
+    register_gather(sh, r, rows, r.input_shape.numel(), *ws_bytes);
     ++count;
   } else {
     skipped.push_back(r.name + ": gather_rows (training-set size of data set '" + r.dataset +

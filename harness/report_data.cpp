@@ -38,6 +38,15 @@ ReportContext context_of(const LoadedResults& f) {
   rc.torch = twin.value("available", false) ? "torch " + text_of(twin, "torch_version")
                                             : "twin unavailable (" + text_of(twin, "reason") + ")";
   rc.command_line = text_of(c, "command_line");
+  const json& build = c.at("build");
+  if (const auto ob = build.find("openblas"); ob != build.end() && ob->is_object())
+    rc.cpu_kernels = "OpenBLAS " + text_of(*ob, "core");
+  if (const auto dn = build.find("onednn"); dn != build.end() && dn->is_object())
+    rc.cpu_kernels += (rc.cpu_kernels.empty() ? "" : ", ") + std::string("oneDNN ") +
+                      text_of(*dn, "version") + " " + text_of(*dn, "isa");
+  if (const auto w = c.find("warnings"); w != c.end() && w->is_array())
+    for (const json& line : *w)
+      if (line.is_string()) rc.warnings.push_back(line.get<std::string>());
   return rc;
 }
 

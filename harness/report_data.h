@@ -36,6 +36,8 @@ struct ReportRow {
 
 struct ReportContext {
   std::string source, created, host, device, git, torch, command_line;
+  std::string cpu_kernels;            // "OpenBLAS Prescott, oneDNN 2.6.3 avx512_core_bf16"; "" if unrecorded
+  std::vector<std::string> warnings;  // context.warnings (older files: none)
 };
 
 struct ReportData {

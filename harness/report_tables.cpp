@@ -98,10 +98,15 @@ ReportTable accuracy_table(const ReportData& d) {
 ReportTable context_table(const ReportData& d) {
   ReportTable t;
   t.title = "Runs";
-  t.rows.push_back({"file", "created (UTC)", "host", "device", "git", "twin"});
-  t.right_aligned.assign(6, false);
-  for (const ReportContext& c : d.contexts)
-    t.rows.push_back({c.source, c.created, c.host, c.device, c.git, c.torch});
+  t.rows.push_back({"file", "created (UTC)", "host", "CPU kernels", "device", "git", "twin"});
+  t.right_aligned.assign(7, false);
+  for (const ReportContext& c : d.contexts) {
+    t.rows.push_back({c.source, c.created, c.host, c.cpu_kernels.empty() ? "-" : c.cpu_kernels,
+                      c.device, c.git, c.torch});
+    // Warnings about the machine (a library on a fallback kernel set) under the table.
+    for (const std::string& w : c.warnings)
+      t.footnotes.push_back("warning: " + (d.contexts.size() > 1 ? c.source + ": " : "") + w);
+  }
   return t;
 }
 

@@ -178,10 +178,24 @@ Status check_timers(const json& timers, const std::string& path, bool with_sampl
   return {};
 }
 
+// Optional (files written before it existed lack it); null when CUPTI did not run.
+// {wall_on_ms, wall_off_ms, ratio (nullable)}, plus samples_on_ms in runs.
+Status check_cupti_overhead(const json& parent, const std::string& path, bool with_samples) {
+  const auto it = parent.find("cupti_overhead");
+  if (it == parent.end() || it->is_null()) return {};
+  const std::string p = member(path, "cupti_overhead");
+  NOEIRA_TRY(check_type(*it, p, Type::kObject));
+  NOEIRA_TRY(require_each(*it, p, {"wall_on_ms", "wall_off_ms"}, Type::kNumber));
+  NOEIRA_TRY(require(*it, p, "ratio", Type::kNumber, Null::kYes));
+  if (with_samples) NOEIRA_TRY(require_array_of(*it, p, "samples_on_ms", Type::kNumber));
+  return {};
+}
+
 Status check_run(const json& r, const std::string& path) {
   NOEIRA_TRY(require(r, path, "seed", Type::kInteger));
   NOEIRA_TRY(require(r, path, "timers", Type::kObject));
   NOEIRA_TRY(check_timers(r.at("timers"), member(path, "timers"), true));
+  NOEIRA_TRY(check_cupti_overhead(r, path, true));
   for (std::string_view k : {"test_top1", "test_loss", "train_loss"})
     NOEIRA_TRY(require(r, path, k, Type::kNumber, Null::kYes));
   // A diverged step's loss is NaN, which JSON can only hold as null.
@@ -200,6 +214,7 @@ Status check_score_summary(const json& s, const std::string& path) {
 Status check_summary(const json& s, const std::string& path) {
   NOEIRA_TRY(require(s, path, "timers", Type::kObject));
   NOEIRA_TRY(check_timers(s.at("timers"), member(path, "timers"), false));
+  NOEIRA_TRY(check_cupti_overhead(s, path, false));
   for (std::string_view k : {"test_top1", "test_loss"}) {
     NOEIRA_TRY(require(s, path, k, Type::kObject, Null::kYes));
     if (!s.at(k).is_null()) NOEIRA_TRY(check_score_summary(s.at(k), member(path, k)));

@@ -1,5 +1,6 @@
 #include "harness/run_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -98,6 +99,37 @@ nlohmann::json seed_agreement(const nlohmann::json& variants, const std::string&
           {"note", note.str()}};
 }
 
+// Fills timers.device and cupti_overhead of every run of our variants (`ran`: the specs
+// of the entries of `variants` we ran), then their summaries. A failed pass leaves the
+// run's device timer null and says why on stderr.
+void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
+                      const std::vector<VariantSpec>& ran, const BenchSettings& st,
+                      nlohmann::json& variants) {
+  for (auto& v : variants) {
+    const auto spec = std::find_if(ran.begin(), ran.end(),
+                                   [&](const VariantSpec& s) { return v["name"] == s.name; });
+    if (spec == ran.end() || v["runs"].empty()) continue;
+    for (auto& run : v["runs"]) {
+      const uint64_t seed = run["seed"].get<uint64_t>();
+      const std::string label = spec->name + " seed " + std::to_string(seed) + " (CUPTI pass)";
+      if (Status s = add_device_samples(recipe, data, *spec, seed, st, label, run); !s) {
+        std::fprintf(stderr, "  %s: no device timer: %s\n", label.c_str(),
+                     s.error().message.c_str());
+        continue;
+      }
+      const auto& o = run["cupti_overhead"];
+      const std::string ms = format_ms(run["timers"]["device"]["median_ms"].get<double>());
+      const std::string slower =
+          o.is_object() && o["ratio"].is_number()
+              ? format_number("%+.1f%%", 100.0 * (o["ratio"].get<double>() - 1.0))
+              : "-";
+      std::fprintf(stderr, "  %s: device %s ms/step; wall with CUPTI on vs off: %s\n",
+                   label.c_str(), ms.c_str(), slower.c_str());
+    }
+    v["summary"] = summarize_runs(v["runs"]);
+  }
+}
+
 int run_run(const RunOptions& o) {
   // ---- Validate everything before any work. ----
   Result<Recipe> recipe = load_recipe_for_model(o.model);
@@ -184,6 +216,7 @@ int run_run(const RunOptions& o) {
                           {"parity", nullptr},
                           {"seed_agreement", nullptr}};
   bool our_failure = false;
+  std::vector<VariantSpec> ran;  // our variants in bench["variants"] order, for the CUPTI pass
   for (const std::string& name : variants) {
     const bool graph = name == "graph" || name == "bf16+graph";
     const std::string dtype = name.rfind("bf16", 0) == 0 ? "bf16" : "fp32";
@@ -213,7 +246,11 @@ int run_run(const RunOptions& o) {
     }
     v["summary"] = summarize_runs(v["runs"]);
     bench["variants"].push_back(v);
+    ran.push_back(spec);
   }
+  // Device (CUPTI) samples in a separate traced pass per run, after every untraced run:
+  // CUPTI slows each launch on the host, so it must not touch the wall and event samples.
+  if (*device == Device::kGpu) add_cupti_passes(*recipe, *data, ran, st, bench["variants"]);
 
   // ---- The twin. ----
   TwinPlan tp;
@@ -254,6 +291,7 @@ int run_run(const RunOptions& o) {
 
   // ---- Results file, then the table. ----
   const nlohmann::json build = build_info();
+  const nlohmann::json host = host_info();
   nlohmann::json results = {
       {"schema_version", kResultsSchemaVersion},
       {"tool", "noeira-bench"},
@@ -262,10 +300,11 @@ int run_run(const RunOptions& o) {
       {"context", {{"command_line", o.command_line},
                    {"git_sha", build.value("git_sha", "")},
                    {"git_dirty", build.value("git_dirty", false)},
-                   {"host", host_info()},
+                   {"host", host},
                    {"build", build},
                    {"device", device_info()},
-                   {"twin", twin_ctx}}},
+                   {"twin", twin_ctx},
+                   {"warnings", environment_warnings(host, build)}}},
       {"config", {{"target", target},
                   {"dtype", o.dtype},
                   {"seeds", seeds},
@@ -281,6 +320,7 @@ int run_run(const RunOptions& o) {
     return report_error(s.error().message, kExitFailure);
 
   std::printf("\n%s", render_run_table(bench, target).c_str());
+  std::printf("%s", render_warnings(results["context"]["warnings"]).c_str());
   if (!bench["parity"].is_null()) {
     const auto& p = bench["parity"];
     std::printf("parity (fp32, first %lld steps from our step-0 weights and batches): max rel. "
@@ -297,8 +337,9 @@ int run_run(const RunOptions& o) {
                 format_p(bench["seed_agreement"]["p_value"].get<double>()).c_str());
   std::printf("timers: wall = host clock per step%s; warm-up excluded; ratio < 1 means faster "
               "than the twin\n",
-              *device == Device::kGpu ? " (blocks of 10 synchronised steps), device = CUPTI busy "
-                                        "time, event = CUDA events"
+              *device == Device::kGpu ? " (blocks of 10 synchronised steps), event = CUDA events "
+                                        "(both untraced), device = CUPTI busy time (a separate "
+                                        "traced pass over the same steps)"
                                       : "");
   std::printf("results: %s (logs in %s)\n", out_path.c_str(), log_dir.c_str());
   if (our_failure) return kExitFailure;
@@ -343,8 +384,7 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
                                        "compare per-step losses (fp32, bound 1e-4)");
   cmd->add_option("--threads", o->threads, "CPU threads for us and the twin (default: all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--dataset", o->data.dataset, "Override the recipe's data set")
-      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  add_dataset_option(cmd, o->data.dataset);
   cmd->add_option("--data-dir", o->data.data_dir, "Directory holding <dataset>/ files");
   cmd->add_option("--min-samples", o->min_samples, "Stopping rule: minimum timed steps")
       ->check(CLI::PositiveNumber)->capture_default_str();

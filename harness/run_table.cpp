@@ -19,6 +19,17 @@ std::string cell(const nlohmann::json& v, const char* timer) {
          "-" + format_ms((*t)["q3_ms"].get<double>()) + "]";
 }
 
+// "eager 1.234 vs 1.200 ms (+2.8%)": wall ms/step with CUPTI on vs off, or "" if unknown.
+std::string cupti_overhead_cell(const nlohmann::json& v) {
+  const nlohmann::json& o = v["summary"].value("cupti_overhead", nlohmann::json());
+  if (!o.is_object()) return "";
+  std::string s = v["name"].get<std::string>() + " " + format_ms(o["wall_on_ms"].get<double>()) +
+                  " vs " + format_ms(o["wall_off_ms"].get<double>()) + " ms";
+  if (o["ratio"].is_number())
+    s += " (" + format_number("%+.1f%%", 100.0 * (o["ratio"].get<double>() - 1.0)) + ")";
+  return s;
+}
+
 std::string seed_cell(const nlohmann::json& stats, const char* fmt) {
   if (!stats.is_object()) return "-";
   std::string s = format_number(fmt, stats["mean"].get<double>());
@@ -59,7 +70,7 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   if (any_bf16) header.push_back("vs eager");
   header.insert(header.end(), {"test top1 %", "test loss"});
   rows.push_back(header);
-  std::string notes;
+  std::string notes, overheads;
   for (const auto& v : b["variants"]) {
     const std::string name = v["name"];
     if (!variant_ran(v)) {
@@ -80,6 +91,8 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
     r.push_back(w ? std::to_string((*w)["n"].get<int64_t>()) : "-");
     r.push_back(ratio_to(v, ref));
     if (any_bf16) r.push_back(v["impl"] == "noeira" ? ratio_to(v, ours) : "-");
+    if (const std::string o = cupti_overhead_cell(v); !o.empty())
+      overheads += (overheads.empty() ? "" : ", ") + o;
     r.push_back(seed_cell(v["summary"]["test_top1"], "%.2f"));
     r.push_back(seed_cell(v["summary"]["test_loss"], "%.4f"));
     rows.push_back(r);
@@ -87,6 +100,9 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   std::vector<bool> right(header.size(), true);
   right[0] = false;
   std::string out = render_text_table(rows, right);
+  if (!overheads.empty())
+    out += "CUPTI overhead (wall ms/step, device-timer pass with CUPTI on vs the timed run with "
+           "it off): " + overheads + "\n";
   if (!notes.empty()) out += "notes:\n" + notes;
   return out;
 }

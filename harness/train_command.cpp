@@ -103,8 +103,7 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--epochs", o->epochs, "Epochs to train (default: the recipe's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "Seed for init and shuffle")->capture_default_str();
-  cmd->add_option("--dataset", o->data.dataset, "Override the recipe's data set")
-      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+  add_dataset_option(cmd, o->data.dataset);
   cmd->add_option("--data-dir", o->data.data_dir,
                   "Directory holding <dataset>/ files (default: $NOEIRA_DATA, then the cache "
                   "~/.cache/noeira, then download)");

@@ -81,7 +81,10 @@ class Ops {
   // dx = dy * act'(pre, post).
   virtual void act_backward(const float* dy, const float* pre, const float* post, float* dx,
                             int64_t n, Act act) = 0;
-  // db(N) += column sums of dy(M,N), rows summed in order.
+  // db(N) += column sums of dy(M,N), in a fixed order that depends on M only, so a run
+  // repeats bit for bit: the CPU sums each column's rows in order; CUDA cuts the rows
+  // into chunks, sums each chunk (in lanes folded in a fixed tree), then adds the chunk
+  // sums in chunk order (kernels/common/column_sum.h). The two differ by rounding.
   virtual void bias_grad(const float* dy, float* db, int64_t M, int64_t N) = 0;
   virtual void add(const float* a, const float* b, float* y, int64_t n) = 0;
 
@@ -106,8 +109,9 @@ class Ops {
   virtual void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
                              const StepCounters* counters, int32_t* dst) = 0;
   // perm(n) = the Philox permutation of epoch `epoch` (docs/rng.md). `workspace` holds
-  // shuffle_workspace_bytes(n) bytes (planned by the caller, like every buffer).
-  virtual size_t shuffle_workspace_bytes(int64_t n) const = 0;
+  // shuffle_workspace_bytes(n) bytes (planned by the caller, like every buffer); an
+  // Error when the backend cannot shuffle n samples (the plan must not go on with it).
+  virtual Result<size_t> shuffle_workspace_bytes(int64_t n) const = 0;
   virtual void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                        void* workspace) = 0;
 
@@ -138,9 +142,26 @@ class Ops {
   virtual void gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows,
                                 int64_t row_elems, const StepCounters* counters, bf16_t* dst);
 
+  // Scratch for the backend's own multi-pass reductions (CUDA: bias_grad's per-chunk
+  // partial sums), planned like every buffer: the caller reserves
+  // reduction_workspace_bytes() in the workspace arena and binds it once, before any
+  // capture; it must outlive every op and graph that uses it. Ops run one after another
+  // on one stream, so one buffer serves them all. Unbound, results stay deterministic
+  // but CUDA's bias_grad runs as a single chunk (slower for many rows, other rounding).
+  // Null unbinds. An Error for a buffer that is too small or a capture in progress.
+  virtual size_t reduction_workspace_bytes() const { return 0; }
+  virtual Status bind_reduction_workspace(void* workspace, size_t bytes) {
+    (void)workspace;
+    (void)bytes;
+    return {};
+  }
+
   // End of a training step: step += 1, batch_in_epoch += 1.
   virtual void advance(StepCounters* counters) = 0;
   virtual void fill_zero(void* p, size_t bytes) = 0;
+  // Host copies wait for the transfer, so neither may be issued while a graph is being
+  // captured: the CUDA backend refuses them (and synchronize), and end_capture returns
+  // the error naming the op.
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   // Waits for queued work (epoch boundaries and timers only, never inside a step).

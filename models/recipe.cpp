@@ -53,8 +53,34 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
     const auto& ds = j.at("dataset");
     r.dataset = ds.at("name").get<std::string>();
     if (ds.contains("normalize")) {
-      r.norm_mean = ds["normalize"].at("mean").get<float>();
-      r.norm_std = ds["normalize"].at("std").get<float>();
+      // One number, or one per channel.
+      auto per_channel = [&](const char* key, std::vector<float>& out) -> Status {
+        const auto& v = ds["normalize"].at(key);
+        if (v.is_number()) {
+          out = {v.get<float>()};
+          return {};
+        }
+        bool numbers = v.is_array() && !v.empty();
+        for (const auto& x : v) numbers = numbers && x.is_number();
+        if (!numbers)
+          return make_error(where + ": dataset.normalize." + key +
+                            " must be a number or a non-empty list of numbers, one per channel "
+                            "(e.g. [0.4914, 0.4822, 0.4465])");
+        out = v.get<std::vector<float>>();
+        return {};
+      };
+      NOEIRA_TRY(per_channel("mean", r.norm_mean));
+      NOEIRA_TRY(per_channel("std", r.norm_std));
+      if (r.norm_mean.size() > 1 && r.norm_std.size() > 1 &&
+          r.norm_mean.size() != r.norm_std.size())
+        return make_error(where + ": dataset.normalize has " +
+                          std::to_string(r.norm_mean.size()) + " means but " +
+                          std::to_string(r.norm_std.size()) +
+                          " stds; give one number or one per channel for each");
+      for (float sd : r.norm_std)
+        if (!(sd > 0.0f))
+          return make_error(where + ": dataset.normalize.std must be positive (got " +
+                            std::to_string(sd) + ")");
     }
     for (int64_t d : j.at("input_shape").get<std::vector<int64_t>>())
       r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;

@@ -21,7 +21,9 @@ struct Recipe {
   std::string description;
   Task task = Task::kClassification;
   std::string dataset;
-  float norm_mean = 0.0f, norm_std = 1.0f;
+  // dataset.normalize: x = (u8 / 255 - mean[c]) / std[c] for channel c; a recipe gives one
+  // number (every channel) or a list with one per channel, e.g. CIFAR-10's three.
+  std::vector<float> norm_mean = {0.0f}, norm_std = {1.0f};
   Shape input_shape;
   int num_classes = 0;
   int64_t batch = 0;

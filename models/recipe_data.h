@@ -13,7 +13,9 @@ struct DataSplit {
   TensorDataset train, test;
 };
 
-// `dataset_override` (may be empty) replaces the recipe's dataset, e.g. fashion-mnist.
+// `dataset_override` (may be empty) replaces the recipe's dataset, e.g. fashion-mnist or
+// cifar10-subset (datasets/catalog.h names them all). The data set's values per sample
+// must equal the recipe's input_shape; dataset.normalize applies per channel.
 Result<DataSplit> load_recipe_data(const Recipe& recipe, const std::string& dataset_override,
                                    const DataSource& source);
 

@@ -4,13 +4,17 @@ namespace noeira {
 
 ParamRef ParamRegistry::add(MemoryPlan& plan, std::string name, const Shape& shape,
                             ParamRole role, int64_t fan_in, int64_t fan_out) {
-  // 16-byte alignment: vector access on the GPU, little padding on small tensors.
-  // Padding stays zero in values, gradients and optimizer state alike.
+  // Every tensor starts on a kParamAlignElems-element boundary: 32 bytes for the fp32
+  // value and gradient, 16 for the bf16 copy, which cuBLASLt's vectorised (Hopper) GEMM
+  // kernels need, and the copy stays at half the value's byte offset. Arenas start zeroed
+  // and gradients of padding are never written, so padding stays zero in values,
+  // gradients, optimizer state and copies alike (Adam and SGD map 0 to 0).
   ParamInfo p;
   p.name = std::move(name);
-  p.value = plan.reserve(MemCategory::kParams, shape, DType::kF32, 16);
-  p.grad = plan.reserve(MemCategory::kGrads, shape, DType::kF32, 16);
-  if (copies_) p.copy = plan.reserve(MemCategory::kParamCopies, shape, DType::kBF16, 8);
+  p.value = plan.reserve(MemCategory::kParams, shape, DType::kF32, kParamAlignElems * 4);
+  p.grad = plan.reserve(MemCategory::kGrads, shape, DType::kF32, kParamAlignElems * 4);
+  if (copies_)
+    p.copy = plan.reserve(MemCategory::kParamCopies, shape, DType::kBF16, kParamAlignElems * 2);
   p.role = role;
   p.fan_in = fan_in;
   p.fan_out = fan_out;

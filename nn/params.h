@@ -11,6 +11,10 @@ namespace noeira {
 
 enum class ParamRole : uint8_t { kWeight, kBias };
 
+// Parameters start on multiples of this many elements in the flat arenas: 32 bytes of
+// fp32 (values, gradients, optimizer state), 16 bytes of bf16 (the copies).
+inline constexpr size_t kParamAlignElems = 8;
+
 struct ParamInfo {
   std::string name;  // e.g. "fc1.weight"
   Slot value;
@@ -31,7 +35,7 @@ struct ParamRef {
 class ParamRegistry {
  public:
   // With low-precision copies on (BF16Policy), every parameter also gets a bf16 copy at
-  // half its value's offset in kParamCopies, so one flat cast refreshes all of them.
+  // half its value's byte offset in kParamCopies, so one flat cast refreshes all of them.
   void set_low_precision_copies(bool on) { copies_ = on; }
   ParamRef add(MemoryPlan& plan, std::string name, const Shape& shape, ParamRole role,
                int64_t fan_in, int64_t fan_out);

@@ -328,7 +328,12 @@ void CpuOps::gather_labels(const int32_t* src, const int32_t* perm, int64_t rows
   for (int64_t r = 0; r < rows; ++r) dst[r] = src[idx[r]];
 }
 
-size_t CpuOps::shuffle_workspace_bytes(int64_t n) const {
+Result<size_t> CpuOps::shuffle_workspace_bytes(int64_t n) const {
+  // perm is int32 and the Philox key takes a uint32 index.
+  if (n < 0 || n > INT32_MAX)
+    return make_error("shuffle of " + std::to_string(n) +
+                      " samples: the shuffle handles 0 to 2147483647 samples (int32 "
+                      "permutation); use a smaller training set");
   return static_cast<size_t>(n) * sizeof(uint64_t);
 }
 

@@ -63,7 +63,7 @@ class CpuOps final : public Ops {
                    const StepCounters* counters, float* dst) override;
   void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
                      const StepCounters* counters, int32_t* dst) override;
-  size_t shuffle_workspace_bytes(int64_t n) const override;
+  Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
   void advance(StepCounters* counters) override;

@@ -53,9 +53,11 @@ struct LossPartial {
 // The most blocks a loss kernel uses; the backend owns this many LossPartials.
 inline constexpr int kMaxLossBlocks = 1024;
 
-// db(N) += column sums of dy(M,N), fixed summation order.
+// db(N) += column sums of dy(M,N) in the fixed order of kernels/common/column_sum.h.
+// `partials` is the planned reduction workspace (kColumnSumWorkspaceBytes); null, or
+// smaller, runs the sum as one chunk (parallel over columns only: slower for large M).
 cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, int64_t M,
-                             int64_t N);
+                             int64_t N, float* partials, size_t partial_bytes);
 // Softmax cross-entropy over logits(B,C); see Ops::softmax_xent. `partials` holds
 // kMaxLossBlocks entries of backend-owned scratch.
 cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const int32_t* labels,
@@ -67,7 +69,7 @@ cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* targ
                        const StepCounters* counters, LossPartial* partials);
 // bf16 inputs (and gradients out), the same kernels and reduction order as the fp32 ones.
 cudaError_t launch_bias_grad_bf16(cudaStream_t stream, const bf16_t* dy, float* db, int64_t M,
-                                  int64_t N);
+                                  int64_t N, float* partials, size_t partial_bytes);
 cudaError_t launch_softmax_xent_bf16(cudaStream_t stream, const bf16_t* logits,
                                      const int32_t* labels, int64_t B, int64_t C,
                                      bf16_t* dlogits, LossStats* stats, float* loss_history,
@@ -90,8 +92,9 @@ cudaError_t launch_gather_labels(cudaStream_t stream, const int32_t* src, const 
 
 // ---- shuffle.cu ----
 // Bytes of workspace launch_shuffle needs for n elements (keys in/out, values in, cub's
-// temporary storage, each 256-byte aligned, plus slack to align the base).
-size_t shuffle_workspace_bytes(int64_t n);
+// temporary storage, each 256-byte aligned, plus slack to align the base); an Error when
+// n is negative or above INT_MAX (cub's offsets are int) or cub's size query fails.
+Result<size_t> shuffle_workspace_bytes(int64_t n);
 // perm(n) = stable sort of 0..n-1 by shuffle_key(seed, epoch, i).
 cudaError_t launch_shuffle(cudaStream_t stream, uint64_t seed, uint32_t epoch, int64_t n,
                            int32_t* perm, void* workspace);

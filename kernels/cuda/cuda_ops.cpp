@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/common/column_sum.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_timers.h"
 #include "kernels/cuda/gemm_lt.h"
@@ -160,6 +161,13 @@ void CudaOps::check(cudaError_t e, const char* call) {
   fail(std::string(call) + " failed (" + cuda::error_text(e) + "); " + fix_for(e));
 }
 
+bool CudaOps::refuse_while_capturing(const std::string& why) {
+  if (!capturing_) return false;
+  fail(why + "; it cannot be recorded into a CUDA graph: issue it before begin_capture or "
+             "after end_capture");
+  return true;
+}
+
 bool CudaOps::run_gemm(const cuda::GemmCall& call) {
   std::string error;
   switch (gemm_->run(call, stream_, &error)) {
@@ -253,9 +261,23 @@ void CudaOps::act_backward(const float* dy, const float* pre, const float* post,
   check(cuda::launch_act_backward(stream_, dy, pre, post, dx, n, act), "act_backward_kernel");
 }
 
+float* CudaOps::bias_grad_partials(int64_t M) {
+  if (reduction_ws_) return reduction_ws_;
+  // Say once that a caller did not plan the workspace, where it costs speed.
+  if (!warned_unbound_ && column_sum_plan(M, kColumnSumMaxChunks).chunks > 1) {
+    warned_unbound_ = true;
+    std::fprintf(stderr,
+                 "noeira: %s over %lld rows runs as one chunk: no reduction workspace is bound "
+                 "(plan Ops::reduction_workspace_bytes() and call bind_reduction_workspace)\n",
+                 op_ ? op_ : "bias_grad", static_cast<long long>(M));
+  }
+  return nullptr;
+}
+
 void CudaOps::bias_grad(const float* dy, float* db, int64_t M, int64_t N) {
   OpScope scope(*this, "bias_grad");
-  check(cuda::launch_bias_grad(stream_, dy, db, M, N), "bias_grad_kernel");
+  check(cuda::launch_bias_grad(stream_, dy, db, M, N, bias_grad_partials(M), reduction_ws_bytes_),
+        "bias_grad kernels");
 }
 
 void CudaOps::add(const float* a, const float* b, float* y, int64_t n) {
@@ -340,7 +362,9 @@ void CudaOps::act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_
 
 void CudaOps::bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N) {
   OpScope scope(*this, "bias_grad_bf16");
-  check(cuda::launch_bias_grad_bf16(stream_, dy, db, M, N), "bias_grad_kernel");
+  check(cuda::launch_bias_grad_bf16(stream_, dy, db, M, N, bias_grad_partials(M),
+                                    reduction_ws_bytes_),
+        "bias_grad kernels");
 }
 
 void CudaOps::add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n) {
@@ -389,8 +413,26 @@ void CudaOps::gather_labels(const int32_t* src, const int32_t* perm, int64_t row
         "gather_labels_kernel");
 }
 
-size_t CudaOps::shuffle_workspace_bytes(int64_t n) const {
+Result<size_t> CudaOps::shuffle_workspace_bytes(int64_t n) const {
   return cuda::shuffle_workspace_bytes(n);
+}
+
+size_t CudaOps::reduction_workspace_bytes() const { return kColumnSumWorkspaceBytes; }
+
+// A graph keeps the pointer it was captured with, so the buffer cannot change during a
+// capture.
+Status CudaOps::bind_reduction_workspace(void* workspace, size_t bytes) {
+  if (capturing_)
+    return make_error("bind_reduction_workspace: a CUDA graph is being captured; bind the "
+                      "workspace before begin_capture");
+  if (workspace && bytes < kColumnSumWorkspaceBytes)
+    return make_error("bind_reduction_workspace: the buffer has " + std::to_string(bytes) +
+                      " bytes, the CUDA backend needs " +
+                      std::to_string(kColumnSumWorkspaceBytes) +
+                      "; reserve reduction_workspace_bytes() in the plan");
+  reduction_ws_ = static_cast<float*>(workspace);
+  reduction_ws_bytes_ = workspace ? bytes : 0;
+  return {};
 }
 
 void CudaOps::shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm, void* workspace) {
@@ -412,18 +454,25 @@ void CudaOps::fill_zero(void* p, size_t bytes) {
 
 // The source is pageable host memory that the caller may free on return, and CUDA only
 // promises such a copy "might be synchronous", so we wait for it. Used at set-up and
-// epoch boundaries, never inside a step.
+// epoch boundaries, never inside a step. Refused while capturing: the graph would keep
+// the host pointer and re-read whatever it points to at every replay.
 void CudaOps::copy_to_device(void* dst, const void* host_src, size_t bytes) {
   OpScope scope(*this, "copy_to_device");
+  if (refuse_while_capturing("a copy from pageable host memory (" + std::to_string(bytes) +
+                             " bytes)"))
+    return;
   if (bytes == 0) return;
   check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_),
         "cudaMemcpyAsync (host to device)");
-  if (!capturing_) check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
 // Callers read the result immediately, so this waits for the copy.
 void CudaOps::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   OpScope scope(*this, "copy_to_host");
+  if (refuse_while_capturing("a copy to host memory that waits for the device (" +
+                             std::to_string(bytes) + " bytes)"))
+    return;
   if (bytes == 0) return;
   check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
         "cudaMemcpyAsync (device to host)");
@@ -432,6 +481,7 @@ void CudaOps::copy_to_host(void* host_dst, const void* src, size_t bytes) {
 
 void CudaOps::synchronize() {
   OpScope scope(*this, "synchronize");
+  if (refuse_while_capturing("waiting for the device")) return;
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 

@@ -91,9 +91,15 @@ class CudaOps final : public Ops {
                    const StepCounters* counters, float* dst) override;
   void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
                      const StepCounters* counters, int32_t* dst) override;
-  size_t shuffle_workspace_bytes(int64_t n) const override;
+  Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
+  // bias_grad's per-chunk partials (kernels/common/column_sum.h), from the caller's plan.
+  size_t reduction_workspace_bytes() const override;
+  Status bind_reduction_workspace(void* workspace, size_t bytes) override;
+  // The bound buffer (null: unbound, bias_grad runs as one chunk); lets tests check that
+  // a caller such as the Trainer really planned and bound it.
+  const void* bound_reduction_workspace() const { return reduction_ws_; }
   void advance(StepCounters* counters) override;
   void fill_zero(void* p, size_t bytes) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
@@ -115,6 +121,11 @@ class CudaOps final : public Ops {
   // Stops the process (or, while capturing, records the first failure) when e != success.
   void check(cudaError_t e, const char* call);
   void fail(const std::string& what);
+  // True (and the capture is marked failed) when a graph is being captured: for ops that
+  // must wait for the host or the device, which a graph cannot record.
+  bool refuse_while_capturing(const std::string& why);
+  // The partial buffer for a bias_grad of M rows; null (one chunk) when unbound.
+  float* bias_grad_partials(int64_t M);
   // Runs a GEMM; false when cuBLASLt has no algorithm for the requested epilogue.
   bool run_gemm(const cuda::GemmCall& call);
 
@@ -124,6 +135,9 @@ class CudaOps final : public Ops {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::GemmLt> gemm_;
   cuda::LossPartial* loss_partials_ = nullptr;  // (kMaxLossBlocks), device
+  float* reduction_ws_ = nullptr;               // planned by the caller, bound, not owned
+  size_t reduction_ws_bytes_ = 0;
+  bool warned_unbound_ = false;                 // the one-chunk note is printed once
 
   const char* op_ = nullptr;      // the op being enqueued, for messages
   bool capturing_ = false;        // between begin_capture and end_capture

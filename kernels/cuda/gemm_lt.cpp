@@ -1,5 +1,7 @@
 #include "kernels/cuda/gemm_lt.h"
 
+#include <cstdio>
+
 #include "kernels/cuda/cuda_check.h"
 
 namespace noeira::cuda {
@@ -24,13 +26,38 @@ bool uses_aux(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
 
-std::string describe(const GemmCall& c) {
-  return std::string(c.ab_type == CUDA_R_16BF ? "bf16 " : "") + "gemm " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
-         " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
-         ", lda " + std::to_string(c.lda) + ", ldb " + std::to_string(c.ldb) + ", ldc " +
-         std::to_string(c.ldc) + ", epilogue " + std::to_string(static_cast<int>(c.epilogue)) +
-         ")";
+}  // namespace
+
+const char* epilogue_name(cublasLtEpilogue_t e) {
+  switch (e) {
+    case CUBLASLT_EPILOGUE_DEFAULT: return "DEFAULT";
+    case CUBLASLT_EPILOGUE_RELU: return "RELU";
+    case CUBLASLT_EPILOGUE_BIAS: return "BIAS";
+    case CUBLASLT_EPILOGUE_RELU_BIAS: return "RELU_BIAS";
+    case CUBLASLT_EPILOGUE_GELU: return "GELU";
+    case CUBLASLT_EPILOGUE_GELU_BIAS: return "GELU_BIAS";
+    case CUBLASLT_EPILOGUE_GELU_AUX: return "GELU_AUX";
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "GELU_AUX_BIAS";
+    default: return "?";
+  }
 }
+
+std::string describe(const GemmCall& c) {
+  return std::string(c.ab_type == CUDA_R_16BF ? "bf16 " : "") + "gemm " + std::to_string(c.M) +
+         "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
+         ", lda " + std::to_string(c.lda) + ", ldb " + std::to_string(c.ldb) + ", ldc " +
+         std::to_string(c.ldc) + ", epilogue " + epilogue_name(c.epilogue) + " (" +
+         std::to_string(static_cast<int>(c.epilogue)) + "))";
+}
+
+std::string epilogue_fallback_note(const GemmCall& c, cublasStatus_t status, int found) {
+  return "noeira: cuBLASLt has no algorithm for the " + std::string(epilogue_name(c.epilogue)) +
+         " epilogue of " + describe(c) + " (cublasLtMatmulAlgoGetHeuristic: " +
+         error_text(status) + ", " + std::to_string(found) +
+         " found); this shape runs a plain GEMM and our bias/activation kernel instead";
+}
+
+namespace {
 
 // "cublasLtX failed (STATUS) for gemm MxNxK (...)"
 std::string lt_error(const char* call, cublasStatus_t s, const GemmCall& c) {
@@ -144,8 +171,13 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
                                      plan.layout_c, plan.layout_c, pref, 1, &result, &found);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     // An epilogue cuBLASLt cannot do for this shape (e.g. not supported or invalid for
-    // these layouts): the caller runs the plain GEMM and our kernel instead.
-    if (c.epilogue != CUBLASLT_EPILOGUE_DEFAULT) return Outcome::kUnsupported;
+    // these layouts): the caller runs the plain GEMM and our kernel instead. The plan is
+    // cached as unsupported, so this line appears once per shape key.
+    if (c.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", epilogue_fallback_note(c, s, found).c_str());
+      return Outcome::kUnsupported;
+    }
     if (error)
       *error = (s != CUBLAS_STATUS_SUCCESS ? lt_error("cublasLtMatmulAlgoGetHeuristic", s, c)
                                            : "cublasLtMatmulAlgoGetHeuristic found no algorithm "

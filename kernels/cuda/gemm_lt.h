@@ -47,6 +47,14 @@ struct GemmCall {
   cudaDataType_t ab_type = CUDA_R_32F;  // CUDA_R_32F or CUDA_R_16BF
 };
 
+// "GELU_AUX_BIAS", ...: the epilogue's name for messages.
+const char* epilogue_name(cublasLtEpilogue_t e);
+// "bf16 gemm MxNxK (trans_a ..., epilogue NAME (n))".
+std::string describe(const GemmCall& c);
+// The stderr line GemmLt prints, once per shape key, when the heuristic refuses a fused
+// epilogue (status, or found == 0) and the caller falls back to GEMM + our kernel.
+std::string epilogue_fallback_note(const GemmCall& c, cublasStatus_t status, int found);
+
 class GemmLt {
  public:
   // 32 MiB of workspace on sm_90 and newer, 4 MiB before (what cuBLAS itself uses).

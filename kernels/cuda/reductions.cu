@@ -5,6 +5,7 @@
 // the bf16 variant sums and normalises in fp32 in the same order, then rounds its output.
 #include <cmath>
 
+#include "kernels/common/column_sum.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -15,26 +16,50 @@ namespace {
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---- bias gradient ----
-// Block = 32 columns x 32 row lanes. Lane (tx, ty) sums rows ty, ty + 32, ... of column
-// blockIdx.x * 32 + tx in ascending order; the 32 lane sums of a column are then added
-// in a fixed tree. Reads are coalesced (32 consecutive columns of one row per warp).
-constexpr int kBiasCols = 32, kBiasRowLanes = 32;
+// The order of kernels/common/column_sum.h. A block covers 32 columns (threadIdx.x) of
+// one row chunk (blockIdx.y) with kColumnSumLanes row lanes (threadIdx.y); each warp reads
+// 32 consecutive columns of a row, so loads are coalesced, and the chunks spread one
+// column's rows over many SMs. One chunk adds its partial to db directly; several write
+// theirs to the planned partial buffer and column_sum_finish_kernel adds them in order.
+constexpr int kBiasCols = 32;
 
 template <class T>
-__global__ void bias_grad_kernel(const T* dy, float* db, int64_t M, int64_t N) {
-  __shared__ float partial[kBiasRowLanes][kBiasCols + 1];  // +1: no bank conflicts
+__global__ void column_sum_chunks_kernel(const T* dy, int64_t M, int64_t N, int64_t col0,
+                                         int64_t cols, ColumnSumPlan plan, float* db,
+                                         float* partials) {
+  __shared__ float lane_sum[kColumnSumLanes][kBiasCols + 1];  // +1: no bank conflicts
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kBiasCols + tx;
+  const int64_t c = blockIdx.y;
+  const int64_t jl = static_cast<int64_t>(blockIdx.x) * kBiasCols + tx;  // column in pass
+  const int64_t j = col0 + jl;
   float s = 0.0f;
-  if (j < N)
-    for (int64_t i = ty; i < M; i += kBiasRowLanes) s += load_f32(dy[i * N + j]);
-  partial[ty][tx] = s;
+  if (jl < cols) {
+    const int64_t end = plan.end(c, M);
+#pragma unroll 4
+    for (int64_t i = plan.begin(c) + ty; i < end; i += kColumnSumLanes)
+      s += load_f32(dy[i * N + j]);
+  }
+  lane_sum[ty][tx] = s;
   __syncthreads();
-  for (int half = kBiasRowLanes / 2; half > 0; half /= 2) {
-    if (ty < half) partial[ty][tx] += partial[ty + half][tx];
+  for (int h = kColumnSumLanes / 2; h > 0; h /= 2) {
+    if (ty < h) lane_sum[ty][tx] += lane_sum[ty + h][tx];
     __syncthreads();
   }
-  if (ty == 0 && j < N) db[j] += partial[0][tx];
+  if (ty != 0 || jl >= cols) return;
+  if (plan.chunks == 1)
+    db[j] += lane_sum[0][tx];
+  else
+    partials[c * cols + jl] = lane_sum[0][tx];
+}
+
+// db[col0 + jl] += p[0][jl] + p[1][jl] + ... (chunk order), partials (chunks, cols).
+__global__ void column_sum_finish_kernel(const float* partials, int64_t chunks, int64_t cols,
+                                         int64_t col0, float* db) {
+  for (int64_t jl = global_thread(); jl < cols; jl += grid_stride()) {
+    float total = partials[jl];
+    for (int64_t c = 1; c < chunks; ++c) total += partials[c * cols + jl];
+    db[col0 + jl] += total;
+  }
 }
 
 // ---- softmax cross-entropy ----
@@ -162,13 +187,30 @@ int loss_blocks(int64_t work_per_block_units) {
 }
 
 // The launches, written once for both storage types; the public launchers below pick T.
+// Without a partial buffer (or one smaller than kColumnSumWorkspaceBytes) the sum runs
+// as one chunk: the same code, parallel over columns only.
 template <class T>
-cudaError_t bias_grad_launch(cudaStream_t stream, const T* dy, float* db, int64_t M, int64_t N) {
+cudaError_t bias_grad_launch(cudaStream_t stream, const T* dy, float* db, int64_t M, int64_t N,
+                             float* partials, size_t partial_bytes) {
   if (N == 0) return cudaSuccess;
-  const dim3 block(kBiasCols, kBiasRowLanes);
-  const unsigned grid = static_cast<unsigned>((N + kBiasCols - 1) / kBiasCols);
-  bias_grad_kernel<<<grid, block, 0, stream>>>(dy, db, M, N);
-  return cudaGetLastError();
+  const bool chunked = partials && partial_bytes >= kColumnSumWorkspaceBytes;
+  const ColumnSumPlan plan = column_sum_plan(M, chunked ? kColumnSumMaxChunks : 1);
+  const dim3 block(kBiasCols, kColumnSumLanes);
+  // One chunk needs no partials, so one launch covers every column; several go through
+  // the partial buffer kColumnSumPassCols columns at a time.
+  const int64_t pass_cols = plan.chunks == 1 ? N : kColumnSumPassCols;
+  for (int64_t col0 = 0; col0 < N; col0 += pass_cols) {
+    const int64_t cols = N - col0 < pass_cols ? N - col0 : pass_cols;
+    const dim3 grid(static_cast<unsigned>((cols + kBiasCols - 1) / kBiasCols),
+                    static_cast<unsigned>(plan.chunks));
+    column_sum_chunks_kernel<<<grid, block, 0, stream>>>(dy, M, N, col0, cols, plan, db,
+                                                         partials);
+    if (plan.chunks > 1)
+      column_sum_finish_kernel<<<grid_for(cols), kBlock, 0, stream>>>(partials, plan.chunks, cols,
+                                                                      col0, db);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 template <class T>
@@ -201,13 +243,13 @@ cudaError_t mse_launch(cudaStream_t stream, const T* pred, const float* target, 
 }  // namespace
 
 cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, int64_t M,
-                             int64_t N) {
-  return bias_grad_launch(stream, dy, db, M, N);
+                             int64_t N, float* partials, size_t partial_bytes) {
+  return bias_grad_launch(stream, dy, db, M, N, partials, partial_bytes);
 }
 
 cudaError_t launch_bias_grad_bf16(cudaStream_t stream, const bf16_t* dy, float* db, int64_t M,
-                                  int64_t N) {
-  return bias_grad_launch(stream, dy, db, M, N);
+                                  int64_t N, float* partials, size_t partial_bytes) {
+  return bias_grad_launch(stream, dy, db, M, N, partials, partial_bytes);
 }
 
 cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const int32_t* labels,

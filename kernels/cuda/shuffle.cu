@@ -9,6 +9,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
+#include <string>
 
 #include "kernels/common/philox.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -60,10 +61,20 @@ ShuffleLayout layout(void* workspace, int64_t n) {
 
 }  // namespace
 
-size_t shuffle_workspace_bytes(int64_t n) {
-  if (n <= 0 || n > INT_MAX) return 0;
+Result<size_t> shuffle_workspace_bytes(int64_t n) {
+  if (n == 0) return size_t{0};  // nothing to sort
+  if (n < 0 || n > INT_MAX)
+    return make_error("shuffle of " + std::to_string(n) +
+                      " samples: the GPU shuffle sorts 0 to 2147483647 (INT_MAX) samples, "
+                      "cub's offsets being int; use a smaller training set");
   size_t temp = 0;
-  if (cub_temp_bytes(n, &temp) != cudaSuccess) return 0;
+  if (const cudaError_t e = cub_temp_bytes(n, &temp); e != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query must not be blamed on a later op
+    return make_error("shuffle of " + std::to_string(n) +
+                      " samples: cub::DeviceRadixSort::SortPairs could not size its temporary "
+                      "storage (" + std::string(cudaGetErrorName(e)) + ": " +
+                      cudaGetErrorString(e) + "); check nvidia-smi, or use --target cpu");
+  }
   return kAlign /* to align the base */ + 2 * align_up(static_cast<size_t>(n) * sizeof(uint64_t)) +
          align_up(static_cast<size_t>(n) * sizeof(int32_t)) + align_up(temp);
 }

@@ -100,9 +100,18 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
                           DType::kF32);
   test_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(test_count_), tdt);
   perm_ = plan_.reserve(MemCategory::kWorkspace, Shape{train_count_}, DType::kI32);
-  const size_t shuffle_bytes = backend_.ops->shuffle_workspace_bytes(train_count_);
+  Result<size_t> shuffle_bytes = backend_.ops->shuffle_workspace_bytes(train_count_);
+  if (!shuffle_bytes)
+    return make_error("training set '" + train.name + "': " + shuffle_bytes.error().message);
   shuffle_ws_ = plan_.reserve(MemCategory::kWorkspace,
-                              Shape{static_cast<int64_t>((shuffle_bytes + 3) / 4)}, DType::kI32);
+                              Shape{static_cast<int64_t>((*shuffle_bytes + 3) / 4)}, DType::kI32);
+  // The backend's reduction scratch (bias_grad's partial sums on the GPU), bound below.
+  const size_t reduction_bytes = backend_.ops->reduction_workspace_bytes();
+  Slot reduction_ws;
+  if (reduction_bytes > 0)
+    reduction_ws = plan_.reserve(MemCategory::kWorkspace,
+                                 Shape{static_cast<int64_t>((reduction_bytes + 3) / 4)},
+                                 DType::kF32);
   counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
   train_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
   eval_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
@@ -116,6 +125,9 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   if (!a) return a.error();
   arenas_ = std::move(a).value();
   ctx_ = std::make_unique<Context>(*backend_.ops, arenas_, counters_, scratch_);
+  if (reduction_ws.valid())
+    NOEIRA_TRY(
+        backend_.ops->bind_reduction_workspace(arenas_.ptr(reduction_ws), reduction_bytes));
 
   upload(train, train_x_, train_y_);
   upload(test, test_x_, test_y_);

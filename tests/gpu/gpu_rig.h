@@ -57,6 +57,32 @@ class DeviceArray {
   T* p_ = nullptr;
 };
 
+// The backend's reduction workspace (bias_grad's partial sums), planned here as the
+// Trainer plans it, bound for the scope. Destroy before the backend.
+class BoundReductionWorkspace {
+ public:
+  explicit BoundReductionWorkspace(Backend& b)
+      : b_(b), bytes_(b.ops->reduction_workspace_bytes()) {
+    REQUIRE(bytes_ > 0);
+    Result<void*> p = b_.allocator->allocate(bytes_, "reduction workspace");
+    if (!p) FAIL(p.error().message);
+    p_ = *p;
+    const Status bound = b_.ops->bind_reduction_workspace(p_, bytes_);
+    if (!bound) FAIL(bound.error().message);
+  }
+  ~BoundReductionWorkspace() {
+    (void)b_.ops->bind_reduction_workspace(nullptr, 0);
+    b_.allocator->release(p_);
+  }
+  BoundReductionWorkspace(const BoundReductionWorkspace&) = delete;
+  BoundReductionWorkspace& operator=(const BoundReductionWorkspace&) = delete;
+
+ private:
+  Backend& b_;
+  size_t bytes_;
+  void* p_ = nullptr;
+};
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
                                         float hi = 1.0f) {
   std::mt19937 g(seed);

@@ -154,6 +154,36 @@ TEST_CASE("cuda: a capture that breaks names the op; the backend stays usable", 
 #endif
 }
 
+TEST_CASE("cuda: copy_to_device is refused while capturing, naming the op", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  DeviceArray<float> a(gpu, std::vector<float>(16, 1.0f));
+  std::vector<float> host(16, 7.0f);
+  REQUIRE(gpu.ops->begin_capture().ok());
+  gpu.ops->fill_zero(a.get(), 16 * sizeof(float));
+  // A graph would keep this pageable host pointer and re-read it at every replay.
+  gpu.ops->copy_to_device(a.get(), host.data(), 16 * sizeof(float));
+  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  REQUIRE_FALSE(graph.ok());
+  INFO(graph.error().message);
+  CHECK_THAT(graph.error().message, Catch::Contains("copy_to_device") &&
+                                        Catch::Contains("pageable host memory") &&
+                                        Catch::Contains("before begin_capture"));
+  // Nothing ran, and the backend is usable: the same copy works eagerly.
+  CHECK(same_bytes(a.download(), std::vector<float>(16, 1.0f)));
+  gpu.ops->copy_to_device(a.get(), host.data(), 16 * sizeof(float));
+  CHECK(same_bytes(a.download(), host));
+  // synchronize is refused the same way.
+  REQUIRE(gpu.ops->begin_capture().ok());
+  gpu.ops->fill_zero(a.get(), 16 * sizeof(float));
+  gpu.ops->synchronize();
+  Result<std::unique_ptr<StepGraph>> synced = gpu.ops->end_capture();
+  REQUIRE_FALSE(synced.ok());
+  CHECK_THAT(synced.error().message, Catch::Contains("synchronize"));
+#endif
+}
+
 #if defined(NOEIRA_WITH_CUDA)
 namespace {
 

@@ -9,6 +9,7 @@
 #if defined(NOEIRA_WITH_CUDA)
 #include <numeric>
 
+#include "kernels/common/column_sum.h"
 #include "tests/gpu/gpu_rig.h"
 #endif
 
@@ -159,6 +160,7 @@ TEST_CASE("cuda: bias_grad accumulates column sums like the CPU, deterministical
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
+  BoundReductionWorkspace ws(gpu);  // as the Trainer plans it
   CpuOps cpu(1);
   const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {33, 10}, {1000, 513}, {4097, 7}};
   uint32_t seed = 300;
@@ -166,14 +168,17 @@ TEST_CASE("cuda: bias_grad accumulates column sums like the CPU, deterministical
     INFO("M " << M << " N " << N);
     const std::vector<float> dy0 = random_floats(M * N, seed++);
     const std::vector<float> db0 = random_floats(N, seed++);
-    std::vector<float> db_cpu = db0;
+    std::vector<float> db_cpu = db0, db_order = db0;
     cpu.bias_grad(dy0.data(), db_cpu.data(), M, N);
+    column_sums_in_gpu_order(dy0.data(), db_order.data(), M, N,
+                             column_sum_plan(M, kColumnSumMaxChunks));
     DeviceArray<float> dy(gpu, dy0), db(gpu, db0), db_again(gpu, db0);
     gpu.ops->bias_grad(dy.get(), db.get(), M, N);
     gpu.ops->bias_grad(dy.get(), db_again.get(), M, N);
     const std::vector<float> got = db.download();
     CHECK(rel_error(got, db_cpu) < 1e-5);
     CHECK(same_bytes(got, db_again.download()));
+    CHECK(same_bytes(got, db_order));  // the documented order, bit for bit
   }
 #endif
 }
@@ -346,11 +351,14 @@ TEST_CASE("cuda: the device shuffle equals the CPU permutation exactly", "[gpu]"
   Backend gpu = gpu_backend();
   CpuOps cpu(1);
   for (int64_t n : {int64_t{60000}, int64_t{37}, int64_t{1}}) {
-    const size_t ws_bytes = gpu.ops->shuffle_workspace_bytes(n);
-    REQUIRE(ws_bytes > 0);
-    DeviceArray<uint8_t> ws(gpu, ws_bytes);
+    Result<size_t> ws_bytes = gpu.ops->shuffle_workspace_bytes(n);
+    REQUIRE(ws_bytes.ok());
+    REQUIRE(*ws_bytes > 0);
+    DeviceArray<uint8_t> ws(gpu, *ws_bytes);
     DeviceArray<int32_t> perm(gpu, static_cast<size_t>(n));
-    std::vector<uint8_t> ws_cpu(cpu.shuffle_workspace_bytes(n));
+    Result<size_t> ws_cpu_bytes = cpu.shuffle_workspace_bytes(n);
+    REQUIRE(ws_cpu_bytes.ok());
+    std::vector<uint8_t> ws_cpu(*ws_cpu_bytes);
     std::vector<int32_t> perm_cpu(static_cast<size_t>(n));
     for (uint64_t seed : {uint64_t{42}, uint64_t{0x1234567890abcdefull}}) {
       for (uint32_t epoch : {0u, 3u}) {

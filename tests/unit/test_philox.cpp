@@ -40,7 +40,9 @@ TEST_CASE("The shuffle is a permutation, differs per epoch and repeats per seed"
   CpuOps ops(1);
   const int64_t n = 1000;
   std::vector<int32_t> p0(n), p1(n), again(n);
-  std::vector<char> ws(ops.shuffle_workspace_bytes(n));
+  Result<size_t> ws_bytes = ops.shuffle_workspace_bytes(n);
+  REQUIRE(ws_bytes.ok());
+  std::vector<char> ws(*ws_bytes);
   ops.shuffle(42, 0, n, p0.data(), ws.data());
   ops.shuffle(42, 1, n, p1.data(), ws.data());
   ops.shuffle(42, 0, n, again.data(), ws.data());

@@ -42,7 +42,7 @@ TEST_CASE("train_epoch and eval_top1 give the same numbers train reports", "[tra
 TEST_CASE("The memory plan has one arena per category and no surprise bytes", "[trainer]") {
   auto t = small_trainer(Task::kClassification);
   const MemoryPlan& p = t->plan();
-  // fc1: 8*32 + 32, fc2: 32*4 + 4 floats, 16-byte aligned each.
+  // fc1: 8*32 + 32, fc2: 32*4 + 4 floats, 32-byte aligned each (no padding needed).
   CHECK(p.bytes(MemCategory::kParams) == (256 + 32 + 128 + 4) * 4);
   CHECK(p.bytes(MemCategory::kGrads) == p.bytes(MemCategory::kParams));
   CHECK(p.bytes(MemCategory::kOptimState) >= 2 * p.bytes(MemCategory::kParams));
