@@ -41,6 +41,24 @@ TEST_CASE("The column-sum chunk plan covers each row once, with no empty chunk",
   CHECK(column_sum_plan(256, kColumnSumMaxChunks).chunks == 2);
   CHECK(column_sum_plan(255, kColumnSumMaxChunks).chunks == 1);
   CHECK(column_sum_plan(65536, 1).chunks == 1);
+  // The regimes tests/gpu/test_cuda_bias_grad.cpp relies on (its shapes only run on a
+  // device, so a shape that stopped meaning what its comment says would go unnoticed).
+  for (int64_t M : {int64_t{4097}, int64_t{20000}}) {
+    INFO("M " << M);
+    const ColumnSumPlan p = column_sum_plan(M, kColumnSumMaxChunks);
+    CHECK(p.chunks > 1);
+    CHECK(p.end(p.chunks - 1, M) - p.begin(p.chunks - 1) < p.rows_per_chunk);  // ragged
+  }
+  CHECK(column_sum_plan(20000, kColumnSumMaxChunks).chunks == kColumnSumMaxChunks);
+  CHECK(column_sum_plan(1100, kColumnSumMaxChunks).chunks == 8);
+  CHECK(column_sum_plan(300, kColumnSumMaxChunks).chunks == 2);
+  CHECK(column_sum_plan(1024, kColumnSumMaxChunks).chunks == 8);  // the trainer's batch
+  // When it cuts rows at all, every chunk fills all kColumnSumLanes lanes: rows_per_chunk
+  // >= 128 and chunks <= 64 leave the last chunk at least 128 - 63 rows.
+  for (int64_t M = 2 * kColumnSumMinChunkRows; M < 20000; M += 37) {
+    const ColumnSumPlan p = column_sum_plan(M, kColumnSumMaxChunks);
+    if (p.end(p.chunks - 1, M) - p.begin(p.chunks - 1) < kColumnSumLanes) FAIL("M " << M);
+  }
   CHECK(kColumnSumWorkspaceBytes ==
         static_cast<size_t>(kColumnSumMaxChunks * kColumnSumPassCols) * sizeof(float));
 }
