@@ -57,9 +57,13 @@ root_mounts_up() {
 }
 
 # root_mounts_down DIR: undoes root_mounts_up and any bind mount below DIR (deepest first).
+# Does nothing when DIR does not exist (or is /): an empty prefix would match every mount
+# of the host.
 root_mounts_down() {
-  local dir=$1
-  awk -v d="$(cd "$dir" && pwd)/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
+  local dir=$1 abs
+  abs=$(cd "$dir" 2>/dev/null && pwd -P) || return 0
+  case "$abs" in "" | /) return 0 ;; esac
+  awk -v d="$abs/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
 }
 

@@ -2,8 +2,7 @@
 // every kind of bad file or archive gets its own one-line error naming it; the archive is
 // downloaded (file:// here), checked by md5 and sha256 and extracted through libarchive,
 // leaving nothing partial behind.
-#include <archive.h>
-#include <archive_entry.h>
+#include <archive_entry.h>  // AE_IF* constants only
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
@@ -22,6 +21,7 @@
 #include "models/recipe_data.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
+#include "tests/support/tar_writer.h"
 
 using namespace noeira;
 using noeira::test::TempDir;
@@ -100,29 +100,13 @@ struct Member {
   std::string link_target = {};
 };
 
-// A tar.gz written through libarchive.
+// A tar.gz of the members (ustar; see tests/support/tar_writer.h).
 void write_tar_gz(const fs::path& out, const std::vector<Member>& members) {
-  fs::create_directories(out.parent_path());
-  archive* a = archive_write_new();
-  REQUIRE(a != nullptr);
-  REQUIRE(archive_write_add_filter_gzip(a) == ARCHIVE_OK);
-  REQUIRE(archive_write_set_format_pax_restricted(a) == ARCHIVE_OK);
-  REQUIRE(archive_write_open_filename(a, out.c_str()) == ARCHIVE_OK);
-  for (const Member& m : members) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, m.path.c_str());
-    archive_entry_set_filetype(e, m.type);
-    archive_entry_set_perm(e, m.type == AE_IFDIR ? 0755 : 0644);
-    archive_entry_set_size(e, m.type == AE_IFREG ? static_cast<la_int64_t>(m.bytes.size()) : 0);
-    if (m.type == AE_IFLNK) archive_entry_set_symlink(e, m.link_target.c_str());
-    REQUIRE(archive_write_header(a, e) == ARCHIVE_OK);
-    if (m.type == AE_IFREG && !m.bytes.empty())
-      REQUIRE(archive_write_data(a, m.bytes.data(), m.bytes.size()) ==
-              static_cast<la_ssize_t>(m.bytes.size()));
-    archive_entry_free(e);
-  }
-  REQUIRE(archive_write_close(a) == ARCHIVE_OK);
-  archive_write_free(a);
+  std::vector<noeira::test::TarMember> tar;
+  for (const Member& m : members)
+    tar.push_back({m.path, m.bytes,
+                   m.type == AE_IFDIR ? '5' : m.type == AE_IFLNK ? '2' : '0', m.link_target});
+  noeira::test::write_tar_gz(out, tar);
 }
 
 // A small archive laid out as the official one: five train batches of `n` records each
