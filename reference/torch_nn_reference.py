@@ -450,8 +450,27 @@ def _has_kwarg(fn, name):
         return False
 
 
+# torch.optim's fused kernels: CUDA since torch 2.0, CPU since torch 2.4 (Adam, AdamW, SGD).
+FUSED_MIN_TORCH = {"cuda": (2, 0), "cpu": (2, 4)}
+
+
+def fused_unavailable_reason(cls, device, torch):
+    """None when fused=True is worth trying for cls on device, else why not (one line)."""
+    need = FUSED_MIN_TORCH.get(device)
+    have = _torch_version_tuple(torch)
+    if need is None:
+        return f"no fused {cls.__name__} on {device}"
+    if have < need:
+        return (f"fused {cls.__name__} on {device} needs torch>={need[0]}.{need[1]}, "
+                f"found {torch.__version__}")
+    if not _has_kwarg(cls.__init__, "fused"):
+        return f"{cls.__name__} of torch {torch.__version__} has no fused= argument"
+    return None
+
+
 def make_optimizer(recipe, params, device, torch):
-    """Optimizer from the recipe; fused (torch>=2.0, CUDA) > foreach > for-loop."""
+    """Optimizer from the recipe; fused (torch>=2.0 on CUDA, >=2.4 on CPU) > foreach >
+    for-loop. Returns (optimizer, impl, why_not_fused or None)."""
     o = recipe["optimizer"]
     typ = o["type"].lower()
     lr = float(o.get("lr", 1e-3))
@@ -470,18 +489,19 @@ def make_optimizer(recipe, params, device, torch):
     else:
         raise TwinError(f"recipe: optimizer type '{o['type']}' unknown (adam, adamw, sgd)")
     plist = list(params)
-    if (device == "cuda" and _torch_version_tuple(torch) >= (2, 0)
-            and _has_kwarg(cls.__init__, "fused")):
+    no_fused = fused_unavailable_reason(cls, device, torch)
+    if no_fused is None:
         try:
-            return cls(plist, fused=True, **kw), "fused"
+            return cls(plist, fused=True, **kw), "fused", None
         except (RuntimeError, TypeError, ValueError) as e:
-            _log(f"fused {cls.__name__} refused ({_one_line(e)}); trying foreach")
+            no_fused = f"fused {cls.__name__} refused: {_one_line(e)}"
+            _log(f"{no_fused}; trying foreach")
     if _has_kwarg(cls.__init__, "foreach"):
         try:
-            return cls(plist, foreach=True, **kw), "foreach"
+            return cls(plist, foreach=True, **kw), "foreach", no_fused
         except (RuntimeError, TypeError, ValueError) as e:
             _log(f"foreach {cls.__name__} refused ({_one_line(e)}); using the for-loop one")
-    return cls(plist, **kw), "for-loop"
+    return cls(plist, **kw), "for-loop", no_fused
 
 
 def make_loss(recipe, num_classes, torch, F):
@@ -683,9 +703,11 @@ def run(args, result):
     model.train()
     result["num_params"] = sum(p.numel() for p in model.parameters())
 
-    optimizer, impl = make_optimizer(recipe, list(model.parameters()), device, torch)
+    optimizer, impl, no_fused = make_optimizer(recipe, list(model.parameters()), device, torch)
     result["optimizer"] = recipe["optimizer"]["type"].lower()
     result["adam_impl"] = impl
+    if no_fused:
+        _log(f"optimizer: {impl}, not fused: {no_fused}")
     loss_fn = make_loss(recipe, num_classes, torch, F)
 
     # ---- compiled variants
@@ -797,6 +819,9 @@ def run(args, result):
     if cuda:
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
+    if compile_s is not None:
+        _log(f"compile: {compile_s:.1f} s (step 0, inside the warm-up)" if args.warmup >= 1
+             else f"compile: {compile_s:.1f} s (step 0, timed: --warmup 0)")
     timed = total - args.warmup
     if cuda:
         step_ms = [ev_start[i].elapsed_time(ev_end[i]) for i in range(args.warmup, total)]
