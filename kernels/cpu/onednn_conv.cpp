@@ -1,0 +1,241 @@
+#include "kernels/cpu/onednn_conv.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/onednn_conv_pass.h"
+#include "kernels/cpu/onednn_engine.h"
+
+namespace noeira {
+
+namespace {
+
+using onednn::ConvArg;
+
+std::string describe(const ConvShape& s) {
+  return "convolution (B=" + std::to_string(s.batch) + ", Cin=" + std::to_string(s.in_channels) +
+         ", H=" + std::to_string(s.height) + ", W=" + std::to_string(s.width) +
+         ") -> Cout=" + std::to_string(s.out_channels) + ", kernel " + std::to_string(s.kernel_h) +
+         "x" + std::to_string(s.kernel_w) + ", stride " + std::to_string(s.stride) + ", pad " +
+         std::to_string(s.pad) + (s.has_bias ? ", bias" : ", no bias");
+}
+
+void* in(const float* p) { return const_cast<float*>(p); }  // oneDNN wraps inputs as non-const
+
+enum class PassKind : uint8_t { kForward, kBackwardData, kBackwardWeights };
+constexpr PassKind kPasses[] = {PassKind::kForward, PassKind::kBackwardData,
+                                PassKind::kBackwardWeights};
+
+const onednn::ConvPass& pass_of(const onednn::SlabConv& c, PassKind p) {
+  switch (p) {
+    case PassKind::kForward:
+      return c.forward;
+    case PassKind::kBackwardData:
+      return c.backward_data;
+    default:
+      return c.backward_weights;
+  }
+}
+
+// A planned shape and its workspace, from an aligned base:
+//   [partials: slabs x (dw, db)] [shared: each pass's reordered weights, per slab size]
+//   [one area per thread: reordered activations and gradients, scratchpads]
+struct ConvPlan {
+  onednn::SlabConv slab[2];  // [0]: full slabs (or the whole batch); [1]: a shorter last one
+  int kinds = 1;             // 2 when the last slab is shorter
+  int64_t full_images = 0, slabs = 0;
+  int64_t partial_floats = 0;  // one slab's partial dw, then db
+  size_t partials_bytes = 0, shared_bytes = 0, area_bytes = 0;
+  size_t shared_at[2][3] = {};  // [slab kind][pass]
+  size_t bytes = 0;             // all of it, plus room to align the base
+
+  int kind(int64_t images) const { return images == full_images ? 0 : 1; }
+  static std::byte* base(void* ws) { return onednn::align_up(ws); }
+  float* partials(void* ws) const { return reinterpret_cast<float*>(base(ws)); }
+  std::byte* shared(void* ws, int kind, PassKind p) const {
+    return base(ws) + partials_bytes + shared_at[kind][static_cast<int>(p)];
+  }
+  std::byte* area(void* ws, int thread) const {
+    return base(ws) + partials_bytes + shared_bytes + area_bytes * static_cast<size_t>(thread);
+  }
+};
+
+// out[i] += partial 0 + partial 1 + ... in slab order, whatever the thread count.
+void add_partials(int threads, const float* partials, int64_t slabs, int64_t slab_stride,
+                  int64_t offset, int64_t n, float* out) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    float sum = partials[offset + i];
+    for (int64_t s = 1; s < slabs; ++s) sum += partials[s * slab_stride + offset + i];
+    out[i] += sum;
+  }
+}
+
+}  // namespace
+
+Status validate(const ConvShape& s) {
+  const auto positive = [&](int64_t v, const char* name) -> Status {
+    if (v > 0) return {};
+    return make_error(std::string(name) + " must be positive in " + describe(s));
+  };
+  NOEIRA_TRY(positive(s.batch, "the batch"));
+  NOEIRA_TRY(positive(s.in_channels, "the input channels"));
+  NOEIRA_TRY(positive(s.height, "the height"));
+  NOEIRA_TRY(positive(s.width, "the width"));
+  NOEIRA_TRY(positive(s.out_channels, "the output channels"));
+  NOEIRA_TRY(positive(s.kernel_h, "the kernel height"));
+  NOEIRA_TRY(positive(s.kernel_w, "the kernel width"));
+  NOEIRA_TRY(positive(s.stride, "the stride"));
+  if (s.pad < 0) return make_error("the padding must not be negative in " + describe(s));
+  if (s.height + 2 * s.pad < s.kernel_h || s.width + 2 * s.pad < s.kernel_w)
+    return make_error("the kernel is larger than the padded input in " + describe(s));
+  return {};
+}
+
+struct OnednnConv::Impl {
+  int threads = 1;
+  std::map<ConvShape, std::unique_ptr<ConvPlan>> plans;  // map: plans stay put
+  std::vector<dnnl::stream> streams;                     // one per thread
+
+  Result<size_t> plan(const ConvShape& s) {
+    NOEIRA_TRY(validate(s));
+    auto it = plans.find(s);
+    if (it != plans.end()) return it->second->bytes;
+    auto p = std::make_unique<ConvPlan>();
+    p->full_images = std::min(s.batch, kConvSlabImages);
+    p->slabs = (s.batch + kConvSlabImages - 1) / kConvSlabImages;
+    const int64_t last_images = s.batch - (p->slabs - 1) * kConvSlabImages;
+    try {
+      p->slab[0] = onednn::make_slab_conv(s, p->full_images);
+      if (last_images != p->full_images) {
+        p->slab[1] = onednn::make_slab_conv(s, last_images);
+        p->kinds = 2;
+      }
+    } catch (const dnnl::error& e) {
+      return make_error("oneDNN cannot create the " + describe(s) + ": " + e.what());
+    }
+    p->partial_floats = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w +
+                        (s.has_bias ? s.out_channels : 0);
+    p->partials_bytes =
+        onednn::align_up(static_cast<size_t>(p->slabs * p->partial_floats) * sizeof(float));
+    for (int k = 0; k < p->kinds; ++k)
+      for (PassKind pass : kPasses) {
+        const onednn::ConvPass& c = pass_of(p->slab[k], pass);
+        p->shared_at[k][static_cast<int>(pass)] = p->shared_bytes;
+        p->shared_bytes += onednn::align_up(c.shared_bytes());
+        p->area_bytes = std::max(p->area_bytes, onednn::align_up(c.thread_bytes()));
+      }
+    p->bytes = onednn::kAlign + p->partials_bytes + p->shared_bytes +
+               p->area_bytes * static_cast<size_t>(threads);
+    const size_t bytes = p->bytes;
+    plans.emplace(s, std::move(p));
+    return bytes;
+  }
+
+  Result<const ConvPlan*> planned(const ConvShape& s, void* workspace, size_t size) const {
+    auto it = plans.find(s);
+    if (it == plans.end())
+      return make_error(describe(s) + " was not planned: call workspace_bytes(shape) first");
+    if (!workspace || size < it->second->bytes)
+      return make_error("the workspace for " + describe(s) + " holds " +
+                        std::to_string(workspace ? size : 0) + " bytes; it needs " +
+                        std::to_string(it->second->bytes));
+    // Nested inside another region, every slab would see thread 0 and share its area.
+    if (omp_in_parallel())
+      return make_error(describe(s) + ": called inside an OpenMP parallel region");
+    return it->second.get();
+  }
+
+  // Runs one pass over the batch: the shared inputs (weights) reordered once per slab
+  // size, then the slabs spread over the threads. args(b0) names the plain operands of
+  // the slab starting at image b0.
+  template <class Args>
+  Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args) {
+    try {
+      const auto first = args(0);
+      for (int k = 0; k < plan.kinds; ++k)
+        pass_of(plan.slab[k], p)
+            .prepare(streams[0], plan.shared(ws, k, p), plan.area(ws, 0), first);
+    } catch (const dnnl::error& e) {
+      return make_error(std::string("oneDNN failed: ") + e.what());
+    }
+    return onednn::for_each_slab(threads, batch, kConvSlabImages,
+                                 [&](int thread, int64_t b0, int64_t images) {
+                                   const int k = plan.kind(images);
+                                   pass_of(plan.slab[k], p)
+                                       .run(streams[static_cast<size_t>(thread)],
+                                            plan.shared(ws, k, p), plan.area(ws, thread), args(b0));
+                                 });
+  }
+};
+
+OnednnConv::OnednnConv(int threads)
+    : threads_(std::max(1, threads)), impl_(std::make_unique<Impl>()) {
+  impl_->threads = threads_;
+  impl_->streams = onednn::make_streams(threads_);
+}
+
+OnednnConv::~OnednnConv() = default;
+
+Result<size_t> OnednnConv::workspace_bytes(const ConvShape& s) { return impl_->plan(s); }
+
+Status OnednnConv::forward(const ConvShape& s, const float* x, const float* w, const float* bias,
+                           float* y, void* workspace, size_t workspace_size) {
+  auto found = impl_->planned(s, workspace, workspace_size);
+  if (!found) return found.error();
+  if ((bias != nullptr) != s.has_bias)
+    return make_error("forward: the bias pointer does not match has_bias in " + describe(s));
+  const int64_t x_image = s.in_channels * s.height * s.width;
+  const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
+  return impl_->run(**found, PassKind::kForward, s.batch, workspace, [&](int64_t b0) {
+    return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
+                                   {DNNL_ARG_WEIGHTS, in(w)},
+                                   {DNNL_ARG_BIAS, in(bias)},
+                                   {DNNL_ARG_DST, y + b0 * y_image}}};
+  });
+}
+
+Status OnednnConv::backward_data(const ConvShape& s, const float* dy, const float* w, float* dx,
+                                 void* workspace, size_t workspace_size) {
+  auto found = impl_->planned(s, workspace, workspace_size);
+  if (!found) return found.error();
+  const int64_t x_image = s.in_channels * s.height * s.width;
+  const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
+  return impl_->run(**found, PassKind::kBackwardData, s.batch, workspace, [&](int64_t b0) {
+    return std::array<ConvArg, 3>{{{DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
+                                   {DNNL_ARG_WEIGHTS, in(w)},
+                                   {DNNL_ARG_DIFF_SRC, dx + b0 * x_image}}};
+  });
+}
+
+Status OnednnConv::backward_weights(const ConvShape& s, const float* x, const float* dy, float* dw,
+                                    float* db, void* workspace, size_t workspace_size) {
+  auto found = impl_->planned(s, workspace, workspace_size);
+  if (!found) return found.error();
+  const ConvPlan& plan = **found;
+  if ((db != nullptr) != s.has_bias)
+    return make_error("backward_weights: the db pointer does not match has_bias in " + describe(s));
+  const int64_t x_image = s.in_channels * s.height * s.width;
+  const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
+  const int64_t w_size = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
+  float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
+  const Status ran =
+      impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
+        float* part = partials + (b0 / kConvSlabImages) * plan.partial_floats;
+        return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
+                                       {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
+                                       {DNNL_ARG_DIFF_WEIGHTS, part},
+                                       {DNNL_ARG_DIFF_BIAS, db ? part + w_size : nullptr}}};
+      });
+  if (!ran) return ran;
+  add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, 0, w_size, dw);
+  if (db)
+    add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, w_size, s.out_channels,
+                 db);
+  return {};
+}
+
+}  // namespace noeira

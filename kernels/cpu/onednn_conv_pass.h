@@ -1,0 +1,71 @@
+// One convolution pass (forward, backward-data or backward-weights) over a slab of a
+// fixed number of images, as oneDNN runs it: the primitive, and for each operand the
+// interface's layout (nchw / oihw / x) and the one the primitive chose, with the reorder
+// between them when they differ. Internal to onednn_conv.cpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_engine.h"
+
+namespace noeira::onednn {
+
+enum class Flow : uint8_t { kIn, kOut };
+// Activations and gradients are per slab; the weights a pass reads are shared by all its
+// slabs, so they are reordered once per call.
+enum class Scope : uint8_t { kSlab, kShared };
+
+struct ConvOperand {
+  int arg = 0;  // DNNL_ARG_*
+  Flow flow = Flow::kIn;
+  Scope scope = Scope::kSlab;
+  dnnl::memory::desc plain, inner;  // the interface's layout; the primitive's
+  dnnl::primitive reorder;          // plain -> inner (kIn) or inner -> plain (kOut)
+  dnnl::memory::desc reorder_scratch;
+  size_t offset = 0;  // of the inner copy: in a thread's area (kSlab) or the shared area
+  bool reordered() const { return inner != plain; }
+};
+
+// A plain operand pointer, by DNNL_ARG_*; an absent operand's pointer is ignored.
+struct ConvArg {
+  int arg = 0;
+  void* data = nullptr;
+};
+
+class ConvPass {
+ public:
+  ConvPass() = default;
+  ConvPass(dnnl::primitive primitive, dnnl::memory::desc scratch,
+           std::vector<ConvOperand> operands);
+
+  // Bytes of the inner copies of shared operands; of a thread's area (inner copies of
+  // slab operands, then the largest scratchpad of the primitive and its reorders).
+  size_t shared_bytes() const { return shared_bytes_; }
+  size_t thread_bytes() const { return thread_bytes_; }
+
+  // Reorders the shared inputs into `shared` (once per call, before the slabs), using
+  // `area` for scratch.
+  void prepare(dnnl::stream& stream, std::byte* shared, std::byte* area,
+               std::span<const ConvArg> args) const;
+  // One slab on this thread: inputs reordered in, the primitive, outputs reordered out.
+  void run(dnnl::stream& stream, std::byte* shared, std::byte* area,
+           std::span<const ConvArg> args) const;
+
+ private:
+  dnnl::primitive primitive_;
+  dnnl::memory::desc scratch_;
+  std::vector<ConvOperand> operands_;
+  size_t shared_bytes_ = 0, thread_bytes_ = 0, scratch_at_ = 0;
+};
+
+// The three passes for slabs of `images` images of `shape`, each created under one
+// thread; dnnl::error when oneDNN cannot make one.
+struct SlabConv {
+  ConvPass forward, backward_data, backward_weights;
+};
+SlabConv make_slab_conv(const ConvShape& shape, int64_t images);
+
+}  // namespace noeira::onednn

@@ -1,0 +1,23 @@
+#include "kernels/cpu/onednn_engine.h"
+
+namespace noeira::onednn {
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+std::vector<dnnl::stream> make_streams(int threads) {
+  std::vector<dnnl::stream> streams;
+  streams.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) streams.emplace_back(cpu_engine());
+  return streams;
+}
+
+}  // namespace noeira::onednn

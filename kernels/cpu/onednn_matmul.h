@@ -1,0 +1,44 @@
+// fp32 GEMM on the CPU through oneDNN's matmul (brgemm AVX-512 kernels on this
+// project's Intel build machines, where Debian's OpenBLAS runs its SSE3 'Prescott'
+// kernels; DESIGN.md section 7).
+//
+// Results do not depend on the thread count (DESIGN.md rule 3): C is cut into fixed
+// 64-row slabs that OpenMP spreads over `threads`; each slab is one single-threaded
+// oneDNN call whose reduction order depends on its shape only.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "kernels/common/error.h"
+
+namespace noeira {
+
+// Rows of C per slab: fixed, so results never depend on the thread count.
+inline constexpr int64_t kOnednnGemmSlabRows = 64;
+
+class OnednnGemm {
+ public:
+  explicit OnednnGemm(int threads);
+  ~OnednnGemm();
+  int threads() const { return threads_; }
+
+  // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C, as Ops::gemm; with
+  // beta == 0, C is not read. The first call with a shape (transposes, sizes, leading
+  // dimensions, alpha, beta) creates its primitives and grows the per-thread
+  // scratchpads: slow and allocating, so a plan should make each call once; later calls
+  // reuse them (oneDNN still news a few small objects per slab, and its GEMM kernel,
+  // which it picks for strided slabs such as op(A) = A^T, mallocs packing buffers).
+  // alpha and beta are part of the shape: one primitive per value. One caller at a time. An Error
+  // for negative sizes, a leading dimension smaller than its row, a call from inside an OpenMP
+  // parallel region, or a oneDNN failure.
+  Status run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+             const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+             int64_t ldc);
+
+ private:
+  struct Impl;
+  int threads_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace noeira

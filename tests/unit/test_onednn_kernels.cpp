@@ -1,0 +1,380 @@
+// oneDNN fp32 kernels (GEMM, convolution) against naive double-accumulated loops, a
+// finite-difference gradcheck, and the thread-count rule: 1 and 2 threads give the same
+// bits (DESIGN.md rule 3).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_matmul.h"
+
+using namespace noeira;
+
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(g);
+  return v;
+}
+
+// ||got - ref|| / ||ref||; NaN anywhere gives NaN.
+double rel_error(const std::vector<float>& got, const std::vector<double>& ref) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// ---- GEMM ----
+
+struct GemmCase {
+  bool ta, tb;
+  int64_t M, N, K, lda, ldb, ldc;
+  float alpha, beta;
+};
+
+// Stored operands for a case: A is (M, lda) or (K, lda) when transposed, and so on.
+struct GemmData {
+  std::vector<float> A, B, C;
+  GemmData(const GemmCase& c, uint32_t seed)
+      : A(random_vec(static_cast<size_t>((c.ta ? c.K : c.M) * c.lda), seed)),
+        B(random_vec(static_cast<size_t>((c.tb ? c.N : c.K) * c.ldb), seed + 1)),
+        C(random_vec(static_cast<size_t>(c.M * c.ldc), seed + 2)) {}
+};
+
+std::vector<double> gemm_reference(const GemmCase& c, const GemmData& d) {
+  std::vector<double> ref(d.C.begin(), d.C.end());
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double s = 0.0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double a = c.ta ? d.A[k * c.lda + i] : d.A[i * c.lda + k];
+        const double b = c.tb ? d.B[j * c.ldb + k] : d.B[k * c.ldb + j];
+        s += a * b;
+      }
+      double& out = ref[i * c.ldc + j];
+      out = c.alpha * s + (c.beta == 0.0f ? 0.0 : c.beta * out);
+    }
+  return ref;
+}
+
+std::vector<float> run_gemm(OnednnGemm& g, const GemmCase& c, const GemmData& d) {
+  std::vector<float> C = d.C;
+  const Status s = g.run(c.ta, c.tb, c.M, c.N, c.K, c.alpha, d.A.data(), c.lda, d.B.data(), c.ldb,
+                         c.beta, C.data(), c.ldc);
+  REQUIRE(s.ok());
+  return C;
+}
+
+// Leading dimensions `extra` elements past the row, so strides are exercised.
+GemmCase make_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t extra, float alpha,
+                   float beta) {
+  return {ta, tb, M, N, K, (ta ? M : K) + extra, (tb ? K : N) + extra, N + extra, alpha, beta};
+}
+
+// ---- Convolution ----
+
+// Naive loops over NCHW / OIHW with double accumulation.
+struct ConvReference {
+  const ConvShape& s;
+  int64_t Ho() const { return s.out_height(); }
+  int64_t Wo() const { return s.out_width(); }
+  size_t x_at(int64_t b, int64_t c, int64_t h, int64_t w) const {
+    return static_cast<size_t>(((b * s.in_channels + c) * s.height + h) * s.width + w);
+  }
+  size_t y_at(int64_t b, int64_t o, int64_t i, int64_t j) const {
+    return static_cast<size_t>(((b * s.out_channels + o) * Ho() + i) * Wo() + j);
+  }
+  size_t w_at(int64_t o, int64_t c, int64_t p, int64_t q) const {
+    return static_cast<size_t>(((o * s.in_channels + c) * s.kernel_h + p) * s.kernel_w + q);
+  }
+  // f(b, o, i, j, c, h, w, p, q) for every product that touches the (unpadded) input.
+  template <class F>
+  void each(const F& f) const {
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t o = 0; o < s.out_channels; ++o)
+        for (int64_t i = 0; i < Ho(); ++i)
+          for (int64_t j = 0; j < Wo(); ++j)
+            for (int64_t c = 0; c < s.in_channels; ++c)
+              for (int64_t p = 0; p < s.kernel_h; ++p)
+                for (int64_t q = 0; q < s.kernel_w; ++q) {
+                  const int64_t h = i * s.stride - s.pad + p, w = j * s.stride - s.pad + q;
+                  if (h >= 0 && h < s.height && w >= 0 && w < s.width) f(b, o, i, j, c, h, w, p, q);
+                }
+  }
+  std::vector<double> forward(const std::vector<float>& x, const std::vector<float>& w,
+                              const std::vector<float>& bias) const {
+    std::vector<double> y(static_cast<size_t>(s.batch * s.out_channels * Ho() * Wo()), 0.0);
+    each([&](auto b, auto o, auto i, auto j, auto c, auto h, auto ww, auto p, auto q) {
+      y[y_at(b, o, i, j)] += static_cast<double>(x[x_at(b, c, h, ww)]) * w[w_at(o, c, p, q)];
+    });
+    if (s.has_bias)
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t o = 0; o < s.out_channels; ++o)
+          for (int64_t i = 0; i < Ho() * Wo(); ++i) y[y_at(b, o, 0, 0) + i] += bias[o];
+    return y;
+  }
+  std::vector<double> backward_data(const std::vector<float>& dy,
+                                    const std::vector<float>& w) const {
+    std::vector<double> dx(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), 0.0);
+    each([&](auto b, auto o, auto i, auto j, auto c, auto h, auto ww, auto p, auto q) {
+      dx[x_at(b, c, h, ww)] += static_cast<double>(dy[y_at(b, o, i, j)]) * w[w_at(o, c, p, q)];
+    });
+    return dx;
+  }
+  std::vector<double> backward_weights(const std::vector<float>& x,
+                                       const std::vector<float>& dy) const {
+    std::vector<double> dw(
+        static_cast<size_t>(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w), 0.0);
+    each([&](auto b, auto o, auto i, auto j, auto c, auto h, auto ww, auto p, auto q) {
+      dw[w_at(o, c, p, q)] += static_cast<double>(dy[y_at(b, o, i, j)]) * x[x_at(b, c, h, ww)];
+    });
+    return dw;
+  }
+  std::vector<double> backward_bias(const std::vector<float>& dy) const {
+    std::vector<double> db(static_cast<size_t>(s.out_channels), 0.0);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t o = 0; o < s.out_channels; ++o)
+        for (int64_t i = 0; i < Ho() * Wo(); ++i)
+          db[static_cast<size_t>(o)] += dy[y_at(b, o, 0, 0) + i];
+    return db;
+  }
+};
+
+// Inputs for one shape, and the three passes run through an OnednnConv.
+struct ConvRun {
+  ConvShape s;
+  std::vector<float> x, w, bias, dy;
+  ConvRun(const ConvShape& shape, uint32_t seed)
+      : s(shape),
+        x(random_vec(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), seed)),
+        w(random_vec(static_cast<size_t>(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w),
+                     seed + 1)),
+        bias(s.has_bias ? random_vec(static_cast<size_t>(s.out_channels), seed + 2)
+                        : std::vector<float>{}),
+        dy(random_vec(
+            static_cast<size_t>(s.batch * s.out_channels * s.out_height() * s.out_width()),
+            seed + 3)) {}
+
+  struct Out {
+    std::vector<float> y, dx, dw, db;
+  };
+  // dw and db start from `dw0`/`db0` (zeros when empty): backward_weights accumulates.
+  Out run(OnednnConv& conv, int repeats_of_backward_weights = 1) const {
+    auto bytes = conv.workspace_bytes(s);
+    REQUIRE(bytes.ok());
+    std::vector<std::byte> ws(*bytes);
+    Out o;
+    o.y.assign(dy.size(), 0.0f);
+    o.dx.assign(x.size(), 0.0f);
+    o.dw.assign(w.size(), 0.0f);
+    o.db.assign(bias.size(), 0.0f);
+    REQUIRE(conv.forward(s, x.data(), w.data(), s.has_bias ? bias.data() : nullptr, o.y.data(),
+                         ws.data(), ws.size())
+                .ok());
+    REQUIRE(conv.backward_data(s, dy.data(), w.data(), o.dx.data(), ws.data(), ws.size()).ok());
+    for (int r = 0; r < repeats_of_backward_weights; ++r)
+      REQUIRE(conv.backward_weights(s, x.data(), dy.data(), o.dw.data(),
+                                    s.has_bias ? o.db.data() : nullptr, ws.data(), ws.size())
+                  .ok());
+    return o;
+  }
+};
+
+ConvShape conv_shape(int64_t B, int64_t Cin, int64_t H, int64_t W, int64_t Cout, int64_t k,
+                     int64_t stride, int64_t pad, bool bias = true) {
+  ConvShape s;
+  s.batch = B, s.in_channels = Cin, s.height = H, s.width = W;
+  s.out_channels = Cout, s.kernel_h = k, s.kernel_w = k, s.stride = stride, s.pad = pad;
+  s.has_bias = bias;
+  return s;
+}
+
+// Backward-data runs in plain layouts for Cin < 4, blocked ones otherwise; forward and
+// backward-weights are always blocked (onednn_conv_pass.cpp).
+std::vector<ConvShape> conv_shapes() {
+  return {conv_shape(3, 1, 28, 28, 4, 3, 1, 0),          // conv2d-MNIST's first layer
+          conv_shape(5, 3, 32, 32, 8, 3, 1, 1),          // CIFAR, 'same' padding
+          conv_shape(2, 4, 9, 9, 6, 3, 2, 1),            // stride 2, odd size
+          conv_shape(17, 2, 8, 8, 3, 1, 2, 0),           // 1x1 stride 2; 17 = 2 full slabs + 1
+          conv_shape(10, 3, 7, 6, 5, 3, 1, 1, false),    // no bias, H != W, 2 slabs
+          conv_shape(9, 16, 8, 8, 16, 3, 1, 1),          // blocked, 2 slabs
+          conv_shape(4, 17, 7, 7, 24, 3, 2, 1),          // blocked, channels not a multiple of 16
+          conv_shape(11, 32, 6, 6, 8, 1, 2, 0, false)};  // blocked 1x1 stride 2, no bias
+}
+
+}  // namespace
+
+TEST_CASE("oneDNN GEMM matches a double-accumulated reference", "[onednn]") {
+  OnednnGemm gemm(2);
+  const int64_t sizes[][3] = {{1, 37, 129}, {63, 17, 65}, {65, 37, 129}, {130, 33, 47}, {70, 1, 1}};
+  uint32_t seed = 10;
+  for (const auto& mnk : sizes)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int64_t extra : {0, 3})
+          for (float beta : {0.0f, 0.5f}) {
+            const GemmCase c =
+                make_case(ta, tb, mnk[0], mnk[1], mnk[2], extra, beta == 0.0f ? 1.0f : 0.7f, beta);
+            const GemmData d(c, seed += 3);
+            const std::vector<float> got = run_gemm(gemm, c, d);
+            const std::vector<double> ref = gemm_reference(c, d);
+            INFO("M=" << c.M << " N=" << c.N << " K=" << c.K << " ta=" << ta << " tb=" << tb
+                      << " extra=" << extra << " beta=" << beta);
+            CHECK(rel_error(got, ref) < 1e-5);
+            // Columns past N (ldc > N) are not C's: left alone.
+            bool padding_kept = true;
+            for (int64_t i = 0; i < c.M; ++i)
+              for (int64_t j = c.N; j < c.ldc; ++j)
+                padding_kept &= got[i * c.ldc + j] == d.C[i * c.ldc + j];
+            CHECK(padding_kept);
+          }
+}
+
+TEST_CASE("oneDNN GEMM: beta 0 never reads C, K 0 scales C, bad leading dimensions are errors",
+          "[onednn]") {
+  OnednnGemm gemm(2);
+  const GemmCase c = make_case(false, true, 65, 9, 11, 0, 1.0f, 0.0f);
+  GemmData d(c, 7);
+  std::fill(d.C.begin(), d.C.end(), NAN);
+  const std::vector<float> got = run_gemm(gemm, c, d);
+  CHECK(rel_error(got, gemm_reference(c, d)) < 1e-5);
+
+  std::vector<float> C = {1.0f, 2.0f, 3.0f, 4.0f};
+  REQUIRE(gemm.run(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, C.data(), 2).ok());
+  CHECK(C == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f});
+
+  const Status bad =
+      gemm.run(false, false, 4, 4, 8, 1.0f, d.A.data(), 7, d.B.data(), 4, 0.0f, C.data(), 4);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("leading dimension") != std::string::npos);
+}
+
+TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
+  OnednnGemm one(1), two(2);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      const GemmCase c = make_case(ta, tb, 200, 129, 301, 1, 1.0f, 1.0f);  // 4 slabs, last 8 rows
+      const GemmData d(c, 99);
+      CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
+    }
+}
+
+TEST_CASE("oneDNN convolution: forward, backward-data, backward-weights match naive loops",
+          "[onednn]") {
+  OnednnConv conv(2);
+  uint32_t seed = 1;
+  for (const ConvShape& s : conv_shapes()) {
+    const ConvRun r(s, seed += 4);
+    const ConvRun::Out o = r.run(conv);
+    const ConvReference ref{s};
+    INFO("B=" << s.batch << " Cin=" << s.in_channels << " H=" << s.height << " W=" << s.width
+              << " Cout=" << s.out_channels << " k=" << s.kernel_h << " stride=" << s.stride
+              << " pad=" << s.pad << " bias=" << s.has_bias);
+    CHECK(rel_error(o.y, ref.forward(r.x, r.w, r.bias)) < 1e-4);
+    CHECK(rel_error(o.dx, ref.backward_data(r.dy, r.w)) < 1e-4);
+    CHECK(rel_error(o.dw, ref.backward_weights(r.x, r.dy)) < 1e-4);
+    if (s.has_bias) CHECK(rel_error(o.db, ref.backward_bias(r.dy)) < 1e-4);
+  }
+}
+
+TEST_CASE("oneDNN convolution: 1 and 2 threads give the same bits in every pass", "[onednn]") {
+  OnednnConv one(1), two(2);
+  uint32_t seed = 50;
+  for (const ConvShape& s : conv_shapes()) {
+    const ConvRun r(s, seed += 4);
+    const ConvRun::Out a = r.run(one), b = r.run(two);
+    INFO("B=" << s.batch << " Cin=" << s.in_channels << " H=" << s.height);
+    CHECK(same_bits(a.y, b.y));
+    CHECK(same_bits(a.dx, b.dx));
+    CHECK(same_bits(a.dw, b.dw));
+    CHECK(same_bits(a.db, b.db));
+  }
+}
+
+TEST_CASE("oneDNN convolution: backward-weights accumulates into dw and db", "[onednn]") {
+  OnednnConv conv(2);
+  const ConvRun r(conv_shape(17, 2, 8, 8, 3, 3, 1, 1), 77);
+  const ConvRun::Out once = r.run(conv, 1), twice = r.run(conv, 2);
+  std::vector<float> dw2 = once.dw, db2 = once.db;
+  for (float& v : dw2) v *= 2.0f;  // S + S == 2S exactly in fp32
+  for (float& v : db2) v *= 2.0f;
+  CHECK(same_bits(twice.dw, dw2));
+  CHECK(same_bits(twice.db, db2));
+}
+
+TEST_CASE("oneDNN convolution: finite-difference gradcheck", "[onednn]") {
+  // L = sum(y * r): dL/dx = backward_data(r), dL/dw = backward_weights(x, r), dL/db = sums of r.
+  OnednnConv conv(2);
+  const ConvShape s = conv_shape(2, 2, 5, 5, 3, 3, 2, 1);
+  ConvRun r(s, 123);
+  const ConvRun::Out analytic = r.run(conv);  // r.dy plays the role of r
+  auto bytes = conv.workspace_bytes(s);
+  REQUIRE(bytes.ok());
+  std::vector<std::byte> ws(*bytes);
+  const auto loss = [&](const ConvRun& at) {
+    std::vector<float> y(at.dy.size());
+    REQUIRE(
+        conv.forward(s, at.x.data(), at.w.data(), at.bias.data(), y.data(), ws.data(), ws.size())
+            .ok());
+    double l = 0.0;
+    for (size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * at.dy[i];
+    return l;
+  };
+  const float eps = 1e-2f;
+  // Central differences of L in each entry of one buffer, against the analytic gradient.
+  const auto check = [&](std::vector<float> ConvRun::*buffer, const std::vector<float>& grad,
+                         const char* name) {
+    double worst = 0.0;
+    for (size_t i = 0; i < (r.*buffer).size(); ++i) {
+      ConvRun plus = r, minus = r;
+      (plus.*buffer)[i] += eps;
+      (minus.*buffer)[i] -= eps;
+      const double numeric = (loss(plus) - loss(minus)) / (2.0 * eps);
+      worst = std::max(worst, std::abs(numeric - grad[i]) / std::max(1.0, std::abs(numeric)));
+    }
+    INFO(name << ": worst relative difference " << worst);
+    CHECK(worst < 2e-3);
+  };
+  check(&ConvRun::x, analytic.dx, "dx");
+  check(&ConvRun::w, analytic.dw, "dw");
+  check(&ConvRun::bias, analytic.db, "db");
+}
+
+TEST_CASE("oneDNN convolution: bad shapes, unplanned shapes, small workspaces are errors",
+          "[onednn]") {
+  OnednnConv conv(2);
+  CHECK_FALSE(conv.workspace_bytes(conv_shape(0, 1, 8, 8, 2, 3, 1, 0)).ok());
+  CHECK_FALSE(conv.workspace_bytes(conv_shape(1, 1, 2, 2, 2, 5, 1, 1)).ok());  // kernel > input
+  CHECK_FALSE(conv.workspace_bytes(conv_shape(1, 1, 8, 8, 2, 3, 1, -1)).ok());
+
+  const ConvShape s = conv_shape(9, 2, 6, 6, 3, 3, 1, 1);
+  const ConvRun r(s, 5);
+  std::vector<float> y(r.dy.size());
+  std::vector<std::byte> ws(1 << 20);
+  const Status unplanned =
+      conv.forward(s, r.x.data(), r.w.data(), r.bias.data(), y.data(), ws.data(), ws.size());
+  REQUIRE_FALSE(unplanned.ok());
+  CHECK(unplanned.error().message.find("not planned") != std::string::npos);
+
+  auto bytes = conv.workspace_bytes(s);
+  REQUIRE(bytes.ok());
+  CHECK(*bytes > 0);
+  CHECK_FALSE(
+      conv.forward(s, r.x.data(), r.w.data(), r.bias.data(), y.data(), ws.data(), *bytes - 1).ok());
+  CHECK_FALSE(conv.forward(s, r.x.data(), r.w.data(), nullptr, y.data(), ws.data(), *bytes).ok());
+  CHECK(conv.forward(s, r.x.data(), r.w.data(), r.bias.data(), y.data(), ws.data(), *bytes).ok());
+}
