@@ -38,7 +38,7 @@ TEST_CASE("bf16 halves the activation memory and adds only the bf16 weight copie
   CHECK(a.bytes(MemCategory::kWorkspace) < b.bytes(MemCategory::kWorkspace));  // fp32 path: no scratch
 }
 
-TEST_CASE("Same-seed bf16 runs are byte-identical, with 1 or 2 threads", "[amp][determinism]") {
+TEST_CASE("Same-seed bf16 runs are byte-identical, with 1 or 2 threads", "[amp][determinism][slow]") {
   TempDir dir;
   const DataSplit data = mnist_subset(3200);
   auto a = mlp_trainer(data, 4, BF16Policy, 2);
@@ -56,7 +56,7 @@ TEST_CASE("Same-seed bf16 runs are byte-identical, with 1 or 2 threads", "[amp][
 }
 
 TEST_CASE("bf16 MLP on MNIST ends within 0.3 points of fp32 top-1 (3 seeds, 2 epochs)",
-          "[amp][mnist]") {
+          "[amp][mnist][slow]") {
   std::vector<double> top_fp32, top_bf16;
   for (uint64_t seed : {0, 1, 2}) {
     top_fp32.push_back(mlp_trainer(mnist(), seed, NoAMP)->train(2).back().test.top1);

@@ -67,7 +67,7 @@ TEST_CASE("train with a data directory that lacks the files names the file and e
   CHECK_FALSE(std::filesystem::exists(empty / "out.ckpt"));
 }
 
-TEST_CASE("train runs an epoch, saves, and resumes from the checkpoint", "[cli][mnist]") {
+TEST_CASE("train runs an epoch, saves, and resumes from the checkpoint", "[cli][mnist][slow]") {
   TempDir dir;
   const std::string ckpt = (dir / "e1.ckpt").string();
   const CommandResult r = run_bench("train --epochs 1 --threads 1 --seed 3 --save '" + ckpt + "'");

@@ -21,7 +21,7 @@ std::unique_ptr<Trainer> trainer_on(const DataSplit& data, uint64_t seed, int th
 }  // namespace
 
 TEST_CASE("MLP reaches at least 96% test top-1 on MNIST after one epoch",
-          "[integration][mnist]") {
+          "[integration][mnist][slow]") {
   auto t = trainer_on(mnist(), 0, 1);
   const EpochStats e = t->train_epoch();
   INFO("test top1 " << e.test.top1 << "%, train loss " << e.train_loss);
@@ -33,7 +33,7 @@ TEST_CASE("MLP reaches at least 96% test top-1 on MNIST after one epoch",
   CHECK(e.step_losses.front() > e.step_losses.back());
 }
 
-TEST_CASE("Same seed twice gives byte-identical checkpoints", "[integration][determinism]") {
+TEST_CASE("Same seed twice gives byte-identical checkpoints", "[integration][determinism][slow]") {
   TempDir dir;
   const DataSplit data = mnist_subset(6400);
   for (const char* name : {"a.ckpt", "b.ckpt"}) {
@@ -49,7 +49,7 @@ TEST_CASE("Same seed twice gives byte-identical checkpoints", "[integration][det
 }
 
 TEST_CASE("One thread and two threads give byte-identical checkpoints",
-          "[integration][determinism]") {
+          "[integration][determinism][slow]") {
   TempDir dir;
   const DataSplit data = mnist_subset(6400);
   auto one = trainer_on(data, 3, 1);
@@ -62,7 +62,7 @@ TEST_CASE("One thread and two threads give byte-identical checkpoints",
 }
 
 TEST_CASE("Resuming from an epoch checkpoint ends byte-identical to an uninterrupted run",
-          "[integration][determinism][checkpoint]") {
+          "[integration][determinism][checkpoint][slow]") {
   TempDir dir;
   const DataSplit data = mnist_subset(6400);
   auto straight = trainer_on(data, 11, 1);

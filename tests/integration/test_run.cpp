@@ -36,7 +36,7 @@ nlohmann::json variant(const nlohmann::json& results, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("run with the real twin on the CPU writes a valid results file", "[run][twin]") {
+TEST_CASE("run with the real twin on the CPU writes a valid results file", "[run][twin][slow]") {
   if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
   TempDir dir;
   const auto out = dir / "r.json";
@@ -68,7 +68,7 @@ TEST_CASE("run with the real twin on the CPU writes a valid results file", "[run
 }
 
 TEST_CASE("parity: the twin starts from our step-0 checkpoint and our batches",
-          "[run][twin][parity]") {
+          "[run][twin][parity][slow]") {
   if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
   TempDir dir;
   const auto out = dir / "p.json";
