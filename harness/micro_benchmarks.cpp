@@ -140,8 +140,8 @@ void register_gemm(const std::shared_ptr<Shared>& sh, const std::string& prefix,
     bool fresh = false;
     const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
-    const auto* A = static_cast<const float*>((*p)[0]);
-    const auto* B = static_cast<const float*>((*p)[1]);
+    const ConstView A{(*p)[0], DType::kF32, g.M * g.K};
+    const ConstView B{(*p)[1], DType::kF32, g.K * g.N};
     auto* C = static_cast<float*>((*p)[2]);
     const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
     for (auto _ : state) {
@@ -171,8 +171,8 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
     bool fresh = false;
     const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
-    const auto* logits = static_cast<const float*>((*p)[0]);
-    auto* dlogits = static_cast<float*>((*p)[2]);
+    const ConstView logits{(*p)[0], DType::kF32, B * C};
+    const View dlogits{(*p)[2], DType::kF32, B * C};
     auto* history = static_cast<float*>((*p)[3]);
     LossStats stats{};
     const StepCounters counters{0, 0};
@@ -183,7 +183,7 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
       else
         sh->ops->mse(logits, static_cast<const float*>((*p)[1]), B, C, dlogits, &stats, history,
                      &counters);
-      benchmark::DoNotOptimize(dlogits);
+      benchmark::DoNotOptimize(dlogits.data);
       benchmark::DoNotOptimize(stats);
       benchmark::ClobberMemory();
     }
@@ -240,14 +240,14 @@ void register_gather(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t
     bool fresh = false;
     const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
-    const auto* src = static_cast<const float*>((*p)[0]);
+    const ConstView src{(*p)[0], DType::kF32, rows_total * row_elems};
     auto* perm = static_cast<int32_t*>((*p)[1]);
-    auto* dst = static_cast<float*>((*p)[3]);
+    const View dst{(*p)[3], DType::kF32, B * row_elems};
     if (fresh) sh->ops->shuffle(0, 0, rows_total, perm, (*p)[2]);  // epoch 0's order, seed 0
     StepCounters counters{0, 0};
     for (auto _ : state) {
       sh->ops->gather_rows(src, perm, B, row_elems, &counters, dst);
-      benchmark::DoNotOptimize(dst);
+      benchmark::DoNotOptimize(dst.data);
       benchmark::ClobberMemory();
       // The next batch of the epoch, as the training step's advance() does.
       if (++counters.batch_in_epoch == steps) counters.batch_in_epoch = 0;

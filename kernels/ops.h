@@ -1,6 +1,26 @@
-// The backend interface: every op a module, loss or optimizer needs, on raw pointers
-// into arenas. kernels/cpu implements it with OpenBLAS + loops, kernels/cuda with
-// cuBLASLt + kernels. Nothing here allocates or synchronises with the host.
+// The backend interface (DESIGN.md section 2b): every op a module, loss or optimizer
+// calls. kernels/cpu implements it (OpenBLAS, oneDNN, loops), kernels/cuda too
+// (cuBLASLt, our kernels).
+//
+// Adding an op = one declaration here + one implementation per backend + one gradcheck
+// (tests/unit/test_gradcheck.cpp). The declaration's comment is the op's contract, stated
+// only here: shapes, dtypes, whether it overwrites or accumulates, the order of its
+// reductions. Operands whose storage dtype can vary are views (kernels/view.h: pointer,
+// dtype, element count); each backend turns the dtype into a template argument once per
+// op (kernels/dispatch.h) and runs a kernel written once for every storage type. Math is
+// fp32 whatever the storage. fp32-only state (master weights, their gradients, optimizer
+// state, loss accumulators) is plain float*.
+//
+// Layouts are fixed at this interface: dense and row-major, the last index fastest.
+// Matrices are (M, N); images NCHW; sequences (B, T, C); weights as torch stores them
+// (Linear (out, in)). A backend may use other layouts inside an op (blocked, NHWC) and
+// says so in its header; callers never see them.
+//
+// Nothing here allocates or waits for the host, except the copies and synchronize(),
+// which say so. Ops run in call order on the backend's one stream, so a step can be
+// captured into a CUDA graph. Every reduction runs in an order fixed by the shapes alone,
+// so results repeat bit for bit (DESIGN.md rule 3); the CPU's are also independent of
+// its thread count. The two backends' orders differ, so their results differ by rounding.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/bf16.h"
 #include "kernels/common/error.h"
 #include "kernels/common/math.h"
+#include "kernels/view.h"
 
 namespace noeira {
 
@@ -56,91 +76,103 @@ class Ops {
  public:
   virtual ~Ops() = default;
 
-  // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C.
-  virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                    const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                    float* C, int64_t ldc) = 0;
-  // Linear layer forward: y(M,N) = act(x(M,K) W(N,K)^T + b); `pre` (GELU only) keeps
-  // the pre-activation. Default: gemm + bias_act; cuBLASLt fuses them in an epilogue.
-  virtual void linear_forward(const float* x, const float* W, const float* b, float* y,
-                              float* pre, int64_t M, int64_t N, int64_t K, Act act) {
-    gemm(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, y, N);
-    if (b || act != Act::kNone) bias_act(y, pre, b, M, N, act);
-  }
-  // Linear layer weight gradients: dW(N,K) += dz(M,N)^T x(M,K); db(N) += column sums of
-  // dz (when db is not null). Accumulates, so a parameter may be used more than once.
-  virtual void linear_backward_params(const float* dz, const float* x, float* dW, float* db,
-                                      int64_t M, int64_t N, int64_t K) {
-    gemm(true, false, N, K, M, 1.0f, dz, N, x, K, 1.0f, dW, K);
-    if (db) bias_grad(dz, db, M, N);
-  }
-  // y(M,N) = act(y + bias) in place; `pre` (may be null) receives y + bias for backward.
-  virtual void bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N,
-                        Act act) = 0;
-  virtual void act_forward(const float* x, float* y, int64_t n, Act act) = 0;
-  // dx = dy * act'(pre, post).
-  virtual void act_backward(const float* dy, const float* pre, const float* post, float* dx,
-                            int64_t n, Act act) = 0;
-  // db(N) += column sums of dy(M,N), in a fixed order that depends on M only, so a run
-  // repeats bit for bit: the CPU sums each column's rows in order; CUDA cuts the rows
-  // into chunks, sums each chunk (in lanes folded in a fixed tree), then adds the chunk
-  // sums in chunk order (kernels/common/column_sum.h). The two differ by rounding.
-  virtual void bias_grad(const float* dy, float* db, int64_t M, int64_t N) = 0;
-  virtual void add(const float* a, const float* b, float* y, int64_t n) = 0;
+  // ---- Matrix products. fp32 accumulation; A and B both fp32 or both bf16. ----
 
-  // Fused stable softmax + cross-entropy over logits(B,C). Writes dlogits (if not null)
-  // = (softmax - onehot) / B, adds to *stats, and stores the batch mean loss in
-  // loss_history[counters->batch_in_epoch] when loss_history is not null.
-  virtual void softmax_xent(const float* logits, const int32_t* labels, int64_t B, int64_t C,
-                            float* dlogits, LossStats* stats, float* loss_history,
+  // C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C, with leading dimensions lda, ldb, ldc
+  // (the views' counts are not checked against them). beta == 0 overwrites C without
+  // reading it; beta == 1 accumulates. K == 0 leaves beta C. fp32 A/B may run on TF32
+  // tensor cores (CUDA, when enabled); bf16 A/B always accumulate in plain fp32. The
+  // K-sum's order is the library's, fixed per shape: on the CPU OpenBLAS (fp32) or oneDNN
+  // (bf16), single-threaded over fixed 64-row slabs of C; on CUDA one cuBLASLt algorithm
+  // per shape, chosen once, without in-place split-K.
+  virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                    ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
+                    int64_t ldc) = 0;
+  // Linear layer forward, overwriting y(M,N) = act(x(M,K) W(N,K)^T + b(N)) in y's dtype
+  // (fp32 or bf16). x and W: gemm's A and B; b fp32 or null. pre (GELU only, else empty)
+  // receives x W^T + b in y's dtype. acc: fp32 (M,N) scratch for the product when y is
+  // not fp32; null when it is (y holds the product). Default: gemm + bias_act, whose
+  // orders it has; CUDA fuses the fp32 case into a cuBLASLt epilogue.
+  virtual void linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
+                              float* acc, int64_t M, int64_t N, int64_t K, Act act);
+  // Linear layer parameter gradients, accumulating (a parameter may be used more than
+  // once): dW(N,K) += dz(M,N)^T x(M,K) and, when db is not null, db(N) += column sums of
+  // dz. dz and x: gemm's A and B; dW and db fp32. Default: gemm + bias_grad, whose orders
+  // it has (cuBLASLt's fused bias gradient would overwrite db in an undocumented order).
+  virtual void linear_backward_params(ConstView dz, ConstView x, float* dW, float* db,
+                                      int64_t M, int64_t N, int64_t K);
+
+  // ---- Element-wise: fp32 math, one rounding on store; every element is computed by
+  // ---- itself, so results depend on neither launch shape nor thread count. Unless
+  // ---- said otherwise, the views of one op share one dtype, fp32 or bf16.
+
+  // Overwrites y(M,N) = act(acc(M,N) + bias(N)); pre (may be empty) receives acc + bias.
+  // acc and bias (may be null) are fp32; acc may be y's own memory when y is fp32.
+  virtual void bias_act(const float* acc, const float* bias, View y, View pre, int64_t M,
+                        int64_t N, Act act) = 0;
+  // Overwrites y = act(x).
+  virtual void act_forward(ConstView x, View y, Act act) = 0;
+  // Overwrites dx = dy * act'(pre, post). pre and post may be empty where the activation
+  // does not read them (ReLU reads post, GELU pre; kernels/common/math.h act_grad).
+  virtual void act_backward(ConstView dy, ConstView pre, ConstView post, View dx, Act act) = 0;
+  // Overwrites y = a + b.
+  virtual void add(ConstView a, ConstView b, View y) = 0;
+  // Overwrites y = x in y's dtype: fp32 -> bf16 rounds to nearest even, bf16 -> fp32 is
+  // exact, one dtype to itself copies (the AMP boundary casts, the bf16 weight copies).
+  virtual void cast(ConstView x, View y) = 0;
+
+  // ---- Reductions and losses ----
+
+  // Accumulates db(N) += column sums of dy(M,N) (fp32 or bf16; sums in fp32), in an
+  // order that depends on M only: the CPU sums each column's rows in order; CUDA cuts the
+  // rows into chunks, sums each chunk in lanes folded in a fixed tree, then adds the
+  // chunk sums in chunk order (kernels/common/column_sum.h; one chunk while no reduction
+  // workspace is bound).
+  virtual void bias_grad(ConstView dy, float* db, int64_t M, int64_t N) = 0;
+  // Fused stable softmax + cross-entropy over logits(B,C) with int32 labels(B) in [0, C).
+  // Accumulates into *stats: loss_sum += the B per-row losses, correct += top-1 hits
+  // (ties: the lowest index), count += B. Overwrites loss_history[batch_in_epoch] with the
+  // batch mean when loss_history is not null, and dlogits (logits' dtype, may be empty)
+  // with (softmax - onehot) / B. Row math in fp32; the batch sum in double: in row order
+  // on the CPU; on CUDA per block in warp order, then the block sums in a fixed tree.
+  virtual void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
+                            View dlogits, LossStats* stats, float* loss_history,
                             const StepCounters* counters) = 0;
-  // Mean squared error over pred(B,D): loss = mean over all B*D; dpred = 2(p - t)/(B*D).
-  virtual void mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
+  // Mean squared error of pred(B,D) against fp32 target(B,D). Accumulates loss_sum += sum
+  // of squared errors / D (each sample's mean) and count += B; overwrites
+  // loss_history[batch_in_epoch] (when not null) with sum / (B*D), and dpred (pred's
+  // dtype, may be empty) with 2 (pred - target) / (B*D). Squares summed in double: in
+  // element order on the CPU; on CUDA per thread, then block and grid trees.
+  virtual void mse(ConstView pred, const float* target, int64_t B, int64_t D, View dpred,
                    LossStats* stats, float* loss_history, const StepCounters* counters) = 0;
 
-  // Optimizers over flat buffers; the 1-based step is counters->step + 1.
+  // ---- Optimizers, in place over flat fp32 buffers (parameters, gradients, state), one
+  // ---- element at a time in torch's order of operations (kernels/common/math.h). ----
+
+  // Adam / AdamW (h.decoupled); the 1-based step is counters->step + 1, read on the device.
   virtual void adam(float* p, const float* g, float* m, float* v, int64_t n,
                     const AdamHyper& h, const StepCounters* counters) = 0;
+  // SGD with momentum (torch's, no dampening or Nesterov): g += weight_decay * p,
+  // buf = momentum * buf + g, p -= lr * buf.
   virtual void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) = 0;
 
-  // dst(rows, row_elems) = src[perm[batch_in_epoch * rows + r]] for r < rows.
-  virtual void gather_rows(const float* src, const int32_t* perm, int64_t rows,
-                           int64_t row_elems, const StepCounters* counters, float* dst) = 0;
-  virtual void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
-                             const StepCounters* counters, int32_t* dst) = 0;
-  // perm(n) = the Philox permutation of epoch `epoch` (docs/rng.md). `workspace` holds
-  // shuffle_workspace_bytes(n) bytes (planned by the caller, like every buffer); an
-  // Error when the backend cannot shuffle n samples (the plan must not go on with it).
+  // ---- Data ----
+
+  // Overwrites dst(rows, row_elems) with rows perm[batch_in_epoch * rows + r], r < rows,
+  // of the resident data set src(count, row_elems): the current step's batch. src fp32 ->
+  // dst fp32 or bf16 (BF16Policy's boundary cast); src int32 -> dst int32 (labels).
+  virtual void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
+                           const StepCounters* counters, View dst) = 0;
+  // Overwrites perm(n) with the Philox permutation of epoch `epoch` (docs/rng.md).
+  // `workspace` holds shuffle_workspace_bytes(n) bytes (planned by the caller, like every
+  // buffer); an Error when the backend cannot shuffle n samples (the plan must not go on).
   virtual Result<size_t> shuffle_workspace_bytes(int64_t n) const = 0;
   virtual void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                        void* workspace) = 0;
 
-  // ---- bf16 autocast (BF16Policy, DESIGN.md rule 6): bf16 storage, fp32 math and
-  // ---- accumulation. A backend without them cannot run --dtype bf16.
+  // Whether the backend stores bf16 (BF16Policy, DESIGN.md rule 6). Without it, an op
+  // given a bf16 view stops the process; the Trainer checks this first.
   virtual bool supports_bf16() const { return false; }
-  // C(M,N) fp32 = alpha * op(A) op(B) + beta * C with bf16 A and B, fp32 accumulation.
-  virtual void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                         const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
-                         float* C, int64_t ldc);
-  virtual void cast_to_bf16(const float* x, bf16_t* y, int64_t n);
-  virtual void cast_to_f32(const bf16_t* x, float* y, int64_t n);
-  // y(M,N) = bf16(act(acc + bias)); pre (GELU only) = bf16(acc + bias).
-  virtual void bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre,
-                             int64_t M, int64_t N, Act act);
-  virtual void act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act);
-  virtual void act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post,
-                                 bf16_t* dx, int64_t n, Act act);
-  virtual void bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N);
-  virtual void add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n);
-  virtual void softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B,
-                                 int64_t C, bf16_t* dlogits, LossStats* stats,
-                                 float* loss_history, const StepCounters* counters);
-  virtual void mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D,
-                        bf16_t* dpred, LossStats* stats, float* loss_history,
-                        const StepCounters* counters);
-  // dst(rows, row_elems) = bf16(src[perm[batch_in_epoch * rows + r]]): gather + cast.
-  virtual void gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows,
-                                int64_t row_elems, const StepCounters* counters, bf16_t* dst);
 
   // Scratch for the backend's own multi-pass reductions (CUDA: bias_grad's per-chunk
   // partial sums), planned like every buffer: the caller reserves

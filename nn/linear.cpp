@@ -37,72 +37,48 @@ Shape Linear::plan(PlanContext& pc, const Shape& in) {
   return out;
 }
 
+// W as the GEMMs read it: the fp32 master, or its bf16 copy under BF16Policy.
+ConstView Linear::weight(const Context& ctx) const {
+  return bf16_ ? ctx.view(weight_.copy) : ctx.view(weight_.value);
+}
+
 Tensor Linear::forward(Context& ctx, const Tensor& x) {
   const int64_t M = x.numel() / in_;  // (M, in) rows
   Tensor y = ctx.view(y_, x.rows());  // (M, out)
-  if (!bf16_) {
-    x_ = x;
-    ctx.ops().linear_forward(x.f32(), ctx.f32(weight_.value),
-                             has_bias_ ? ctx.f32(bias_.value) : nullptr, y.f32(),
-                             pre_.valid() ? ctx.f32(pre_) : nullptr, M, out_, in_, act_);
-    return y;
-  }
   x_ = x;
-  if (x_cast_.valid()) {
+  if (x_cast_.valid()) {  // BF16Policy with an fp32 input: the boundary cast
     x_ = ctx.view(x_cast_, x.rows());
-    ctx.ops().cast_to_bf16(x.f32(), x_.bf16(), x.numel());
+    ctx.ops().cast(x, x_);
   }
-  // (M, out) fp32 = x (M, in) bf16 . W^T (in, out) bf16, then bias + act rounded to bf16
-  float* acc = ctx.scratch_f32();
-  ctx.ops().gemm_bf16(false, true, M, out_, in_, 1.0f, x_.bf16(), in_,
-                      ctx.arenas().as<uint16_t>(weight_.copy), in_, 0.0f, acc, out_);
-  ctx.ops().bias_act_bf16(acc, has_bias_ ? ctx.f32(bias_.value) : nullptr, y.bf16(),
-                          pre_.valid() ? ctx.arenas().as<uint16_t>(pre_) : nullptr, M, out_, act_);
+  // y (M, out) = act(x (M, in) . W^T (in, out) + b); under BF16Policy the fp32 product
+  // goes through the scratch and bias + act round it to bf16.
+  ctx.ops().linear_forward(x_, weight(ctx), has_bias_ ? ctx.f32(bias_.value) : nullptr, y,
+                           pre_.valid() ? ctx.view(pre_, x.rows()) : Tensor{},
+                           bf16_ ? ctx.scratch_f32() : nullptr, M, out_, in_, act_);
   return y;
 }
 
+// Activations and their gradients in the flow dtype (bf16 under BF16Policy); parameter
+// gradients always fp32.
 Tensor Linear::backward(Context& ctx, const Tensor& dy) {
+  Ops& ops = ctx.ops();
   const int64_t M = x_.numel() / in_;
-  if (bf16_) return backward_bf16(ctx, dy, M);
-  const float* dz = dy.f32();  // (M, out): gradient before the activation
+  Tensor dz = dy;  // (M, out): the gradient before the activation
   if (act_ != Act::kNone) {
-    float* buf = ctx.f32(dz_);
-    ctx.ops().act_backward(dy.f32(), pre_.valid() ? ctx.f32(pre_) : nullptr, ctx.f32(y_), buf,
-                           M * out_, act_);
-    dz = buf;
+    dz = ctx.view(dz_, x_.rows());
+    ops.act_backward(dy, pre_.valid() ? ctx.view(pre_, x_.rows()) : Tensor{},
+                     ctx.view(y_, x_.rows()), dz, act_);
   }
   // dW(out, in) += dz^T (out, M) . x (M, in);  db(out) += sum over rows of dz
-  ctx.ops().linear_backward_params(dz, x_.f32(), ctx.f32(weight_.grad),
-                                   has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_);
+  ops.linear_backward_params(dz, x_, ctx.f32(weight_.grad),
+                             has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_);
   if (!dx_.valid()) return Tensor{};
-  // dx(M, in) = dz (M, out) . W (out, in)
+  // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded when dx is bf16
   Tensor dx = ctx.view(dx_, x_.rows());
-  ctx.ops().gemm(false, false, M, in_, out_, 1.0f, dz, out_, ctx.f32(weight_.value), in_, 0.0f,
-                 dx.f32(), in_);
-  return dx;
-}
-
-// Under BF16Policy: bf16 activations and gradients, fp32 master-weight gradients.
-Tensor Linear::backward_bf16(Context& ctx, const Tensor& dy, int64_t M) {
-  Ops& ops = ctx.ops();
-  const uint16_t* dz = dy.bf16();  // (M, out) bf16
-  if (act_ != Act::kNone) {
-    uint16_t* buf = ctx.arenas().as<uint16_t>(dz_);
-    ops.act_backward_bf16(dy.bf16(), pre_.valid() ? ctx.arenas().as<uint16_t>(pre_) : nullptr,
-                          ctx.arenas().as<uint16_t>(y_), buf, M * out_, act_);
-    dz = buf;
-  }
-  // dW(out, in) fp32 += dz^T (out, M) . x (M, in), both bf16
-  ops.gemm_bf16(true, false, out_, in_, M, 1.0f, dz, out_, x_.bf16(), in_, 1.0f,
-                ctx.f32(weight_.grad), in_);
-  if (has_bias_) ops.bias_grad_bf16(dz, ctx.f32(bias_.grad), M, out_);
-  if (!dx_.valid()) return Tensor{};
-  // dx(M, in) = dz (M, out) . W (out, in): fp32 result, stored in the input's dtype
-  Tensor dx = ctx.view(dx_, x_.rows());
-  float* acc = in_dtype_ == DType::kBF16 ? ctx.scratch_f32() : dx.f32();
-  ops.gemm_bf16(false, false, M, in_, out_, 1.0f, dz, out_,
-                ctx.arenas().as<uint16_t>(weight_.copy), in_, 0.0f, acc, in_);
-  if (in_dtype_ == DType::kBF16) ops.cast_to_bf16(acc, dx.bf16(), M * in_);
+  const bool rounded = dx.dtype != DType::kF32;
+  float* acc = rounded ? ctx.scratch_f32() : dx.f32();
+  ops.gemm(false, false, M, in_, out_, 1.0f, dz, out_, weight(ctx), in_, 0.0f, acc, in_);
+  if (rounded) ops.cast(ConstView{acc, M * in_}, dx);
   return dx;
 }
 

@@ -19,7 +19,7 @@ class Linear : public Module {
   Tensor backward(Context& ctx, const Tensor& dy) override;
 
  private:
-  Tensor backward_bf16(Context& ctx, const Tensor& dy, int64_t M);
+  ConstView weight(const Context& ctx) const;
 
   int64_t in_ = 0, out_;
   Act act_;

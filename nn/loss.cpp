@@ -12,12 +12,7 @@ Tensor SoftmaxCrossEntropy::run(Context& ctx, const Tensor& out, const Tensor& t
   const int64_t classes = out.shape[out.shape.rank - 1];
   const int64_t rows = out.numel() / classes;
   Tensor d = with_grad ? ctx.view(dout_, out.rows()) : Tensor{};
-  if (out.dtype == DType::kBF16)
-    ctx.ops().softmax_xent_bf16(out.bf16(), target.i32(), rows, classes,
-                                with_grad ? d.bf16() : nullptr, stats, history, ctx.counters());
-  else
-    ctx.ops().softmax_xent(out.f32(), target.i32(), rows, classes, with_grad ? d.f32() : nullptr,
-                           stats, history, ctx.counters());
+  ctx.ops().softmax_xent(out, target.i32(), rows, classes, d, stats, history, ctx.counters());
   return d;
 }
 
@@ -26,12 +21,7 @@ Tensor MeanSquaredError::run(Context& ctx, const Tensor& out, const Tensor& targ
   const int64_t rows = out.rows();
   const int64_t width = out.numel() / rows;
   Tensor d = with_grad ? ctx.view(dout_, rows) : Tensor{};
-  if (out.dtype == DType::kBF16)
-    ctx.ops().mse_bf16(out.bf16(), target.f32(), rows, width, with_grad ? d.bf16() : nullptr,
-                       stats, history, ctx.counters());
-  else
-    ctx.ops().mse(out.f32(), target.f32(), rows, width, with_grad ? d.f32() : nullptr, stats,
-                  history, ctx.counters());
+  ctx.ops().mse(out, target.f32(), rows, width, d, stats, history, ctx.counters());
   return d;
 }
 

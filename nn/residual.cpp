@@ -20,10 +20,7 @@ Tensor Residual::forward(Context& ctx, const Tensor& x) {
   x_ = x;
   const Tensor fx = f_->forward(ctx, x);
   Tensor y = ctx.view(y_, x.rows());
-  if (out_dtype_ == DType::kBF16)
-    ctx.ops().add_bf16(x.bf16(), fx.bf16(), y.bf16(), x.numel());
-  else
-    ctx.ops().add(x.f32(), fx.f32(), y.f32(), x.numel());
+  ctx.ops().add(x, fx, y);
   return y;
 }
 
@@ -31,10 +28,7 @@ Tensor Residual::backward(Context& ctx, const Tensor& dy) {
   const Tensor dfx = f_->backward(ctx, dy);
   if (!dx_.valid()) return Tensor{};
   Tensor dx = ctx.view(dx_, x_.rows());
-  if (out_dtype_ == DType::kBF16)
-    ctx.ops().add_bf16(dy.bf16(), dfx.bf16(), dx.bf16(), x_.numel());
-  else
-    ctx.ops().add(dy.f32(), dfx.f32(), dx.f32(), x_.numel());
+  ctx.ops().add(dy, dfx, dx);
   return dx;
 }
 

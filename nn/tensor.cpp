@@ -4,15 +4,6 @@
 
 namespace noeira {
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kBF16: return "bf16";
-    case DType::kI32: return "i32";
-  }
-  return "?";
-}
-
 Shape::Shape(std::initializer_list<int64_t> d) {
   assert(d.size() <= kMaxDims);
   for (int64_t v : d) dims[static_cast<size_t>(rank++)] = v;

@@ -1,5 +1,7 @@
 // Tensor views: a pointer, a dtype, a shape. A view never owns memory; every byte
-// lives in an arena sized by the memory plan (nn/memory_plan.h).
+// lives in an arena sized by the memory plan (nn/memory_plan.h). A Tensor passes to an
+// op as the kernels' View / ConstView (kernels/view.h): the same pointer and dtype, its
+// element count. DType is the kernels' (kernels/common/dtype.h).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -7,12 +9,10 @@
 #include <initializer_list>
 #include <string>
 
+#include "kernels/common/dtype.h"
+#include "kernels/view.h"
+
 namespace noeira {
-
-enum class DType : uint8_t { kF32, kBF16, kI32 };
-
-constexpr size_t dtype_size(DType t) { return t == DType::kBF16 ? 2 : 4; }
-const char* dtype_name(DType t);
 
 // Up to 6 dimensions, row-major; dims[0] is the batch where there is one.
 struct Shape {
@@ -50,6 +50,9 @@ struct Tensor {
   uint16_t* bf16() const { return static_cast<uint16_t*>(data); }
   // The same memory with a different leading dimension (a batch of fewer rows).
   Tensor with_rows(int64_t rows) const;
+  // As an op operand (empty when the tensor is): implicit, so modules pass tensors.
+  operator View() const { return {data, dtype, numel()}; }       // NOLINT
+  operator ConstView() const { return {data, dtype, numel()}; }  // NOLINT
 };
 
 }  // namespace noeira

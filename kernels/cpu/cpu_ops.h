@@ -1,5 +1,12 @@
-// The CPU backend: OpenBLAS for GEMM, plain loops for the rest. It is the reference
-// the CUDA backend is tested against.
+// The CPU backend: OpenBLAS for fp32 GEMMs, oneDNN for bf16 ones (bf16_gemm.h), loops for
+// the rest. It is the reference the CUDA backend is tested against. Contracts are
+// kernels/ops.h's; each op dispatches once on its views' dtype (kernels/dispatch.h) to a
+// loop templated on the storage type. Layouts are the interface's, nothing else inside.
+//
+//   cpu_ops.cpp          construction, GEMMs, data (gather, shuffle), memory, counters
+//   cpu_elementwise.cpp  bias_act, activations, add, cast
+//   cpu_losses.cpp       bias_grad, softmax_xent, mse
+//   cpu_optimizers.cpp   adam, sgd
 //
 // Determinism across thread counts (DESIGN.md rule 3): OpenBLAS's own threading
 // changes sgemm's results with the thread count, so OpenBLAS runs single-threaded and
@@ -22,50 +29,28 @@ class CpuOps final : public Ops {
   int threads() const { return threads_; }
 
   void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+            ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
             int64_t ldc) override;
-  void bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N,
+  void bias_act(const float* acc, const float* bias, View y, View pre, int64_t M, int64_t N,
                 Act act) override;
-  void act_forward(const float* x, float* y, int64_t n, Act act) override;
-  void act_backward(const float* dy, const float* pre, const float* post, float* dx,
-                    int64_t n, Act act) override;
-  void bias_grad(const float* dy, float* db, int64_t M, int64_t N) override;
-  void add(const float* a, const float* b, float* y, int64_t n) override;
-  void softmax_xent(const float* logits, const int32_t* labels, int64_t B, int64_t C,
-                    float* dlogits, LossStats* stats, float* loss_history,
-                    const StepCounters* counters) override;
-  void mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
+  void act_forward(ConstView x, View y, Act act) override;
+  void act_backward(ConstView dy, ConstView pre, ConstView post, View dx, Act act) override;
+  void add(ConstView a, ConstView b, View y) override;
+  void cast(ConstView x, View y) override;
+  void bias_grad(ConstView dy, float* db, int64_t M, int64_t N) override;
+  void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C, View dlogits,
+                    LossStats* stats, float* loss_history, const StepCounters* counters) override;
+  void mse(ConstView pred, const float* target, int64_t B, int64_t D, View dpred,
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
-  bool supports_bf16() const override { return true; }
-  void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                 const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
-                 float* C, int64_t ldc) override;
-  void cast_to_bf16(const float* x, bf16_t* y, int64_t n) override;
-  void cast_to_f32(const bf16_t* x, float* y, int64_t n) override;
-  void bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre, int64_t M,
-                     int64_t N, Act act) override;
-  void act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act) override;
-  void act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post, bf16_t* dx,
-                         int64_t n, Act act) override;
-  void bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N) override;
-  void add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n) override;
-  void softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B, int64_t C,
-                         bf16_t* dlogits, LossStats* stats, float* loss_history,
-                         const StepCounters* counters) override;
-  void mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D, bf16_t* dpred,
-                LossStats* stats, float* loss_history, const StepCounters* counters) override;
-  void gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows, int64_t row_elems,
-                        const StepCounters* counters, bf16_t* dst) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
             const StepCounters* counters) override;
   void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) override;
-  void gather_rows(const float* src, const int32_t* perm, int64_t rows, int64_t row_elems,
-                   const StepCounters* counters, float* dst) override;
-  void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
-                     const StepCounters* counters, int32_t* dst) override;
+  void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
+                   const StepCounters* counters, View dst) override;
   Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
+  bool supports_bf16() const override { return true; }
   void advance(StepCounters* counters) override;
   void fill_zero(void* p, size_t bytes) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
@@ -73,6 +58,14 @@ class CpuOps final : public Ops {
   void synchronize() override {}
 
  private:
+  // One slab of rows of C, single-threaded: OpenBLAS (fp32) or oneDNN (bf16).
+  void gemm_slab(bool trans_a, bool trans_b, int64_t rows, int64_t N, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                 int64_t ldc);
+  void gemm_slab(bool trans_a, bool trans_b, int64_t rows, int64_t N, int64_t K, float alpha,
+                 const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc);
+
   int threads_;
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
 };

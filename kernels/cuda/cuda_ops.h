@@ -1,6 +1,7 @@
-// The CUDA backend's ops: every op of kernels/ops.h, enqueued on ONE stream that the
-// backend owns, GEMMs through cuBLASLt (gemm_lt.h), the rest through our kernels
-// (cuda_kernels.h). Nothing here allocates after create(): the stream, the cuBLASLt
+// The CUDA backend's ops: every op of kernels/ops.h (contracts there), enqueued on ONE
+// stream that the backend owns, GEMMs through cuBLASLt (gemm_lt.h), the rest through our
+// kernels (cuda_kernels.h), whose launchers dispatch once on the views' dtype. Layouts are
+// the interface's. Nothing here allocates after create(): the stream, the cuBLASLt
 // handle and workspace, and the loss-reduction scratch are made once, up front.
 //
 // Failures: create() returns an Error (no device, no kernel image for this GPU, out of
@@ -43,64 +44,46 @@ class CudaOps final : public Ops {
   const std::string& device_name() const { return device_name_; }
   int sm() const { return sm_; }  // e.g. 90
 
+  // cuda_gemm_ops.cpp: cuBLASLt; A/B fp32 (TF32 when on) or bf16 (CUDA_R_16BF, plain
+  // fp32 accumulation whatever the TF32 switch says).
   void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+            ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
             int64_t ldc) override;
-  void linear_forward(const float* x, const float* W, const float* b, float* y, float* pre,
+  void linear_forward(ConstView x, ConstView W, const float* b, View y, View pre, float* acc,
                       int64_t M, int64_t N, int64_t K, Act act) override;
-  void linear_backward_params(const float* dz, const float* x, float* dW, float* db, int64_t M,
+  void linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
                               int64_t N, int64_t K) override;
-  void bias_act(float* y, float* pre, const float* bias, int64_t M, int64_t N,
+
+  // cuda_kernel_ops.cpp: our kernels (cuda_kernels.h).
+  void bias_act(const float* acc, const float* bias, View y, View pre, int64_t M, int64_t N,
                 Act act) override;
-  void act_forward(const float* x, float* y, int64_t n, Act act) override;
-  void act_backward(const float* dy, const float* pre, const float* post, float* dx, int64_t n,
-                    Act act) override;
-  void bias_grad(const float* dy, float* db, int64_t M, int64_t N) override;
-  void add(const float* a, const float* b, float* y, int64_t n) override;
-  void softmax_xent(const float* logits, const int32_t* labels, int64_t B, int64_t C,
-                    float* dlogits, LossStats* stats, float* loss_history,
-                    const StepCounters* counters) override;
-  void mse(const float* pred, const float* target, int64_t B, int64_t D, float* dpred,
+  void act_forward(ConstView x, View y, Act act) override;
+  void act_backward(ConstView dy, ConstView pre, ConstView post, View dx, Act act) override;
+  void add(ConstView a, ConstView b, View y) override;
+  void cast(ConstView x, View y) override;
+  void bias_grad(ConstView dy, float* db, int64_t M, int64_t N) override;
+  void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C, View dlogits,
+                    LossStats* stats, float* loss_history, const StepCounters* counters) override;
+  void mse(ConstView pred, const float* target, int64_t B, int64_t D, View dpred,
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
-  // bf16 autocast (BF16Policy): the CPU's semantics (kernels/cpu/cpu_ops.cpp), fp32 math,
-  // rounding by kernels/common/bf16.h; gemm_bf16 through cuBLASLt (bf16 A/B, fp32 C).
-  bool supports_bf16() const override { return true; }
-  void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                 const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
-                 float* C, int64_t ldc) override;
-  void cast_to_bf16(const float* x, bf16_t* y, int64_t n) override;
-  void cast_to_f32(const bf16_t* x, float* y, int64_t n) override;
-  void bias_act_bf16(const float* acc, const float* bias, bf16_t* y, bf16_t* pre, int64_t M,
-                     int64_t N, Act act) override;
-  void act_forward_bf16(const bf16_t* x, bf16_t* y, int64_t n, Act act) override;
-  void act_backward_bf16(const bf16_t* dy, const bf16_t* pre, const bf16_t* post, bf16_t* dx,
-                         int64_t n, Act act) override;
-  void bias_grad_bf16(const bf16_t* dy, float* db, int64_t M, int64_t N) override;
-  void add_bf16(const bf16_t* a, const bf16_t* b, bf16_t* y, int64_t n) override;
-  void softmax_xent_bf16(const bf16_t* logits, const int32_t* labels, int64_t B, int64_t C,
-                         bf16_t* dlogits, LossStats* stats, float* loss_history,
-                         const StepCounters* counters) override;
-  void mse_bf16(const bf16_t* pred, const float* target, int64_t B, int64_t D, bf16_t* dpred,
-                LossStats* stats, float* loss_history, const StepCounters* counters) override;
-  void gather_rows_bf16(const float* src, const int32_t* perm, int64_t rows, int64_t row_elems,
-                        const StepCounters* counters, bf16_t* dst) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
             const StepCounters* counters) override;
   void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) override;
-  void gather_rows(const float* src, const int32_t* perm, int64_t rows, int64_t row_elems,
-                   const StepCounters* counters, float* dst) override;
-  void gather_labels(const int32_t* src, const int32_t* perm, int64_t rows,
-                     const StepCounters* counters, int32_t* dst) override;
+  void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
+                   const StepCounters* counters, View dst) override;
   Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
+  void advance(StepCounters* counters) override;
+  bool supports_bf16() const override { return true; }
+
+  // cuda_ops.cpp: set-up, workspaces, memory, copies, synchronisation, timers.
   // bias_grad's per-chunk partials (kernels/common/column_sum.h), from the caller's plan.
   size_t reduction_workspace_bytes() const override;
   Status bind_reduction_workspace(void* workspace, size_t bytes) override;
   // The bound buffer (null: unbound, bias_grad runs as one chunk); lets tests check that
   // a caller such as the Trainer really planned and bound it.
   const void* bound_reduction_workspace() const { return reduction_ws_; }
-  void advance(StepCounters* counters) override;
   void fill_zero(void* p, size_t bytes) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
@@ -115,7 +98,7 @@ class CudaOps final : public Ops {
                                                      std::string* why) override;
 
  private:
-  class OpScope;  // names the running op in error messages; watches a capture
+  class OpScope;  // names the running op in error messages; watches a capture (op_scope.h)
   CudaOps() = default;
 
   // Stops the process (or, while capturing, records the first failure) when e != success.

@@ -2,10 +2,14 @@
 // element is written by exactly one thread with the shared scalar math of
 // kernels/common/math.h, so results never depend on the launch shape. The activation,
 // add and cast kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32 math,
-// bf16 rounding by kernels/common/bf16.h.
+// bf16 rounding by kernels/common/bf16.h; their launchers dispatch on the views' dtype.
+#include <initializer_list>
+#include <type_traits>
+
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/vec8.cuh"
+#include "kernels/dispatch.h"
 
 namespace noeira::cuda {
 
@@ -141,83 +145,91 @@ __global__ void advance_kernel(StepCounters* counters) {
 
 }  // namespace
 
-// fp32 launches keep their scalar loops (vec8 = false); bf16 ones move 16-byte groups
-// when every buffer allows it.
-cudaError_t launch_bias_act(cudaStream_t stream, float* y, float* pre, const float* bias,
-                            int64_t M, int64_t N, Act act) {
-  if (M * N == 0) return cudaSuccess;
-  bias_act_kernel<<<grid_for(M * N), kBlock, 0, stream>>>(static_cast<const float*>(y), bias, y,
-                                                          pre, M, N, act, false);
-  return cudaGetLastError();
+namespace {
+
+// fp32 launches keep their scalar loops; bf16 ones move 16-byte groups when every buffer
+// allows it (aligned16_or_null: absent operands do not constrain).
+template <class T>
+bool use_vec8(std::initializer_list<const void*> buffers) {
+  bool vec8 = std::is_same<T, bf16_t>::value;
+  for (const void* p : buffers) vec8 = vec8 && aligned16_or_null(p);
+  return vec8;
 }
 
-cudaError_t launch_act_forward(cudaStream_t stream, const float* x, float* y, int64_t n, Act act) {
-  if (n == 0) return cudaSuccess;
-  act_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n, act, false);
-  return cudaGetLastError();
-}
+}  // namespace
 
-cudaError_t launch_act_backward(cudaStream_t stream, const float* dy, const float* pre,
-                                const float* post, float* dx, int64_t n, Act act) {
-  if (n == 0) return cudaSuccess;
-  act_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(dy, pre, post, dx, n, act, false);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_add(cudaStream_t stream, const float* a, const float* b, float* y, int64_t n) {
-  if (n == 0) return cudaSuccess;
-  add_kernel<<<grid_for(n), kBlock, 0, stream>>>(a, b, y, n, false);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_bias_act_bf16(cudaStream_t stream, const float* acc, const float* bias,
-                                 bf16_t* y, bf16_t* pre, int64_t M, int64_t N, Act act) {
+cudaError_t launch_bias_act(cudaStream_t stream, const float* acc, const float* bias, View y,
+                            View pre, int64_t M, int64_t N, Act act) {
+  const char* op = "bias_act";
+  expect_elems(op, M * N, {y, pre});
   const int64_t n = M * N;
   if (n == 0) return cudaSuccess;
-  const bool vec8 = aligned16(acc) && aligned16(y) && aligned16_or_null(pre);
-  bias_act_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(acc, bias, y, pre, M, N,
-                                                                       act, vec8);
-  return cudaGetLastError();
+  return dispatch_float(op, {y, pre}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const bool vec8 = use_vec8<T>({acc, y.data, pre.data});
+    bias_act_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
+        acc, bias, y.as<T>(), pre.as<T>(), M, N, act, vec8);
+    return cudaGetLastError();
+  });
 }
 
-cudaError_t launch_act_forward_bf16(cudaStream_t stream, const bf16_t* x, bf16_t* y, int64_t n,
-                                    Act act) {
+cudaError_t launch_act_forward(cudaStream_t stream, ConstView x, View y, Act act) {
+  const char* op = "act_forward";
+  expect_elems(op, y.n, {x});
+  const int64_t n = y.n;
   if (n == 0) return cudaSuccess;
-  const bool vec8 = aligned16(x) && aligned16(y);
-  act_forward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x, y, n, act, vec8);
-  return cudaGetLastError();
+  return dispatch_float(op, {y, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const bool vec8 = use_vec8<T>({x.data, y.data});
+    act_forward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x.as<T>(), y.as<T>(),
+                                                                            n, act, vec8);
+    return cudaGetLastError();
+  });
 }
 
-cudaError_t launch_act_backward_bf16(cudaStream_t stream, const bf16_t* dy, const bf16_t* pre,
-                                     const bf16_t* post, bf16_t* dx, int64_t n, Act act) {
+cudaError_t launch_act_backward(cudaStream_t stream, ConstView dy, ConstView pre,
+                                ConstView post, View dx, Act act) {
+  const char* op = "act_backward";
+  expect_elems(op, dx.n, {dy, pre, post});
+  const int64_t n = dx.n;
   if (n == 0) return cudaSuccess;
-  const bool vec8 =
-      aligned16(dy) && aligned16_or_null(pre) && aligned16_or_null(post) && aligned16(dx);
-  act_backward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(dy, pre, post, dx, n,
-                                                                          act, vec8);
-  return cudaGetLastError();
+  return dispatch_float(op, {dx, dy, pre, post}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const bool vec8 = use_vec8<T>({dy.data, pre.data, post.data, dx.data});
+    act_backward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
+        dy.as<T>(), pre.as<T>(), post.as<T>(), dx.as<T>(), n, act, vec8);
+    return cudaGetLastError();
+  });
 }
 
-cudaError_t launch_add_bf16(cudaStream_t stream, const bf16_t* a, const bf16_t* b, bf16_t* y,
-                            int64_t n) {
+cudaError_t launch_add(cudaStream_t stream, ConstView a, ConstView b, View y) {
+  const char* op = "add";
+  expect_elems(op, y.n, {a, b});
+  const int64_t n = y.n;
   if (n == 0) return cudaSuccess;
-  const bool vec8 = aligned16(a) && aligned16(b) && aligned16(y);
-  add_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(a, b, y, n, vec8);
-  return cudaGetLastError();
+  return dispatch_float(op, {y, a, b}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const bool vec8 = use_vec8<T>({a.data, b.data, y.data});
+    add_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(a.as<T>(), b.as<T>(),
+                                                                    y.as<T>(), n, vec8);
+    return cudaGetLastError();
+  });
 }
 
-cudaError_t launch_cast_to_bf16(cudaStream_t stream, const float* x, bf16_t* y, int64_t n) {
+// Casts move 16-byte groups whenever both buffers are aligned, whatever the two types.
+cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y) {
+  const char* op = "cast";
+  expect_elems(op, y.n, {x});
+  const int64_t n = y.n;
   if (n == 0) return cudaSuccess;
-  const bool vec8 = aligned16(x) && aligned16(y);
-  cast_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x, y, n, vec8);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_cast_to_f32(cudaStream_t stream, const bf16_t* x, float* y, int64_t n) {
-  if (n == 0) return cudaSuccess;
-  const bool vec8 = aligned16(x) && aligned16(y);
-  cast_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x, y, n, vec8);
-  return cudaGetLastError();
+  return dispatch_float_pair(op, x.dtype, y.dtype, [&](auto from, auto to) {
+    using In = typename decltype(from)::type;
+    using Out = typename decltype(to)::type;
+    const bool vec8 = aligned16(x.data) && aligned16(y.data);
+    cast_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(x.as<In>(), y.as<Out>(), n,
+                                                                     vec8);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_scale_rows(cudaStream_t stream, float* C, int64_t M, int64_t N, int64_t ldc,

@@ -1,4 +1,4 @@
-// GEMMs through cuBLASLt, with row-major semantics (Ops::gemm, Ops::gemm_bf16) and fused
+// GEMMs through cuBLASLt, with row-major semantics (Ops::gemm, fp32 or bf16 A/B) and fused
 // epilogues. fp32 A/B run in CUBLAS_COMPUTE_32F or, with TF32 on, _FAST_TF32; bf16 A/B
 // (GemmCall::ab_type CUDA_R_16BF, BF16Policy) always in CUBLAS_COMPUTE_32F: fp32 accumulation
 // into fp32 C/D, whatever the TF32 switch says.

@@ -8,6 +8,7 @@
 #include "kernels/common/column_sum.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/dispatch.h"
 
 namespace noeira::cuda {
 
@@ -186,7 +187,8 @@ int loss_blocks(int64_t work_per_block_units) {
                                                                   : work_per_block_units);
 }
 
-// The launches, written once for both storage types; the public launchers below pick T.
+// The launches, written once for both storage types; the public launchers below pick T
+// from the views' dtype.
 // Without a partial buffer (or one smaller than kColumnSumWorkspaceBytes) the sum runs
 // as one chunk: the same code, parallel over columns only.
 template <class T>
@@ -242,43 +244,39 @@ cudaError_t mse_launch(cudaStream_t stream, const T* pred, const float* target, 
 
 }  // namespace
 
-cudaError_t launch_bias_grad(cudaStream_t stream, const float* dy, float* db, int64_t M,
-                             int64_t N, float* partials, size_t partial_bytes) {
-  return bias_grad_launch(stream, dy, db, M, N, partials, partial_bytes);
+cudaError_t launch_bias_grad(cudaStream_t stream, ConstView dy, float* db, int64_t M, int64_t N,
+                             float* partials, size_t partial_bytes) {
+  const char* op = "bias_grad";
+  expect_elems(op, M * N, {dy});
+  return dispatch_float(op, {dy}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    return bias_grad_launch(stream, dy.as<T>(), db, M, N, partials, partial_bytes);
+  });
 }
 
-cudaError_t launch_bias_grad_bf16(cudaStream_t stream, const bf16_t* dy, float* db, int64_t M,
-                                  int64_t N, float* partials, size_t partial_bytes) {
-  return bias_grad_launch(stream, dy, db, M, N, partials, partial_bytes);
-}
-
-cudaError_t launch_softmax_xent(cudaStream_t stream, const float* logits, const int32_t* labels,
-                                int64_t B, int64_t C, float* dlogits, LossStats* stats,
+cudaError_t launch_softmax_xent(cudaStream_t stream, ConstView logits, const int32_t* labels,
+                                int64_t B, int64_t C, View dlogits, LossStats* stats,
                                 float* loss_history, const StepCounters* counters,
                                 LossPartial* partials) {
-  return softmax_xent_launch(stream, logits, labels, B, C, dlogits, stats, loss_history,
-                             counters, partials);
+  const char* op = "softmax_xent";
+  expect_elems(op, B * C, {logits, dlogits});
+  return dispatch_float(op, {logits, dlogits}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    return softmax_xent_launch(stream, logits.as<T>(), labels, B, C, dlogits.as<T>(), stats,
+                               loss_history, counters, partials);
+  });
 }
 
-cudaError_t launch_softmax_xent_bf16(cudaStream_t stream, const bf16_t* logits,
-                                     const int32_t* labels, int64_t B, int64_t C,
-                                     bf16_t* dlogits, LossStats* stats, float* loss_history,
-                                     const StepCounters* counters, LossPartial* partials) {
-  return softmax_xent_launch(stream, logits, labels, B, C, dlogits, stats, loss_history,
-                             counters, partials);
-}
-
-cudaError_t launch_mse(cudaStream_t stream, const float* pred, const float* target, int64_t B,
-                       int64_t D, float* dpred, LossStats* stats, float* loss_history,
+cudaError_t launch_mse(cudaStream_t stream, ConstView pred, const float* target, int64_t B,
+                       int64_t D, View dpred, LossStats* stats, float* loss_history,
                        const StepCounters* counters, LossPartial* partials) {
-  return mse_launch(stream, pred, target, B, D, dpred, stats, loss_history, counters, partials);
-}
-
-cudaError_t launch_mse_bf16(cudaStream_t stream, const bf16_t* pred, const float* target,
-                            int64_t B, int64_t D, bf16_t* dpred, LossStats* stats,
-                            float* loss_history, const StepCounters* counters,
-                            LossPartial* partials) {
-  return mse_launch(stream, pred, target, B, D, dpred, stats, loss_history, counters, partials);
+  const char* op = "mse";
+  expect_elems(op, B * D, {pred, dpred});
+  return dispatch_float(op, {pred, dpred}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    return mse_launch(stream, pred.as<T>(), target, B, D, dpred.as<T>(), stats, loss_history,
+                      counters, partials);
+  });
 }
 
 }  // namespace noeira::cuda

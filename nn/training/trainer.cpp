@@ -212,9 +212,9 @@ void Trainer::initialise_params() {
 // arena has the parameter arena's layout at half the size).
 void Trainer::refresh_param_copies() {
   if (cfg_.amp != BF16Policy) return;
-  backend_.ops->cast_to_bf16(static_cast<const float*>(arenas_.base(MemCategory::kParams)),
-                             static_cast<uint16_t*>(arenas_.base(MemCategory::kParamCopies)),
-                             static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float)));
+  const auto n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
+  backend_.ops->cast(ConstView{arenas_.base(MemCategory::kParams), DType::kF32, n},
+                     View{arenas_.base(MemCategory::kParamCopies), DType::kBF16, n});
 }
 
 void Trainer::write_counters() {
@@ -243,19 +243,13 @@ void Trainer::train_step() {
 void Trainer::enqueue_step() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
-  // (B, sample...) and (B, target...) gathered from the resident data set.
-  if (cfg_.amp == BF16Policy)
-    ops.gather_rows_bf16(arenas_.as<float>(train_x_), arenas_.as<int32_t>(perm_), cfg_.batch,
-                         sample_shape_.numel(), ctx.counters(), arenas_.as<uint16_t>(batch_x_));
-  else
-    ops.gather_rows(arenas_.as<float>(train_x_), arenas_.as<int32_t>(perm_), cfg_.batch,
-                    sample_shape_.numel(), ctx.counters(), arenas_.as<float>(batch_x_));
-  if (cfg_.task == Task::kClassification)
-    ops.gather_labels(arenas_.as<int32_t>(train_y_), arenas_.as<int32_t>(perm_), cfg_.batch,
-                      ctx.counters(), arenas_.as<int32_t>(batch_y_));
-  else
-    ops.gather_rows(arenas_.as<float>(train_y_), arenas_.as<int32_t>(perm_), cfg_.batch,
-                    target_shape_.numel(), ctx.counters(), arenas_.as<float>(batch_y_));
+  // (B, sample...) and (B, target...) gathered from the resident data set; the inputs in
+  // the flow dtype (BF16Policy's boundary cast), labels as int32, regression targets fp32.
+  const int32_t* perm = arenas_.as<int32_t>(perm_);
+  ops.gather_rows(arenas_.view(train_x_), perm, cfg_.batch, sample_shape_.numel(),
+                  ctx.counters(), arenas_.view(batch_x_));
+  ops.gather_rows(arenas_.view(train_y_), perm, cfg_.batch, target_shape_.numel(),
+                  ctx.counters(), arenas_.view(batch_y_));
   ops.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
   const Tensor out = model_->forward(ctx, arenas_.view(batch_x_));
   const Tensor dout = loss_->run(ctx, out, arenas_.view(batch_y_),
@@ -326,7 +320,7 @@ EvalStats Trainer::evaluate() {
     x.data = arenas_.as<float>(test_x_) + first * row;
     if (cfg_.amp == BF16Policy) {
       const Tensor xb = arenas_.view(batch_x_, rows);
-      ops.cast_to_bf16(x.f32(), xb.bf16(), rows * row);
+      ops.cast(x, xb);
       x = xb;
     }
     const Tensor out = model_->forward(ctx, x);

@@ -13,6 +13,7 @@
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "tests/support/views.h"
 
 namespace noeira::test {
 
@@ -41,6 +42,10 @@ class DeviceArray {
 
   T* get() const { return p_; }
   size_t size() const { return n_; }
+  // As an op operand: from `offset`, the rest of the array or `n` elements.
+  View view(int64_t offset = 0, int64_t n = -1) const {
+    return {p_ + offset, n >= 0 ? n : static_cast<int64_t>(n_) - offset};
+  }
   void upload(const std::vector<T>& host) {
     REQUIRE(host.size() == n_);
     b_.ops->copy_to_device(p_, host.data(), n_ * sizeof(T));

@@ -5,8 +5,8 @@
 // function (GELU's tanh, exp) differs between the host and device libraries: there the
 // normwise relative error is < 1e-2, nothing is NaN and at least 99% of the elements keep
 // the same bits. Reductions sum in the GPU's fixed order (as the fp32 kernels, whose bits
-// the bf16 variants reproduce on widened inputs) and match the CPU within 1e-5. gemm_bf16:
-// < 1e-5 against the CPU gemm_bf16, and 1e-3..1e-2 against the fp32 GEMM (bf16 keeps 8
+// the bf16 variants reproduce on widened inputs) and match the CPU within 1e-5. bf16 gemm:
+// < 1e-5 against the CPU's bf16 gemm, and 1e-3..1e-2 against the fp32 GEMM (bf16 keeps 8
 // mantissa bits).
 #include <catch2/catch.hpp>
 
@@ -45,7 +45,8 @@ std::vector<bf16_t> rounded(const std::vector<float>& v) { return to_bf16(v); }
 }  // namespace
 #endif
 
-TEST_CASE("cuda: bf16 casts, add_bf16 and gather_rows_bf16 equal the CPU bit for bit", "[gpu]") {
+TEST_CASE("cuda: bf16 casts, bf16 add and the bf16 gather_rows equal the CPU bit for bit",
+          "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -69,24 +70,24 @@ TEST_CASE("cuda: bf16 casts, add_bf16 and gather_rows_bf16 equal the CPU bit for
         x0[offset + k] = specials[k];
 
       std::vector<bf16_t> y_cpu(total, 0);
-      cpu.cast_to_bf16(x0.data() + offset, y_cpu.data() + offset, n);
+      cpu.cast(view_of(x0, offset), view_of(y_cpu, offset));
       DeviceArray<float> x(gpu, x0);
       DeviceArray<bf16_t> y(gpu, total);
-      gpu.ops->cast_to_bf16(x.get() + offset, y.get() + offset, n);
+      gpu.ops->cast(x.view(offset), y.view(offset));
       CHECK(y.download() == y_cpu);
 
       std::vector<float> back_cpu(total, 0.0f);
-      cpu.cast_to_f32(y_cpu.data() + offset, back_cpu.data() + offset, n);
+      cpu.cast(view_of(y_cpu, offset), view_of(back_cpu, offset));
       DeviceArray<float> back(gpu, total);
-      gpu.ops->cast_to_f32(y.get() + offset, back.get() + offset, n);
+      gpu.ops->cast(y.view(offset), back.view(offset));
       CHECK(same_bytes(back.download(), back_cpu));
 
       const std::vector<bf16_t> a0 = random_bf16(total, seed++, -2.0f, 2.0f);
       const std::vector<bf16_t> b0 = random_bf16(total, seed++, -2.0f, 2.0f);
       std::vector<bf16_t> sum_cpu(total, 0);
-      cpu.add_bf16(a0.data() + offset, b0.data() + offset, sum_cpu.data() + offset, n);
+      cpu.add(view_of(a0, offset), view_of(b0, offset), view_of(sum_cpu, offset));
       DeviceArray<bf16_t> a(gpu, a0), b(gpu, b0), sum(gpu, total);
-      gpu.ops->add_bf16(a.get() + offset, b.get() + offset, sum.get() + offset, n);
+      gpu.ops->add(a.view(offset), b.view(offset), sum.view(offset));
       CHECK(sum.download() == sum_cpu);
     }
   }
@@ -103,16 +104,16 @@ TEST_CASE("cuda: bf16 casts, add_bf16 and gather_rows_bf16 equal the CPU bit for
     INFO("gather row_elems " << row_elems);
     const std::vector<float> src0 = random_floats(count * row_elems, 1100 + row_elems);
     std::vector<bf16_t> dst_cpu(rows * row_elems);
-    cpu.gather_rows_bf16(src0.data(), perm0.data(), rows, row_elems, &counters0, dst_cpu.data());
+    cpu.gather_rows(view_of(src0), perm0.data(), rows, row_elems, &counters0, view_of(dst_cpu));
     DeviceArray<float> src(gpu, src0);
     DeviceArray<bf16_t> dst(gpu, rows * row_elems);
-    gpu.ops->gather_rows_bf16(src.get(), perm.get(), rows, row_elems, counters.get(), dst.get());
+    gpu.ops->gather_rows(src.view(), perm.get(), rows, row_elems, counters.get(), dst.view());
     CHECK(dst.download() == dst_cpu);
   }
 #endif
 }
 
-TEST_CASE("cuda: bias_act_bf16, act_forward_bf16 and act_backward_bf16 match the CPU", "[gpu]") {
+TEST_CASE("cuda: bf16 bias_act, act_forward and act_backward match the CPU", "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -133,21 +134,21 @@ TEST_CASE("cuda: bias_act_bf16, act_forward_bf16 and act_backward_bf16 match the
           const std::vector<float> bias0 = random_floats(static_cast<size_t>(N), seed++);
           const float* bias_cpu = with_bias ? bias0.data() : nullptr;
           std::vector<bf16_t> y_cpu(total, 0), pre_cpu(total, 0);
-          cpu.bias_act_bf16(acc0.data() + offset, bias_cpu, y_cpu.data() + offset,
-                            pre_cpu.data() + offset, M, N, act);
+          cpu.bias_act(acc0.data() + offset, bias_cpu, view_of(y_cpu, offset),
+                       view_of(pre_cpu, offset), M, N, act);
           DeviceArray<float> acc(gpu, acc0), b(gpu, bias0);
           DeviceArray<bf16_t> y(gpu, total), pre(gpu, total);
-          gpu.ops->bias_act_bf16(acc.get() + offset, with_bias ? b.get() : nullptr,
-                                 y.get() + offset, pre.get() + offset, M, N, act);
+          gpu.ops->bias_act(acc.get() + offset, with_bias ? b.get() : nullptr, y.view(offset),
+                            pre.view(offset), M, N, act);
           check_bf16_match(y.download(), y_cpu, gelu);
           CHECK(pre.download() == pre_cpu);  // acc + bias: one rounding, same on both
           // Without pre (what ReLU and identity layers pass).
           std::vector<bf16_t> y2_cpu(total, 0);
-          cpu.bias_act_bf16(acc0.data() + offset, bias_cpu, y2_cpu.data() + offset, nullptr, M,
-                            N, act);
+          cpu.bias_act(acc0.data() + offset, bias_cpu, view_of(y2_cpu, offset), View{}, M, N,
+                       act);
           DeviceArray<bf16_t> y2(gpu, total);
-          gpu.ops->bias_act_bf16(acc.get() + offset, with_bias ? b.get() : nullptr,
-                                 y2.get() + offset, nullptr, M, N, act);
+          gpu.ops->bias_act(acc.get() + offset, with_bias ? b.get() : nullptr, y2.view(offset),
+                            View{}, M, N, act);
           check_bf16_match(y2.download(), y2_cpu, gelu);
         }
 
@@ -155,18 +156,18 @@ TEST_CASE("cuda: bias_act_bf16, act_forward_bf16 and act_backward_bf16 match the
         const std::vector<bf16_t> x0 = random_bf16(total, seed++, -3.0f, 3.0f);
         const std::vector<bf16_t> dy0 = random_bf16(total, seed++);
         std::vector<bf16_t> post_cpu(total, 0), dx_cpu(total, 0);
-        cpu.act_forward_bf16(x0.data() + offset, post_cpu.data() + offset, n, act);
+        cpu.act_forward(view_of(x0, offset), view_of(post_cpu, offset), act);
         DeviceArray<bf16_t> x(gpu, x0), dy(gpu, dy0), post(gpu, total);
-        gpu.ops->act_forward_bf16(x.get() + offset, post.get() + offset, n, act);
+        gpu.ops->act_forward(x.view(offset), post.view(offset), act);
         check_bf16_match(post.download(), post_cpu, gelu);
         // Backward from the same post on both sides. offset 0: pre and post (Activation);
         // offset 1: pre for GELU only (LinearAct).
         const bool pass_pre = offset == 0 || gelu;
-        cpu.act_backward_bf16(dy0.data() + offset, pass_pre ? x0.data() + offset : nullptr,
-                              post_cpu.data() + offset, dx_cpu.data() + offset, n, act);
+        cpu.act_backward(view_of(dy0, offset), pass_pre ? view_of(x0, offset) : ConstView{},
+                         view_of(post_cpu, offset), view_of(dx_cpu, offset), act);
         DeviceArray<bf16_t> post_ref(gpu, post_cpu), dx(gpu, total);
-        gpu.ops->act_backward_bf16(dy.get() + offset, pass_pre ? x.get() + offset : nullptr,
-                                   post_ref.get() + offset, dx.get() + offset, n, act);
+        gpu.ops->act_backward(dy.view(offset), pass_pre ? x.view(offset) : View{},
+                              post_ref.view(offset), dx.view(offset), act);
         check_bf16_match(dx.download(), dx_cpu, gelu);
       }
     }
@@ -174,7 +175,7 @@ TEST_CASE("cuda: bias_act_bf16, act_forward_bf16 and act_backward_bf16 match the
 #endif
 }
 
-TEST_CASE("cuda: bias_grad_bf16 is the fp32 kernel's fixed-order sum of bf16 inputs", "[gpu]") {
+TEST_CASE("cuda: bf16 bias_grad is the fp32 kernel's fixed-order sum of bf16 inputs", "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -188,13 +189,13 @@ TEST_CASE("cuda: bias_grad_bf16 is the fp32 kernel's fixed-order sum of bf16 inp
     const std::vector<bf16_t> dy0 = random_bf16(M * N, seed++);
     const std::vector<float> db0 = random_floats(N, seed++);
     std::vector<float> db_cpu = db0;
-    cpu.bias_grad_bf16(dy0.data(), db_cpu.data(), M, N);
+    cpu.bias_grad(view_of(dy0), db_cpu.data(), M, N);
     DeviceArray<bf16_t> dy(gpu, dy0);
     DeviceArray<float> dy_f32(gpu, to_f32(dy0));
     DeviceArray<float> db(gpu, db0), db_again(gpu, db0), db_f32(gpu, db0);
-    gpu.ops->bias_grad_bf16(dy.get(), db.get(), M, N);
-    gpu.ops->bias_grad_bf16(dy.get(), db_again.get(), M, N);
-    gpu.ops->bias_grad(dy_f32.get(), db_f32.get(), M, N);
+    gpu.ops->bias_grad(dy.view(), db.get(), M, N);
+    gpu.ops->bias_grad(dy.view(), db_again.get(), M, N);
+    gpu.ops->bias_grad(dy_f32.view(), db_f32.get(), M, N);
     const std::vector<float> got = db.download();
     CHECK(rel_error(got, db_cpu) < 1e-5);
     CHECK(same_bytes(got, db_again.download()));  // deterministic
@@ -203,7 +204,7 @@ TEST_CASE("cuda: bias_grad_bf16 is the fp32 kernel's fixed-order sum of bf16 inp
 #endif
 }
 
-TEST_CASE("cuda: softmax_xent_bf16 matches the CPU: loss, correct, dlogits, history", "[gpu]") {
+TEST_CASE("cuda: bf16 softmax_xent matches the CPU: loss, correct, dlogits, history", "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -220,20 +221,20 @@ TEST_CASE("cuda: softmax_xent_bf16 matches the CPU: loss, correct, dlogits, hist
     LossStats stats_cpu{};
     std::vector<bf16_t> dlogits_cpu(B * C);
     std::vector<float> history_cpu(4, -1.0f);
-    cpu.softmax_xent_bf16(logits0.data(), labels0.data(), B, C, dlogits_cpu.data(), &stats_cpu,
-                          history_cpu.data(), &counters0);
-    cpu.softmax_xent_bf16(logits0.data(), labels0.data(), B, C, nullptr, &stats_cpu, nullptr,
-                          &counters0);
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, view_of(dlogits_cpu), &stats_cpu,
+                     history_cpu.data(), &counters0);
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, View{}, &stats_cpu, nullptr,
+                     &counters0);
 
     DeviceArray<bf16_t> logits(gpu, logits0), dlogits(gpu, B * C);
     DeviceArray<float> history(gpu, std::vector<float>(4, -1.0f));
     DeviceArray<int32_t> labels(gpu, labels0);
     DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
     DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->softmax_xent_bf16(logits.get(), labels.get(), B, C, dlogits.get(), stats.get(),
-                               history.get(), counters.get());
-    gpu.ops->softmax_xent_bf16(logits.get(), labels.get(), B, C, nullptr, stats.get(), nullptr,
-                               counters.get());
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, dlogits.view(), stats.get(),
+                          history.get(), counters.get());
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, View{}, stats.get(), nullptr,
+                          counters.get());
 
     const LossStats got = stats.download()[0];
     CHECK(std::abs(got.loss_sum - stats_cpu.loss_sum) <=
@@ -252,9 +253,9 @@ TEST_CASE("cuda: softmax_xent_bf16 matches the CPU: loss, correct, dlogits, hist
     DeviceArray<float> logits_f32(gpu, to_f32(logits0)), dlogits_f32(gpu, B * C);
     DeviceArray<float> history_f32(gpu, std::vector<float>(4, -1.0f));
     DeviceArray<LossStats> stats_f32(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->softmax_xent(logits_f32.get(), labels.get(), B, C, dlogits_f32.get(),
+    gpu.ops->softmax_xent(logits_f32.view(), labels.get(), B, C, dlogits_f32.view(),
                           stats_f32.get(), history_f32.get(), counters.get());
-    gpu.ops->softmax_xent(logits_f32.get(), labels.get(), B, C, nullptr, stats_f32.get(),
+    gpu.ops->softmax_xent(logits_f32.view(), labels.get(), B, C, View{}, stats_f32.get(),
                           nullptr, counters.get());
     const LossStats f = stats_f32.download()[0];
     CHECK(std::memcmp(&f.loss_sum, &got.loss_sum, sizeof f.loss_sum) == 0);
@@ -265,7 +266,7 @@ TEST_CASE("cuda: softmax_xent_bf16 matches the CPU: loss, correct, dlogits, hist
 #endif
 }
 
-TEST_CASE("cuda: mse_bf16 matches the CPU: loss, dpred, history", "[gpu]") {
+TEST_CASE("cuda: bf16 mse matches the CPU: loss, dpred, history", "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -280,14 +281,14 @@ TEST_CASE("cuda: mse_bf16 matches the CPU: loss, dpred, history", "[gpu]") {
     LossStats stats_cpu{};
     std::vector<bf16_t> dpred_cpu(B * D);
     std::vector<float> history_cpu(2, -1.0f);
-    cpu.mse_bf16(pred0.data(), target0.data(), B, D, dpred_cpu.data(), &stats_cpu,
-                 history_cpu.data(), &counters0);
+    cpu.mse(view_of(pred0), target0.data(), B, D, view_of(dpred_cpu), &stats_cpu,
+            history_cpu.data(), &counters0);
     DeviceArray<bf16_t> pred(gpu, pred0), dpred(gpu, B * D);
     DeviceArray<float> target(gpu, target0), history(gpu, std::vector<float>(2, -1.0f));
     DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
     DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->mse_bf16(pred.get(), target.get(), B, D, dpred.get(), stats.get(), history.get(),
-                      counters.get());
+    gpu.ops->mse(pred.view(), target.get(), B, D, dpred.view(), stats.get(), history.get(),
+                 counters.get());
     const LossStats got = stats.download()[0];
     CHECK(std::abs(got.loss_sum - stats_cpu.loss_sum) <= 1e-5 * stats_cpu.loss_sum + 1e-12);
     CHECK(got.count == stats_cpu.count);
@@ -302,7 +303,7 @@ TEST_CASE("cuda: mse_bf16 matches the CPU: loss, dpred, history", "[gpu]") {
     DeviceArray<float> pred_f32(gpu, to_f32(pred0)), dpred_f32(gpu, B * D);
     DeviceArray<float> history_f32(gpu, std::vector<float>(2, -1.0f));
     DeviceArray<LossStats> stats_f32(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->mse(pred_f32.get(), target.get(), B, D, dpred_f32.get(), stats_f32.get(),
+    gpu.ops->mse(pred_f32.view(), target.get(), B, D, dpred_f32.view(), stats_f32.get(),
                  history_f32.get(), counters.get());
     const LossStats f = stats_f32.download()[0];
     CHECK(std::memcmp(&f.loss_sum, &got.loss_sum, sizeof f.loss_sum) == 0);
@@ -312,7 +313,7 @@ TEST_CASE("cuda: mse_bf16 matches the CPU: loss, dpred, history", "[gpu]") {
 #endif
 }
 
-TEST_CASE("cuda: gemm_bf16 matches the CPU gemm_bf16 in every transpose, beta 0 and 1",
+TEST_CASE("cuda: bf16 gemm matches the CPU bf16 gemm in every transpose, beta 0 and 1",
           "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
@@ -340,14 +341,14 @@ TEST_CASE("cuda: gemm_bf16 matches the CPU gemm_bf16 in every transpose, beta 0 
           const std::vector<bf16_t> B0 = random_bf16((tb ? d.N : d.K) * ldb, seed++);
           const std::vector<float> C0 = random_floats(d.M * ldc, seed++);
           std::vector<float> C_cpu = C0;
-          cpu.gemm_bf16(ta, tb, d.M, d.N, d.K, alpha, A0.data(), lda, B0.data(), ldb, beta,
-                        C_cpu.data(), ldc);
+          cpu.gemm(ta, tb, d.M, d.N, d.K, alpha, view_of(A0), lda, view_of(B0), ldb, beta,
+                   C_cpu.data(), ldc);
           DeviceArray<bf16_t> A(gpu, A0), B(gpu, B0);
           DeviceArray<float> C(gpu, C0), C_again(gpu, C0);
-          gpu.ops->gemm_bf16(ta, tb, d.M, d.N, d.K, alpha, A.get(), lda, B.get(), ldb, beta,
-                             C.get(), ldc);
-          gpu.ops->gemm_bf16(ta, tb, d.M, d.N, d.K, alpha, A.get(), lda, B.get(), ldb, beta,
-                             C_again.get(), ldc);
+          gpu.ops->gemm(ta, tb, d.M, d.N, d.K, alpha, A.view(), lda, B.view(), ldb, beta,
+                        C.get(), ldc);
+          gpu.ops->gemm(ta, tb, d.M, d.N, d.K, alpha, A.view(), lda, B.view(), ldb, beta,
+                        C_again.get(), ldc);
           const std::vector<float> got = C.download();
           CHECK_FALSE(has_nan(got));
           CHECK(rel_error(got, C_cpu) < 1e-5);
@@ -359,15 +360,15 @@ TEST_CASE("cuda: gemm_bf16 matches the CPU gemm_bf16 in every transpose, beta 0 
     const std::vector<float> C0 = random_floats(5 * 7, seed++);
     DeviceArray<bf16_t> A(gpu, 1), B(gpu, 1);
     DeviceArray<float> C(gpu, C0);
-    gpu.ops->gemm_bf16(false, false, 5, 7, 0, 1.0f, A.get(), 1, B.get(), 7, 1.0f, C.get(), 7);
+    gpu.ops->gemm(false, false, 5, 7, 0, 1.0f, A.view(), 1, B.view(), 7, 1.0f, C.get(), 7);
     CHECK(same_bytes(C.download(), C0));
-    gpu.ops->gemm_bf16(false, false, 5, 7, 0, 1.0f, A.get(), 1, B.get(), 7, 0.0f, C.get(), 7);
+    gpu.ops->gemm(false, false, 5, 7, 0, 1.0f, A.view(), 1, B.view(), 7, 0.0f, C.get(), 7);
     CHECK(same_bytes(C.download(), std::vector<float>(5 * 7, 0.0f)));
   }
 #endif
 }
 
-TEST_CASE("cuda: gemm_bf16 is within bf16 rounding of the fp32 GEMM", "[gpu]") {
+TEST_CASE("cuda: bf16 gemm is within bf16 rounding of the fp32 GEMM", "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend(false);  // fp32 reference without TF32
@@ -386,9 +387,9 @@ TEST_CASE("cuda: gemm_bf16 is within bf16 rounding of the fp32 GEMM", "[gpu]") {
       const std::vector<float> B0 = random_floats(d.K * d.N, seed++);
       DeviceArray<float> A(gpu, A0), B(gpu, B0), C(gpu, d.M * d.N), C_bf16(gpu, d.M * d.N);
       DeviceArray<bf16_t> Ab(gpu, to_bf16(A0)), Bb(gpu, to_bf16(B0));
-      gpu.ops->gemm(ta, tb, d.M, d.N, d.K, 1.0f, A.get(), lda, B.get(), ldb, 0.0f, C.get(), d.N);
-      gpu.ops->gemm_bf16(ta, tb, d.M, d.N, d.K, 1.0f, Ab.get(), lda, Bb.get(), ldb, 0.0f,
-                         C_bf16.get(), d.N);
+      gpu.ops->gemm(ta, tb, d.M, d.N, d.K, 1.0f, A.view(), lda, B.view(), ldb, 0.0f, C.get(), d.N);
+      gpu.ops->gemm(ta, tb, d.M, d.N, d.K, 1.0f, Ab.view(), lda, Bb.view(), ldb, 0.0f,
+                    C_bf16.get(), d.N);
       const double e = rel_error(C_bf16.download(), C.download());
       INFO("relative error " << e);
       CHECK(e >= 1e-3);

@@ -41,8 +41,8 @@ TEST_CASE("cuda: chunked bias_grad is the documented order, bit for bit, fp32 an
     column_sums_in_gpu_order(dyb0.data(), want_b.data(), M, N, plan);
     DeviceArray<float> dy(gpu, dy0), db(gpu, db0), db_b(gpu, db0);
     DeviceArray<bf16_t> dyb(gpu, dyb0);
-    gpu.ops->bias_grad(dy.get(), db.get(), M, N);
-    gpu.ops->bias_grad_bf16(dyb.get(), db_b.get(), M, N);
+    gpu.ops->bias_grad(dy.view(), db.get(), M, N);
+    gpu.ops->bias_grad(dyb.view(), db_b.get(), M, N);
     CHECK(same_bytes(db.download(), want));
     CHECK(same_bytes(db_b.download(), want_b));
   }
@@ -58,9 +58,9 @@ TEST_CASE("cuda: bias_grad replayed from a graph gives the eager bytes", "[gpu]"
   const std::vector<float> dy0 = random_floats(M * N, 6000);
   const std::vector<float> db0 = random_floats(N, 6001);
   DeviceArray<float> dy(gpu, dy0), eager(gpu, db0), captured(gpu, db0);
-  for (int i = 0; i < 3; ++i) gpu.ops->bias_grad(dy.get(), eager.get(), M, N);
+  for (int i = 0; i < 3; ++i) gpu.ops->bias_grad(dy.view(), eager.get(), M, N);
   REQUIRE(gpu.ops->begin_capture().ok());
-  gpu.ops->bias_grad(dy.get(), captured.get(), M, N);
+  gpu.ops->bias_grad(dy.view(), captured.get(), M, N);
   Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
   REQUIRE(graph.ok());
   for (int i = 0; i < 3; ++i) (*graph)->replay();
@@ -77,7 +77,7 @@ TEST_CASE("cuda: without a bound workspace bias_grad runs as one chunk", "[gpu]"
   std::vector<float> want(N, 0.0f);
   column_sums_in_gpu_order(dy0.data(), want.data(), M, N, column_sum_plan(M, 1));
   DeviceArray<float> dy(gpu, dy0), db(gpu, N);
-  gpu.ops->bias_grad(dy.get(), db.get(), M, N);  // prints the one-chunk note once
+  gpu.ops->bias_grad(dy.view(), db.get(), M, N);  // prints the one-chunk note once
   CHECK(same_bytes(db.download(), want));
   // A workspace too small for the partials is refused rather than overrun, and so is a
   // binding during a capture (the graph would keep the old pointer).
@@ -93,7 +93,7 @@ TEST_CASE("cuda: without a bound workspace bias_grad runs as one chunk", "[gpu]"
   REQUIRE_FALSE(during.ok());
   CHECK_THAT(during.error().message, Catch::Contains("before begin_capture"));
   DeviceArray<float> again(gpu, N);  // still unbound: the same one-chunk bytes
-  gpu.ops->bias_grad(dy.get(), again.get(), M, N);
+  gpu.ops->bias_grad(dy.view(), again.get(), M, N);
   CHECK(same_bytes(again.download(), want));
 #endif
 }

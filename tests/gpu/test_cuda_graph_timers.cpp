@@ -66,15 +66,15 @@ struct TinyStep {
     Ops& ops = *gpu.ops;
     float* W = params.get();              // (kClasses, kIn)
     float* bias = params.get() + kWeights;  // (kClasses)
-    ops.gather_rows(x_all.get(), perm.get(), kBatch, kIn, counters.get(), batch_x.get());
-    ops.gather_labels(y_all.get(), perm.get(), kBatch, counters.get(), batch_y.get());
+    ops.gather_rows(x_all.view(), perm.get(), kBatch, kIn, counters.get(), batch_x.view());
+    ops.gather_rows(y_all.view(), perm.get(), kBatch, 1, counters.get(), batch_y.view());
     ops.fill_zero(grads.get(), kParams * sizeof(float));
-    ops.linear_forward(batch_x.get(), W, bias, logits.get(), nullptr, kBatch, kClasses, kIn,
-                       Act::kNone);
-    ops.softmax_xent(logits.get(), batch_y.get(), kBatch, kClasses, dlogits.get(), stats.get(),
+    ops.linear_forward(batch_x.view(), ConstView{W, kWeights}, bias, logits.view(), View{},
+                       nullptr, kBatch, kClasses, kIn, Act::kNone);
+    ops.softmax_xent(logits.view(), batch_y.get(), kBatch, kClasses, dlogits.view(), stats.get(),
                      history.get(), counters.get());
-    ops.linear_backward_params(dlogits.get(), batch_x.get(), grads.get(), grads.get() + kWeights,
-                               kBatch, kClasses, kIn);
+    ops.linear_backward_params(dlogits.view(), batch_x.view(), grads.get(),
+                               grads.get() + kWeights, kBatch, kClasses, kIn);
     ops.adam(params.get(), grads.get(), m.get(), v.get(), kParams, adam, counters.get());
     ops.advance(counters.get());
   }

@@ -31,30 +31,31 @@ TEST_CASE("cuda: bias_act, act_forward, act_backward and add match the CPU", "[g
         const std::vector<float> y0 = random_floats(n, seed++, -3.0f, 3.0f);
         const std::vector<float> bias = random_floats(static_cast<size_t>(N), seed++);
         std::vector<float> y_cpu = y0, pre_cpu(n);
-        cpu.bias_act(y_cpu.data(), pre_cpu.data(), with_bias ? bias.data() : nullptr, M, N, act);
+        cpu.bias_act(y_cpu.data(), with_bias ? bias.data() : nullptr, view_of(y_cpu),
+                     view_of(pre_cpu), M, N, act);
         DeviceArray<float> y(gpu, y0), pre(gpu, n), b(gpu, bias);
-        gpu.ops->bias_act(y.get(), pre.get(), with_bias ? b.get() : nullptr, M, N, act);
+        gpu.ops->bias_act(y.get(), with_bias ? b.get() : nullptr, y.view(), pre.view(), M, N,
+                          act);
         CHECK(rel_error(y.download(), y_cpu) < 1e-5);
         CHECK(rel_error(pre.download(), pre_cpu) < 1e-5);
       }
       const std::vector<float> x0 = random_floats(n, seed++, -3.0f, 3.0f);
       const std::vector<float> dy0 = random_floats(n, seed++);
       std::vector<float> post_cpu(n), dx_cpu(n);
-      cpu.act_forward(x0.data(), post_cpu.data(), static_cast<int64_t>(n), act);
-      cpu.act_backward(dy0.data(), x0.data(), post_cpu.data(), dx_cpu.data(),
-                       static_cast<int64_t>(n), act);
+      cpu.act_forward(view_of(x0), view_of(post_cpu), act);
+      cpu.act_backward(view_of(dy0), view_of(x0), view_of(post_cpu), view_of(dx_cpu), act);
       DeviceArray<float> x(gpu, x0), dy(gpu, dy0), post(gpu, n), dx(gpu, n);
-      gpu.ops->act_forward(x.get(), post.get(), static_cast<int64_t>(n), act);
-      gpu.ops->act_backward(dy.get(), x.get(), post.get(), dx.get(), static_cast<int64_t>(n), act);
+      gpu.ops->act_forward(x.view(), post.view(), act);
+      gpu.ops->act_backward(dy.view(), x.view(), post.view(), dx.view(), act);
       INFO("act " << int(act) << " n " << n);
       CHECK(rel_error(post.download(), post_cpu) < 1e-5);
       CHECK(rel_error(dx.download(), dx_cpu) < 1e-5);
     }
     const std::vector<float> a0 = random_floats(n, seed++), b0 = random_floats(n, seed++);
     std::vector<float> sum_cpu(n);
-    cpu.add(a0.data(), b0.data(), sum_cpu.data(), static_cast<int64_t>(n));
+    cpu.add(view_of(a0), view_of(b0), view_of(sum_cpu));
     DeviceArray<float> a(gpu, a0), b(gpu, b0), sum(gpu, n);
-    gpu.ops->add(a.get(), b.get(), sum.get(), static_cast<int64_t>(n));
+    gpu.ops->add(a.view(), b.view(), sum.view());
     CHECK(same_bytes(sum.download(), sum_cpu));  // one rounding, same on both
   }
 #endif
@@ -85,10 +86,10 @@ TEST_CASE("cuda: gemm matches the CPU in every transpose, TF32 on and off", "[gp
           const std::vector<float> B0 = random_floats((tb ? d.N : d.K) * ldb, seed++);
           const std::vector<float> C0 = random_floats(d.M * ldc, seed++);
           std::vector<float> C_cpu = C0;
-          cpu.gemm(ta, tb, d.M, d.N, d.K, alpha, A0.data(), lda, B0.data(), ldb, beta,
+          cpu.gemm(ta, tb, d.M, d.N, d.K, alpha, view_of(A0), lda, view_of(B0), ldb, beta,
                    C_cpu.data(), ldc);
           DeviceArray<float> A(gpu, A0), B(gpu, B0), C(gpu, C0);
-          gpu.ops->gemm(ta, tb, d.M, d.N, d.K, alpha, A.get(), lda, B.get(), ldb, beta, C.get(),
+          gpu.ops->gemm(ta, tb, d.M, d.N, d.K, alpha, A.view(), lda, B.view(), ldb, beta, C.get(),
                         ldc);
           CHECK(rel_error(C.download(), C_cpu) < tol);
         }
@@ -97,7 +98,7 @@ TEST_CASE("cuda: gemm matches the CPU in every transpose, TF32 on and off", "[gp
     // K == 0: C = beta * C.
     const std::vector<float> C0 = random_floats(5 * 7, seed++);
     DeviceArray<float> A(gpu, 1), B(gpu, 1), C(gpu, C0);
-    gpu.ops->gemm(false, false, 5, 7, 0, 1.0f, A.get(), 1, B.get(), 7, 0.5f, C.get(), 7);
+    gpu.ops->gemm(false, false, 5, 7, 0, 1.0f, A.view(), 1, B.view(), 7, 0.5f, C.get(), 7);
     std::vector<float> half = C0;
     for (float& v : half) v *= 0.5f;
     CHECK(same_bytes(C.download(), half));
@@ -132,11 +133,12 @@ TEST_CASE("cuda: linear_forward epilogues and linear_backward_params match the C
           const double tol = tf32 ? tf32_tolerance(K) : (act == Act::kGELU ? 1e-4 : 1e-5);
           const bool gelu = act == Act::kGELU;
           std::vector<float> y_cpu(M * N), pre_cpu(gelu ? M * N : 0);
-          cpu.linear_forward(x0.data(), W0.data(), with_bias ? b0.data() : nullptr, y_cpu.data(),
-                             gelu ? pre_cpu.data() : nullptr, M, N, K, act);
+          cpu.linear_forward(view_of(x0), view_of(W0), with_bias ? b0.data() : nullptr,
+                             view_of(y_cpu), gelu ? view_of(pre_cpu) : View{}, nullptr, M, N, K,
+                             act);
           DeviceArray<float> y(gpu, M * N), pre(gpu, gelu ? M * N : 0);
-          gpu.ops->linear_forward(x.get(), W.get(), with_bias ? b.get() : nullptr, y.get(),
-                                  gelu ? pre.get() : nullptr, M, N, K, act);
+          gpu.ops->linear_forward(x.view(), W.view(), with_bias ? b.get() : nullptr, y.view(),
+                                  gelu ? pre.view() : View{}, nullptr, M, N, K, act);
           CHECK(rel_error(y.download(), y_cpu) < tol);
           const double pre_tol = tf32 ? tf32_tolerance(K) : 1e-5;  // GEMM + bias only
           if (gelu) CHECK(rel_error(pre.download(), pre_cpu) < pre_tol);
@@ -146,8 +148,9 @@ TEST_CASE("cuda: linear_forward epilogues and linear_backward_params match the C
       const std::vector<float> dz0 = random_floats(M * N, seed++);
       std::vector<float> dW_cpu = random_floats(N * K, seed++), db_cpu = random_floats(N, seed++);
       DeviceArray<float> dz(gpu, dz0), dW(gpu, dW_cpu), db(gpu, db_cpu);
-      cpu.linear_backward_params(dz0.data(), x0.data(), dW_cpu.data(), db_cpu.data(), M, N, K);
-      gpu.ops->linear_backward_params(dz.get(), x.get(), dW.get(), db.get(), M, N, K);
+      cpu.linear_backward_params(view_of(dz0), view_of(x0), dW_cpu.data(), db_cpu.data(), M, N,
+                                 K);
+      gpu.ops->linear_backward_params(dz.view(), x.view(), dW.get(), db.get(), M, N, K);
       INFO("backward tf32 " << tf32 << " M " << M << " N " << N << " K " << K);
       CHECK(rel_error(dW.download(), dW_cpu) < (tf32 ? tf32_tolerance(M) : 1e-5));
       CHECK(rel_error(db.download(), db_cpu) < 1e-5);
@@ -169,12 +172,12 @@ TEST_CASE("cuda: bias_grad accumulates column sums like the CPU, deterministical
     const std::vector<float> dy0 = random_floats(M * N, seed++);
     const std::vector<float> db0 = random_floats(N, seed++);
     std::vector<float> db_cpu = db0, db_order = db0;
-    cpu.bias_grad(dy0.data(), db_cpu.data(), M, N);
+    cpu.bias_grad(view_of(dy0), db_cpu.data(), M, N);
     column_sums_in_gpu_order(dy0.data(), db_order.data(), M, N,
                              column_sum_plan(M, kColumnSumMaxChunks));
     DeviceArray<float> dy(gpu, dy0), db(gpu, db0), db_again(gpu, db0);
-    gpu.ops->bias_grad(dy.get(), db.get(), M, N);
-    gpu.ops->bias_grad(dy.get(), db_again.get(), M, N);
+    gpu.ops->bias_grad(dy.view(), db.get(), M, N);
+    gpu.ops->bias_grad(dy.view(), db_again.get(), M, N);
     const std::vector<float> got = db.download();
     CHECK(rel_error(got, db_cpu) < 1e-5);
     CHECK(same_bytes(got, db_again.download()));
@@ -199,9 +202,9 @@ TEST_CASE("cuda: softmax_xent matches the CPU: loss, correct, dlogits, history",
     // CPU: a training call (with dlogits) and an evaluation call, into one accumulator.
     LossStats stats_cpu{};
     std::vector<float> dlogits_cpu(B * C), history_cpu(4, -1.0f);
-    cpu.softmax_xent(logits0.data(), labels0.data(), B, C, dlogits_cpu.data(), &stats_cpu,
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, view_of(dlogits_cpu), &stats_cpu,
                      history_cpu.data(), &counters0);
-    cpu.softmax_xent(logits0.data(), labels0.data(), B, C, nullptr, &stats_cpu, nullptr,
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, View{}, &stats_cpu, nullptr,
                      &counters0);
 
     DeviceArray<float> logits(gpu, logits0), dlogits(gpu, B * C);
@@ -209,9 +212,9 @@ TEST_CASE("cuda: softmax_xent matches the CPU: loss, correct, dlogits, history",
     DeviceArray<int32_t> labels(gpu, labels0);
     DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
     DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->softmax_xent(logits.get(), labels.get(), B, C, dlogits.get(), stats.get(),
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, dlogits.view(), stats.get(),
                           history.get(), counters.get());
-    gpu.ops->softmax_xent(logits.get(), labels.get(), B, C, nullptr, stats.get(), nullptr,
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, View{}, stats.get(), nullptr,
                           counters.get());
 
     const LossStats got = stats.download()[0];
@@ -242,13 +245,13 @@ TEST_CASE("cuda: mse matches the CPU: loss, dpred, history", "[gpu]") {
     const StepCounters counters0{0, 1};
     LossStats stats_cpu{};
     std::vector<float> dpred_cpu(B * D), history_cpu(2, -1.0f);
-    cpu.mse(pred0.data(), target0.data(), B, D, dpred_cpu.data(), &stats_cpu, history_cpu.data(),
-            &counters0);
+    cpu.mse(view_of(pred0), target0.data(), B, D, view_of(dpred_cpu), &stats_cpu,
+            history_cpu.data(), &counters0);
     DeviceArray<float> pred(gpu, pred0), target(gpu, target0), dpred(gpu, B * D),
         history(gpu, std::vector<float>(2, -1.0f));
     DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
     DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->mse(pred.get(), target.get(), B, D, dpred.get(), stats.get(), history.get(),
+    gpu.ops->mse(pred.view(), target.get(), B, D, dpred.view(), stats.get(), history.get(),
                  counters.get());
     const LossStats got = stats.download()[0];
     CHECK(std::abs(got.loss_sum - stats_cpu.loss_sum) <= 1e-5 * stats_cpu.loss_sum + 1e-12);
@@ -315,7 +318,8 @@ TEST_CASE("cuda: adam and sgd over 3 steps equal the CPU within 1e-6", "[gpu]") 
 #endif
 }
 
-TEST_CASE("cuda: gather_rows and gather_labels read the counter's batch exactly", "[gpu]") {
+TEST_CASE("cuda: gather_rows of fp32 rows and int32 labels reads the counter's batch exactly",
+          "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -331,16 +335,16 @@ TEST_CASE("cuda: gather_rows and gather_labels read the counter's batch exactly"
     INFO("row_elems " << row_elems);
     const std::vector<float> src0 = random_floats(count * row_elems, 700 + row_elems);
     std::vector<float> dst_cpu(rows * row_elems);
-    cpu.gather_rows(src0.data(), perm0.data(), rows, row_elems, &counters0, dst_cpu.data());
+    cpu.gather_rows(view_of(src0), perm0.data(), rows, row_elems, &counters0, view_of(dst_cpu));
     DeviceArray<float> src(gpu, src0), dst(gpu, rows * row_elems);
-    gpu.ops->gather_rows(src.get(), perm.get(), rows, row_elems, counters.get(), dst.get());
+    gpu.ops->gather_rows(src.view(), perm.get(), rows, row_elems, counters.get(), dst.view());
     CHECK(same_bytes(dst.download(), dst_cpu));
   }
   const std::vector<int32_t> labels0 = random_labels(count, 10, 9);
   std::vector<int32_t> out_cpu(rows);
-  cpu.gather_labels(labels0.data(), perm0.data(), rows, &counters0, out_cpu.data());
+  cpu.gather_rows(view_of(labels0), perm0.data(), rows, 1, &counters0, view_of(out_cpu));
   DeviceArray<int32_t> labels(gpu, labels0), out(gpu, rows);
-  gpu.ops->gather_labels(labels.get(), perm.get(), rows, counters.get(), out.get());
+  gpu.ops->gather_rows(labels.view(), perm.get(), rows, 1, counters.get(), out.view());
   CHECK(out.download() == out_cpu);
 #endif
 }

@@ -9,8 +9,10 @@
 
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "tests/support/views.h"
 
 using namespace noeira;
+using noeira::test::view_of;
 
 namespace {
 
@@ -78,15 +80,15 @@ TEST_CASE("bf16 GEMM against the fp32 GEMM, every transpose, beta 0 and 1", "[bf
         const int64_t lda = ta ? M : K, ldb = tb ? K : N;
         std::vector<float> ref = c0, got = c0;
         const float alpha = beta == 0.0f ? 1.0f : 0.5f;
-        ops.gemm(ta, tb, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, ref.data(), N);
+        ops.gemm(ta, tb, M, N, K, alpha, view_of(a), lda, view_of(b), ldb, beta, ref.data(), N);
         const auto ab = to_bf16(a), bb = to_bf16(b);
-        ops.gemm_bf16(ta, tb, M, N, K, alpha, ab.data(), lda, bb.data(), ldb, beta, got.data(), N);
+        ops.gemm(ta, tb, M, N, K, alpha, view_of(ab), lda, view_of(bb), ldb, beta, got.data(), N);
         INFO("trans_a " << ta << " trans_b " << tb << " beta " << beta);
-        check_bf16_error(got, ref, "gemm_bf16");
+        check_bf16_error(got, ref, "bf16 gemm");
         // Exactly an fp32 GEMM of the bf16-rounded inputs, up to summation order.
         std::vector<float> exact = c0;
         const auto ar = to_f32(ab), br = to_f32(bb);
-        ops.gemm(ta, tb, M, N, K, alpha, ar.data(), lda, br.data(), ldb, beta, exact.data(), N);
+        ops.gemm(ta, tb, M, N, K, alpha, view_of(ar), lda, view_of(br), ldb, beta, exact.data(), N);
         CHECK(rel_error(got, exact) < 1e-5);
       }
 }
@@ -96,8 +98,8 @@ TEST_CASE("bf16 GEMM gives the same bits with 1 and 2 threads", "[bf16][determin
   const int64_t M = 256, N = 512, K = 784;
   const auto a = to_bf16(random_vec(M * K, 4)), b = to_bf16(random_vec(K * N, 5));
   std::vector<float> c1(M * N), c2(M * N);
-  one.gemm_bf16(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c1.data(), N);
-  two.gemm_bf16(false, true, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, c2.data(), N);
+  one.gemm(false, true, M, N, K, 1.0f, view_of(a), K, view_of(b), K, 0.0f, c1.data(), N);
+  two.gemm(false, true, M, N, K, 1.0f, view_of(a), K, view_of(b), K, 0.0f, c2.data(), N);
   CHECK(c1 == c2);
 }
 
@@ -107,25 +109,25 @@ TEST_CASE("bf16 element-wise ops and losses against fp32", "[bf16]") {
   const auto acc = random_vec(n, 6, 3.0f), bias = random_vec(N, 7);
   for (Act act : {Act::kReLU, Act::kGELU}) {
     std::vector<float> y(acc), pre(n);
-    ops.bias_act(y.data(), pre.data(), bias.data(), M, N, act);
+    ops.bias_act(y.data(), bias.data(), view_of(y), view_of(pre), M, N, act);
     std::vector<bf16_t> yb(n), preb(n);
-    ops.bias_act_bf16(acc.data(), bias.data(), yb.data(), preb.data(), M, N, act);
-    check_bf16_error(to_f32(yb), y, "bias_act_bf16");
+    ops.bias_act(acc.data(), bias.data(), view_of(yb), view_of(preb), M, N, act);
+    check_bf16_error(to_f32(yb), y, "bf16 bias_act");
 
     const auto dy = random_vec(n, 8);
     std::vector<float> dx(n);
-    ops.act_backward(dy.data(), pre.data(), y.data(), dx.data(), n, act);
+    ops.act_backward(view_of(dy), view_of(pre), view_of(y), view_of(dx), act);
     std::vector<bf16_t> dxb(n);
     const auto dyb = to_bf16(dy);
-    ops.act_backward_bf16(dyb.data(), preb.data(), yb.data(), dxb.data(), n, act);
-    check_bf16_error(to_f32(dxb), dx, "act_backward_bf16");
+    ops.act_backward(view_of(dyb), view_of(preb), view_of(yb), view_of(dxb), act);
+    check_bf16_error(to_f32(dxb), dx, "bf16 act_backward");
   }
   const auto dy = random_vec(n, 9);
   std::vector<float> db(N, 0.0f), dbb(N, 0.0f);
-  ops.bias_grad(dy.data(), db.data(), M, N);
+  ops.bias_grad(view_of(dy), db.data(), M, N);
   const auto dyb = to_bf16(dy);
-  ops.bias_grad_bf16(dyb.data(), dbb.data(), M, N);
-  check_bf16_error(dbb, db, "bias_grad_bf16");
+  ops.bias_grad(view_of(dyb), dbb.data(), M, N);
+  check_bf16_error(dbb, db, "bf16 bias_grad");
 
   const int64_t B = 64, C = 10;
   const auto logits = random_vec(B * C, 10, 4.0f);
@@ -135,10 +137,10 @@ TEST_CASE("bf16 element-wise ops and losses against fp32", "[bf16]") {
   LossStats s32{}, s16{};
   std::vector<float> d32(B * C);
   std::vector<bf16_t> d16(B * C);
-  ops.softmax_xent(logits.data(), labels.data(), B, C, d32.data(), &s32, nullptr, &counters);
+  ops.softmax_xent(view_of(logits), labels.data(), B, C, view_of(d32), &s32, nullptr, &counters);
   const auto lb = to_bf16(logits);
-  ops.softmax_xent_bf16(lb.data(), labels.data(), B, C, d16.data(), &s16, nullptr, &counters);
-  check_bf16_error(to_f32(d16), d32, "softmax_xent_bf16 gradient");
+  ops.softmax_xent(view_of(lb), labels.data(), B, C, view_of(d16), &s16, nullptr, &counters);
+  check_bf16_error(to_f32(d16), d32, "bf16 softmax_xent gradient");
   CHECK(std::abs(s16.loss_sum - s32.loss_sum) / s32.loss_sum < 1e-2);
   CHECK(std::isfinite(s16.loss_sum));
 }

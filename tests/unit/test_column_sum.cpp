@@ -72,7 +72,7 @@ TEST_CASE("The GPU's column-sum order equals the CPU's sums where no rounding ha
   std::vector<float> dy(static_cast<size_t>(M * N));
   for (float& x : dy) x = static_cast<float>(u(g));
   std::vector<float> db_cpu(N, 1.0f), db_gpu_order(N, 1.0f), db_one_chunk(N, 1.0f);
-  CpuOps(1).bias_grad(dy.data(), db_cpu.data(), M, N);
+  CpuOps(1).bias_grad(ConstView{dy.data(), M * N}, db_cpu.data(), M, N);
   column_sums_in_gpu_order(dy.data(), db_gpu_order.data(), M, N,
                            column_sum_plan(M, kColumnSumMaxChunks));
   column_sums_in_gpu_order(dy.data(), db_one_chunk.data(), M, N, column_sum_plan(M, 1));
@@ -93,9 +93,9 @@ TEST_CASE("The GPU's column-sum order is within rounding of the CPU's, fp32 and 
   const ColumnSumPlan plan = column_sum_plan(M, kColumnSumMaxChunks);
   REQUIRE(plan.chunks > 1);
   std::vector<float> want(N, 0.0f), got(N, 0.0f), want_b(N, 0.0f), got_b(N, 0.0f);
-  cpu.bias_grad(dy.data(), want.data(), M, N);
+  cpu.bias_grad(ConstView{dy.data(), M * N}, want.data(), M, N);
   column_sums_in_gpu_order(dy.data(), got.data(), M, N, plan);
-  cpu.bias_grad_bf16(dyb.data(), want_b.data(), M, N);
+  cpu.bias_grad(ConstView{dyb.data(), M * N}, want_b.data(), M, N);
   column_sums_in_gpu_order(dyb.data(), got_b.data(), M, N, plan);
   for (int64_t j = 0; j < N; ++j) {
     INFO("column " << j);

@@ -155,7 +155,7 @@ TEST_CASE("Softmax cross-entropy is stable for huge logits", "[loss]") {
   float d[3];
   LossStats s{};
   StepCounters c{};
-  ops.softmax_xent(logits, &label, 1, 3, d, &s, nullptr, &c);
+  ops.softmax_xent(ConstView{logits, 3}, &label, 1, 3, View{d, 3}, &s, nullptr, &c);
   CHECK(std::isfinite(s.loss_sum));
   CHECK(s.loss_sum == Approx(0.0).margin(1e-6));
   CHECK(s.correct == 1);

@@ -1,0 +1,103 @@
+// The ops interface's views (kernels/view.h) and dtype dispatch (kernels/dispatch.h), and
+// the CPU's data ops that take several dtype pairs: gather_rows (fp32, fp32 -> bf16,
+// int32 labels) and cast.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/dispatch.h"
+#include "nn/tensor.h"
+#include "tests/support/views.h"
+
+using namespace noeira;
+using noeira::test::view_of;
+
+TEST_CASE("A tensor passes to an op as a view of its pointer, dtype and element count",
+          "[ops]") {
+  std::vector<bf16_t> storage(24);
+  Tensor t;
+  t.data = storage.data();
+  t.shape = Shape{2, 3, 4};
+  t.dtype = DType::kBF16;
+  const View v = t;
+  const ConstView c = t;
+  CHECK(v.data == storage.data());
+  CHECK(v.dtype == DType::kBF16);
+  CHECK(v.n == 24);
+  CHECK(c.data == v.data);
+  CHECK(c.n == 24);
+  CHECK(v.as<bf16_t>() == storage.data());
+  const View none = Tensor{};
+  CHECK(none.empty());
+  const std::vector<int32_t> labels(5);
+  const ConstView l = view_of(labels, 1);
+  CHECK(l.dtype == DType::kI32);
+  CHECK(l.n == 4);
+}
+
+TEST_CASE("dispatch_float turns a view's dtype into its storage type", "[ops]") {
+  std::vector<float> f(3);
+  std::vector<bf16_t> b(3);
+  auto name = [](auto storage) {
+    return std::is_same_v<typename decltype(storage)::type, float> ? "f32" : "bf16";
+  };
+  CHECK(std::strcmp(dispatch_float("test", {view_of(f)}, name), "f32") == 0);
+  CHECK(std::strcmp(dispatch_float("test", {view_of(b), View{}}, name), "bf16") == 0);
+  auto pair = [](auto from, auto to) {
+    return std::is_same_v<typename decltype(from)::type, float> &&
+           std::is_same_v<typename decltype(to)::type, bf16_t>;
+  };
+  CHECK(dispatch_float_pair("test", DType::kF32, DType::kBF16, pair));
+  CHECK_FALSE(dispatch_float_pair("test", DType::kBF16, DType::kF32, pair));
+}
+
+TEST_CASE("CPU gather_rows: fp32 rows, rounded bf16 rows and int32 labels of the counter's batch",
+          "[ops]") {
+  CpuOps ops(2);
+  const int64_t count = 10, rows = 3, row_elems = 5;
+  std::vector<int32_t> perm(count);
+  std::iota(perm.rbegin(), perm.rend(), 0);  // 9, 8, ..., 0
+  const StepCounters counters{7, 2};         // batch 2: perm[6..8] = 3, 2, 1
+  std::vector<float> src(count * row_elems);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = 0.1f * static_cast<float>(i) + 1e-3f;
+  std::vector<int32_t> labels(count);
+  std::iota(labels.begin(), labels.end(), 100);
+
+  std::vector<float> f32(rows * row_elems);
+  std::vector<bf16_t> b16(rows * row_elems);
+  std::vector<int32_t> y(rows);
+  ops.gather_rows(view_of(src), perm.data(), rows, row_elems, &counters, view_of(f32));
+  ops.gather_rows(view_of(src), perm.data(), rows, row_elems, &counters, view_of(b16));
+  ops.gather_rows(view_of(labels), perm.data(), rows, 1, &counters, view_of(y));
+  const int32_t want[rows] = {3, 2, 1};
+  for (int64_t r = 0; r < rows; ++r) {
+    CHECK(y[static_cast<size_t>(r)] == 100 + want[r]);
+    for (int64_t k = 0; k < row_elems; ++k) {
+      const float s = src[static_cast<size_t>(want[r] * row_elems + k)];
+      CHECK(f32[static_cast<size_t>(r * row_elems + k)] == s);
+      CHECK(b16[static_cast<size_t>(r * row_elems + k)] == f32_to_bf16(s));
+    }
+  }
+}
+
+TEST_CASE("CPU cast rounds fp32 to bf16, widens back exactly, and copies one dtype to itself",
+          "[ops]") {
+  CpuOps ops(1);
+  const std::vector<float> x = {1.0f, 3.14159265f, -2.5f, 1e-3f, 65504.0f};
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<bf16_t> b(x.size());
+  std::vector<float> back(x.size()), copy(x.size());
+  ops.cast(view_of(x), view_of(b));
+  ops.cast(view_of(b), view_of(back));
+  ops.cast(view_of(x), view_of(copy));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<size_t>(i);
+    CHECK(b[k] == f32_to_bf16(x[k]));
+    CHECK(back[k] == round_to_bf16(x[k]));
+    CHECK(copy[k] == x[k]);
+  }
+}
