@@ -16,6 +16,7 @@
 #include "tests/gpu/gpu_rig.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/synthetic.h"
+#include "tests/support/scoped_env.h"
 #endif
 
 using namespace noeira;
@@ -24,22 +25,6 @@ using namespace noeira::test;
 #if defined(NOEIRA_WITH_CUDA)
 namespace {
 
-// Sets an environment variable for one scope, restoring it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 std::unique_ptr<Trainer> trainer_on(Device device, uint64_t seed, bool graph) {
   TrainerConfig c = small_config(Task::kClassification, seed);

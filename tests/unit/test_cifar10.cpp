@@ -22,6 +22,7 @@
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/tar_writer.h"
+#include "tests/support/scoped_env.h"
 
 using namespace noeira;
 using noeira::test::TempDir;
@@ -29,29 +30,12 @@ namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 using Catch::Matchers::Contains;
 
+using noeira::test::ScopedEnv;
+
 namespace {
 
 constexpr int64_t kRecord = kCifar10RecordBytes;
 
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The shared data: $NOEIRA_DATA as ctest sets it, else ../shared/data beside the source.
 fs::path shared_data() {

@@ -12,10 +12,13 @@
 #include "datasets/data_files.h"
 #include "datasets/idx.h"
 #include "datasets/mnist.h"
+#include "tests/support/scoped_env.h"
 
 using namespace noeira;
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
+
+using noeira::test::ScopedEnv;
 
 namespace {
 
@@ -41,25 +44,6 @@ class TempDir {
   fs::path path_;
 };
 
-// Sets (or, with nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 void write_bytes(const fs::path& p, const Bytes& bytes) {
   fs::create_directories(p.parent_path());
