@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "datasets/archive.h"
@@ -63,17 +64,22 @@ void write_bytes(const fs::path& p, const Bytes& bytes) {
              static_cast<std::streamsize>(bytes.size()));
 }
 
-const Bytes& raw_train() {
-  static const Bytes b = read_bytes(shared_data() / "cifar10" / "data_batch_1_first4000.bin");
-  return b;
+// The shared subset's raw bytes; a missing or short copy fails the test by name (the
+// tests index into these directly).
+const Bytes& shared_subset(const char* file, int64_t records) {
+  static std::map<std::string, Bytes> cache;
+  auto it = cache.find(file);
+  if (it == cache.end()) it = cache.emplace(file, read_bytes(shared_data() / "cifar10" / file)).first;
+  INFO("shared CIFAR-10 subset " << (shared_data() / "cifar10" / file) << " (set NOEIRA_DATA)");
+  REQUIRE(static_cast<int64_t>(it->second.size()) == records * kRecord);
+  return it->second;
 }
-const Bytes& raw_test() {
-  static const Bytes b = read_bytes(shared_data() / "cifar10" / "test_batch_first1000.bin");
-  return b;
-}
+const Bytes& raw_train() { return shared_subset("data_batch_1_first4000.bin", 4000); }
+const Bytes& raw_test() { return shared_subset("test_batch_first1000.bin", 1000); }
 
 // Records [first, first + n) of a raw file.
 Bytes records(const Bytes& raw, int64_t first, int64_t n) {
+  REQUIRE(static_cast<int64_t>(raw.size()) >= (first + n) * kRecord);
   return Bytes(raw.begin() + first * kRecord, raw.begin() + (first + n) * kRecord);
 }
 
