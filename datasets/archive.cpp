@@ -12,19 +12,14 @@
 #include <memory>
 #include <system_error>
 
+#include "datasets/quoted_path.h"
+
 namespace noeira {
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr const char* kFix = "delete it to re-download, or point --data-dir at a good copy";
-
-std::string quoted(const fs::path& p) {
-  std::string out(1, '\'');
-  out += p.string();
-  out += '\'';
-  return out;
-}
 
 struct ReadFree {
   void operator()(archive* a) const { archive_read_free(a); }

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "datasets/archive.h"
+#include "datasets/quoted_path.h"
 
 namespace noeira {
 namespace {
@@ -32,13 +33,6 @@ constexpr const char* kSubsetTrainSha256 =
     "0993cf8b8e43bc207603aef9787006995746513f5e3fa5a52e06d1b069926330";
 constexpr const char* kSubsetTestSha256 =
     "8314c96d7cd65618193bab23acdd5d4c4af15bf6dd00a1781d55beedf3be1ef5";
-
-std::string quoted(const fs::path& p) {
-  std::string out(1, '\'');
-  out += p.string();
-  out += '\'';
-  return out;
-}
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }

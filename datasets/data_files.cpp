@@ -13,6 +13,8 @@
 #include <mutex>
 #include <system_error>
 
+#include "datasets/quoted_path.h"
+
 namespace noeira {
 namespace {
 
@@ -22,14 +24,6 @@ std::optional<std::string> env_value(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
   return std::string(v);
-}
-
-std::string quoted(const fs::path& p) {
-  // Built by appending: GCC 12's -Wrestrict misfires on "'" + std::string&&.
-  std::string out(1, '\'');
-  out += p.string();
-  out += '\'';
-  return out;
 }
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {

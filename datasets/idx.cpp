@@ -10,6 +10,8 @@
 #include <memory>
 #include <system_error>
 
+#include "datasets/quoted_path.h"
+
 namespace noeira {
 namespace {
 
@@ -21,14 +23,6 @@ struct GzCloser {
   void operator()(gzFile f) const { gzclose_r(f); }
 };
 using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
-
-std::string quoted(const std::filesystem::path& p) {
-  // Built by appending: GCC 12's -Wrestrict misfires on "'" + std::string&&.
-  std::string out(1, '\'');
-  out += p.string();
-  out += '\'';
-  return out;
-}
 
 std::string hex32(uint32_t v) {
   char buf[16];
