@@ -35,6 +35,11 @@ Slot MemoryPlan::reserve(MemCategory c, const Shape& shape, DType dtype, size_t 
   return s;
 }
 
+Slot MemoryPlan::reserve_bytes(MemCategory c, size_t bytes, size_t align) {
+  if (bytes == 0) return Slot{};
+  return reserve(c, Shape{static_cast<int64_t>((bytes + 3) / 4)}, DType::kI32, align);
+}
+
 size_t MemoryPlan::total_bytes() const {
   size_t t = 0;
   for (size_t s : sizes_) t += s;

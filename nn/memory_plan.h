@@ -39,6 +39,9 @@ class MemoryPlan {
  public:
   // Reserves a buffer; offsets are aligned to `align` bytes (16 keeps float4 access legal).
   Slot reserve(MemCategory c, const Shape& shape, DType dtype, size_t align = 256);
+  // An untyped scratch buffer of at least `bytes` (a backend's workspace size query);
+  // invalid (0 bytes) when `bytes` is 0.
+  Slot reserve_bytes(MemCategory c, size_t bytes, size_t align = 256);
   size_t bytes(MemCategory c) const { return sizes_[static_cast<size_t>(c)]; }
   size_t total_bytes() const;
   // A table of bytes per category, for `train` to print.

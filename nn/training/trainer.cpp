@@ -103,15 +103,10 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   Result<size_t> shuffle_bytes = backend_.ops->shuffle_workspace_bytes(train_count_);
   if (!shuffle_bytes)
     return make_error("training set '" + train.name + "': " + shuffle_bytes.error().message);
-  shuffle_ws_ = plan_.reserve(MemCategory::kWorkspace,
-                              Shape{static_cast<int64_t>((*shuffle_bytes + 3) / 4)}, DType::kI32);
+  shuffle_ws_ = plan_.reserve_bytes(MemCategory::kWorkspace, *shuffle_bytes);
   // The backend's reduction scratch (bias_grad's partial sums on the GPU), bound below.
   const size_t reduction_bytes = backend_.ops->reduction_workspace_bytes();
-  Slot reduction_ws;
-  if (reduction_bytes > 0)
-    reduction_ws = plan_.reserve(MemCategory::kWorkspace,
-                                 Shape{static_cast<int64_t>((reduction_bytes + 3) / 4)},
-                                 DType::kF32);
+  const Slot reduction_ws = plan_.reserve_bytes(MemCategory::kWorkspace, reduction_bytes);
   counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
   train_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
   eval_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
