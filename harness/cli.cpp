@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "datasets/catalog.h"
 #include "harness/cli_options.h"
 #include "harness/compare_command.h"
 #include "harness/host_info.h"
@@ -27,14 +28,15 @@ std::function<int()> add_list_command(CLI::App& app) {
     for (const std::string& name : list_recipes()) {
       Result<Recipe> r = load_recipe_for_model(name);
       if (r)
-        std::printf("  %-10s %s [dataset %s, batch %lld, %d epochs]\n", name.c_str(),
+        std::printf("  %-13s %s [dataset %s, batch %lld, %d epochs]\n", name.c_str(),
                     r->description.c_str(), r->dataset.c_str(), static_cast<long long>(r->batch),
                     r->epochs);
       else
-        std::printf("  %-10s (broken recipe: %s)\n", name.c_str(), r.error().message.c_str());
+        std::printf("  %-13s (broken recipe: %s)\n", name.c_str(), r.error().message.c_str());
     }
-    std::printf("datasets:\n  mnist          MNIST (IDX), 60000 train / 10000 test\n"
-                "  fashion-mnist  Fashion-MNIST (IDX), 60000 train / 10000 test\n");
+    std::printf("datasets:\n");
+    for (const ImageDatasetInfo& d : image_datasets())
+      std::printf("  %-15s %s\n", d.name.c_str(), d.description.c_str());
     return kExitOk;
   };
 }

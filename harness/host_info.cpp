@@ -1,6 +1,5 @@
 #include "harness/host_info.h"
 
-#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <sys/utsname.h>
@@ -64,50 +63,6 @@ struct Level {
   const char* label;
 };
 
-// OpenBLAS core names (DYNAMIC_ARCH's names; fixed-target builds report them in upper
-// case) -> the widest vector ISA their kernels use.
-bool openblas_level(std::string_view core, Level* out) {
-  struct Entry {
-    const char* name;
-    Level level;
-  };
-  static const Entry kCores[] = {
-      {"generic", {0, "generic C"}},   {"unknown", {0, "generic C"}},
-      {"katmai", {1, "SSE"}},          {"coppermine", {1, "SSE"}},
-      {"northwood", {1, "SSE2"}},      {"banias", {1, "SSE2"}},
-      {"athlon", {1, "SSE"}},          {"opteron", {1, "SSE2"}},
-      {"prescott", {1, "SSE3"}},       {"opteron_sse3", {1, "SSE3"}},
-      {"atom", {1, "SSSE3"}},          {"core2", {1, "SSSE3"}},
-      {"nano", {1, "SSSE3"}},          {"penryn", {1, "SSE4.1"}},
-      {"dunnington", {1, "SSE4.1"}},   {"nehalem", {1, "SSE4.2"}},
-      {"barcelona", {1, "SSE4a"}},     {"bobcat", {1, "SSE4a"}},
-      {"sandybridge", {2, "AVX"}},     {"bulldozer", {2, "AVX"}},
-      {"piledriver", {2, "AVX"}},      {"steamroller", {2, "AVX"}},
-      {"excavator", {2, "AVX"}},       {"haswell", {3, "AVX2"}},
-      {"zen", {3, "AVX2"}},            {"skylakex", {4, "AVX-512"}},
-      {"cooperlake", {4, "AVX-512"}},  {"sapphirerapids", {4, "AVX-512"}},
-  };
-  const std::string name = lower(core);
-  for (const Entry& e : kCores)
-    if (name == e.name) {
-      *out = e.level;
-      return true;
-    }
-  return false;
-}
-
-// The OpenBLAS generation the CPU can run, and the OPENBLAS_CORETYPE that selects it.
-struct BlasTarget {
-  Level level;
-  const char* coretype;  // "" when no OPENBLAS_CORETYPE would do better
-};
-BlasTarget openblas_level_for(const CpuFeatures& cpu) {
-  if (cpu.avx512f) return {{4, "AVX-512"}, "SkylakeX"};
-  if (cpu.avx2) return {{3, "AVX2"}, "Haswell"};
-  if (cpu.avx) return {{2, "AVX"}, "Sandybridge"};
-  return {{1, "SSE"}, ""};
-}
-
 // oneDNN ISA names (dnnl_cpu_isa2str without its "cpu_isa_" prefix, oneDNN 2.x and 3.x).
 bool onednn_level(std::string_view isa, Level* out) {
   const std::string n = lower(isa);
@@ -138,14 +93,6 @@ std::string onednn_isa_name(dnnl_cpu_isa_t isa) {
   std::string name = s ? s : "";
   if (name.rfind("cpu_isa_", 0) == 0) name.erase(0, 8);
   return name.empty() ? "unknown (" + std::to_string(static_cast<int>(isa)) + ")" : name;
-}
-
-nlohmann::json openblas_info() {
-  const char* core = openblas_get_corename();
-  const char* config = openblas_get_config();
-  return {{"core", core ? core : ""},
-          {"config", config ? config : ""},
-          {"coretype_env", env_or_null("OPENBLAS_CORETYPE")}};
 }
 
 nlohmann::json onednn_info() {
@@ -180,24 +127,14 @@ CpuFeatures parse_cpu_flags(std::string_view flags) {
   return f;
 }
 
-std::vector<std::string> cpu_kernel_warnings(const CpuFeatures& cpu, std::string_view openblas_core,
-                                             std::string_view onednn_isa) {
+std::vector<std::string> cpu_kernel_warnings(const CpuFeatures& cpu, std::string_view onednn_isa) {
   std::vector<std::string> out;
   Level lib{};
-  const BlasTarget blas_cpu = openblas_level_for(cpu);
-  if (openblas_level(openblas_core, &lib) && lib.rank < blas_cpu.level.rank) {
-    std::string w = "OpenBLAS runs its '" + std::string(openblas_core) + "' (" + lib.label +
-                    ") kernels on a CPU with " + blas_cpu.level.label +
-                    "; fp32 GEMM figures reflect that";
-    if (*blas_cpu.coretype)
-      w += std::string(" (OPENBLAS_CORETYPE=") + blas_cpu.coretype + " selects the right ones)";
-    out.push_back(std::move(w));
-  }
   const Level dnn_cpu = onednn_level_for(cpu);
   if (onednn_level(onednn_isa, &lib) && lib.rank < dnn_cpu.rank)
     out.push_back("oneDNN runs its '" + std::string(onednn_isa) + "' (" + lib.label +
                   ") kernels on a CPU with " + dnn_cpu.label +
-                  "; bf16 GEMM figures reflect that (check ONEDNN_MAX_CPU_ISA" +
+                  "; GEMM and convolution figures reflect that (check ONEDNN_MAX_CPU_ISA" +
                   (dnn_cpu.rank == 6 ? ", and that the kernel lets processes use AMX)" : ")"));
   return out;
 }
@@ -217,7 +154,7 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
     const auto v = o->find(key);
     return v != o->end() && v->is_string() ? v->get<std::string>() : "";
   };
-  return cpu_kernel_warnings(cpu, text(build, "openblas", "core"), text(build, "onednn", "isa"));
+  return cpu_kernel_warnings(cpu, text(build, "onednn", "isa"));
 }
 
 nlohmann::json host_info() {
@@ -258,10 +195,11 @@ nlohmann::json build_info() {
 #else
   b["build_type"] = "debug";
 #endif
-  b["blas"] = openblas_get_config();
-  // The math libraries as loaded now: which kernels they picked on this CPU.
-  b["openblas"] = openblas_info();
-  b["onednn"] = onednn_info();
+  // The math library as loaded now: which kernels it picked on this CPU. oneDNN runs
+  // every CPU GEMM and convolution ("blas": the GEMM library, a results-file field).
+  const nlohmann::json onednn = onednn_info();
+  b["blas"] = "oneDNN " + onednn.at("version").get<std::string>();
+  b["onednn"] = onednn;
 #if defined(NOEIRA_WITH_CUDA)
   b["cuda_built"] = true;
 #else

@@ -9,7 +9,8 @@ namespace noeira {
 
 // {cpu_model, cpu_id, cpu_features, cores, memory_bytes, os, hostname}
 nlohmann::json host_info();
-// {compiler, build_type, blas, openblas, onednn, cuda_built, git_sha, git_dirty}.
+// {compiler, build_type, blas, onednn, cuda_built, git_sha, git_dirty}; blas names the
+// CPU's GEMM library (oneDNN).
 // git_sha/git_dirty are the source tree's state when the binary was built (a header the
 // build regenerates whenever they change), not read at run time: a relocated binary
 // still knows what it was built from.
@@ -24,12 +25,10 @@ struct CpuFeatures {
 // Parses the value of a /proc/cpuinfo "flags" line ("fpu vme ... avx2 ...").
 CpuFeatures parse_cpu_flags(std::string_view flags);
 
-// Warnings, one sentence each, when a math library runs a generic or older kernel set
-// than the CPU supports: OpenBLAS's core name (openblas_get_corename(), e.g. "Prescott",
-// "SkylakeX"; fp32 GEMM) and oneDNN's effective ISA (e.g. "avx512_core_bf16"; bf16 GEMM).
-// Names it does not know give no warning; empty names are skipped.
-std::vector<std::string> cpu_kernel_warnings(const CpuFeatures& cpu, std::string_view openblas_core,
-                                             std::string_view onednn_isa);
+// Warnings, one sentence each, when the math library runs an older kernel set than the
+// CPU supports: oneDNN's effective ISA (e.g. "avx512_core_bf16"; every CPU GEMM and
+// convolution). Names it does not know give no warning; an empty name is skipped.
+std::vector<std::string> cpu_kernel_warnings(const CpuFeatures& cpu, std::string_view onednn_isa);
 
 // The warnings about a machine and build, from host_info() and build_info() (the
 // cpu_kernel_warnings of the libraries loaded): `warnings` in `env --json` and in the

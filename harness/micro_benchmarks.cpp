@@ -212,7 +212,7 @@ void register_optimizer(const std::shared_ptr<Shared>& sh, const Recipe& r, int6
     const StepCounters counters{0, 0};
     for (auto _ : state) {
       if (sgd)
-        sh->ops->sgd(params, grads, s0, n, cfg.sgd);
+        sh->ops->sgd(params, grads, s0, n, cfg.sgd, &counters);
       else
         sh->ops->adam(params, grads, s0, static_cast<float*>((*p)[3]), n, cfg.adam, &counters);
       benchmark::DoNotOptimize(params);
@@ -266,8 +266,16 @@ Result<int> register_recipe(const std::shared_ptr<Shared>& sh, const Recipe& r,
   // of the parameter arena (the flat array the optimizer runs over).
   MemoryPlan plan;
   ParamRegistry params;
-  PlanContext pc{plan, params, r.batch, false, ""};
-  const Shape out = (*model)->plan(pc, r.input_shape);
+  int64_t scratch = 0;
+  size_t workspace = 0;
+  PlanContext pc{plan, params, r.batch, false, "", NoAMP, DType::kF32, &scratch,
+                 sh->ops.get(), &workspace};
+  Shape out;
+  try {
+    out = (*model)->plan(pc, r.input_shape);
+  } catch (const PlanError& e) {
+    return make_error(e.what());
+  }
   int count = 0;
 
   bool first_layer = true;
@@ -319,7 +327,7 @@ MicroRegistration register_micro_benchmarks(int threads) {
   if (threads <= 0) threads = default_thread_count();
   auto sh = std::make_shared<Shared>();
   sh->ops = std::make_unique<CpuOps>(threads);
-  reg.backend = "cpu (OpenBLAS, " + std::to_string(threads) + " thread" +
+  reg.backend = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                 (threads == 1 ? "" : "s") + ")";
   for (const std::string& name : list_recipes()) {
     Result<Recipe> r = load_recipe_for_model(name);

@@ -19,7 +19,7 @@ struct MicroRegistration {
   int benchmarks = 0;                 // benchmarks registered
   std::vector<std::string> recipes;   // recipes they were taken from
   std::vector<std::string> skipped;   // "<recipe>: why", for recipes or kernels left out
-  std::string backend;                // e.g. "cpu (OpenBLAS, 2 threads)"
+  std::string backend;                // e.g. "cpu (oneDNN, 2 threads)"
 };
 
 // Registers, with benchmark::RegisterBenchmark, for every recipe in models/recipes:

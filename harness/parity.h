@@ -10,13 +10,16 @@
 
 namespace noeira {
 
-inline constexpr double kParityBound = 1e-4;  // max relative deviation, fp32 on the CPU
-
 struct ParityOutcome {
   nlohmann::json json;  // benchmarks[].parity, or null when it could not run
   std::string note;     // why it could not run
 };
 
+// The line `run` prints for a parity result (benchmarks[].parity).
+std::string parity_line(const nlohmann::json& p);
+
+// The bound is the recipe's parity.bound (max relative deviation, fp32), and
+// parity.early_bound over its first parity.early_steps steps where the recipe sets them.
 ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const BenchSettings& st,
                          uint64_t seed, const TwinPlan& twin, int64_t steps);
 

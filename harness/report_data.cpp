@@ -174,8 +174,13 @@ std::string parity_text(const ReportRow& r) {
   const json& p = r.parity;
   return "Parity (" + r.label + "): max relative loss deviation " +
          format_number("%.2e", p.at("max_rel_dev").get<double>()) + " over " + text_of(p, "steps") +
-         " steps (bound " + format_number("%.0e", p.at("bound").get<double>()) +
-         "): " + (p.at("passed").get<bool>() ? "passed" : "FAILED");
+         " steps (bound " + format_number("%.0e", p.at("bound").get<double>()) + ")" +
+         (p.contains("early_steps") && p.at("early_max_rel_dev").is_number()
+              ? ", " + format_number("%.2e", p.at("early_max_rel_dev").get<double>()) +
+                    " over the first " + text_of(p, "early_steps") + " (bound " +
+                    format_number("%.0e", p.at("early_bound").get<double>()) + ")"
+              : "") +
+         ": " + (p.at("passed").get<bool>() ? "passed" : "FAILED");
 }
 
 std::string seed_agreement_text(const ReportRow& r) {

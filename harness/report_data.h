@@ -36,7 +36,7 @@ struct ReportRow {
 
 struct ReportContext {
   std::string source, created, host, device, git, torch, command_line;
-  std::string cpu_kernels;            // "OpenBLAS Prescott, oneDNN 2.6.3 avx512_core_bf16"; "" if unrecorded
+  std::string cpu_kernels;            // "oneDNN 2.6.3 avx512_core_bf16" (older files: "OpenBLAS Prescott, ..."); "" if unrecorded
   std::vector<std::string> warnings;  // context.warnings (older files: none)
 };
 

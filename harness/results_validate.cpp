@@ -245,6 +245,11 @@ Status check_parity(const json& p, const std::string& path) {
   NOEIRA_TRY(require(p, path, "steps", Type::kInteger));
   NOEIRA_TRY(require_each(p, path, {"max_rel_dev", "bound"}, Type::kNumber));
   NOEIRA_TRY(require(p, path, "passed", Type::kBool));
+  if (p.contains("early_steps")) {  // optional: the recipe's tighter bound for the first steps
+    NOEIRA_TRY(require(p, path, "early_steps", Type::kInteger));
+    NOEIRA_TRY(require(p, path, "early_max_rel_dev", Type::kNumber, Null::kYes));
+    NOEIRA_TRY(require(p, path, "early_bound", Type::kNumber));
+  }
   NOEIRA_TRY(require_array_of(p, path, "ours", Type::kNumber, Null::kYes));
   return require_array_of(p, path, "twin", Type::kNumber, Null::kYes);
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "datasets/cifar10.h"
 #include "datasets/mnist.h"
 #include "harness/bench_runner.h"
 #include "harness/cli.h"
@@ -57,9 +58,15 @@ std::string utc_now() {
 
 // Where the twin finds <dataset>/<files>: the directory above our located copy.
 std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src) {
-  Result<MnistVariant> v = parse_mnist_variant(dataset);
-  if (v) {
+  if (Result<MnistVariant> v = parse_mnist_variant(dataset)) {
     Result<std::filesystem::path> p = locate(mnist_files(*v).train_images, src);
+    if (p) return p->parent_path().parent_path();
+  }
+  if (Result<Cifar10Variant> v = parse_cifar10_variant(dataset)) {
+    // <data>/cifar10/data_batch_1_first4000.bin, <data>/cifar10/cifar-10-batches-bin/
+    Result<std::filesystem::path> p = *v == Cifar10Variant::kSubset
+                                          ? locate(cifar10_subset_files().train, src)
+                                          : locate_cifar10_batches(cifar10_files(), src);
     if (p) return p->parent_path().parent_path();
   }
   return src.data_dir ? *src.data_dir : default_cache_dir();
@@ -175,7 +182,11 @@ int run_run(const RunOptions& o) {
 
   // ---- Data, once for every run. ----
   const DataSource source = make_data_source(o.data);
-  Result<DataSplit> data = load_recipe_data(*recipe, o.data.dataset, source);
+  // --quick runs on the recipe's quick data set (CIFAR-10's shared subset on the CPU)
+  // unless --dataset names one.
+  const std::string dataset =
+      !o.data.dataset.empty() ? o.data.dataset : o.quick ? recipe->quick_dataset : "";
+  Result<DataSplit> data = load_recipe_data(*recipe, dataset, source);
   if (!data) return report_error(data.error().message, kExitFailure);
   const int64_t spe = steps_per_epoch(*recipe, *data);
   const int64_t total_steps = o.steps > 0 ? o.steps
@@ -257,7 +268,7 @@ int run_run(const RunOptions& o) {
   tp.recipe = recipe->path;
   tp.data_dir = twin_data_dir(data->train.name, source);
   tp.log_dir = log_dir;
-  tp.dataset = o.data.dataset;
+  tp.dataset = dataset;
   tp.device = *device == Device::kGpu ? "cuda" : "cpu";
   tp.dtype = o.dtype;
   tp.target = target;
@@ -283,7 +294,7 @@ int run_run(const RunOptions& o) {
 
   std::string parity_note;
   if (o.parity) {
-    const ParityOutcome p = run_parity(*recipe, *data, st, seeds.front(), tp, 50);
+    const ParityOutcome p = run_parity(*recipe, *data, st, seeds.front(), tp, recipe->parity_steps);
     bench["parity"] = p.json;
     parity_note = p.note;
   }
@@ -322,12 +333,7 @@ int run_run(const RunOptions& o) {
   std::printf("\n%s", render_run_table(bench, target).c_str());
   std::printf("%s", render_warnings(results["context"]["warnings"]).c_str());
   if (!bench["parity"].is_null()) {
-    const auto& p = bench["parity"];
-    std::printf("parity (fp32, first %lld steps from our step-0 weights and batches): max rel. "
-                "deviation %s (bound %.0e): %s\n",
-                static_cast<long long>(p["steps"].get<int64_t>()),
-                p["max_rel_dev"].is_number() ? format_number("%.2e", p["max_rel_dev"].get<double>()).c_str() : "non-finite",
-                kParityBound, p["passed"].get<bool>() ? "PASS" : "FAIL");
+    std::printf("%s\n", parity_line(bench["parity"]).c_str());
   } else if (!parity_note.empty()) {
     std::printf("%s\n", parity_note.c_str());
   }

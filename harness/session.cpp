@@ -26,9 +26,18 @@ Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSp
   cfg.drop_last = recipe.drop_last;
   cfg.task = recipe.task;
   cfg.optimizer = recipe.optimizer;
-  if (recipe.cosine_schedule)
-    cfg.optimizer.adam.cosine_steps =
-        o.total_steps > 0 ? o.total_steps : recipe.epochs * steps_per_epoch(recipe, data);
+  const int64_t spe = steps_per_epoch(recipe, data);
+  set_schedule(cfg.optimizer,
+               resolve_schedule(recipe.schedule, spe,
+                                o.total_steps > 0 ? o.total_steps : recipe.epochs * spe));
+  if (recipe.augments()) {
+    AugmentSpec& a = cfg.augment.emplace();
+    a.pad = recipe.augment_crop_pad;
+    a.flip = recipe.augment_flip;
+    // Zero in pixel space, as the normalisation maps it (models/recipe_data.cpp).
+    for (size_t c = 0; c < data.fill.size() && c < AugmentSpec::kMaxChannels; ++c)
+      a.fill[c] = data.fill[c];
+  }
   cfg.init.kind = recipe.init;
   cfg.use_train_cuda_graph = o.use_train_cuda_graph;
   cfg.device_timers = o.device_timers;

@@ -26,6 +26,8 @@ struct TrainerOptions {
   AmpPolicy amp = NoAMP;
   std::vector<DeviceTimerKind> device_timers;
   // Steps the run will take: the length of a cosine schedule. 0 = the recipe's epochs.
+  // (A multistep schedule's milestones are in the recipe's epochs or steps, whatever the
+  // run's length.)
   int64_t total_steps = 0;
 };
 

@@ -1,6 +1,6 @@
 // The backend interface (DESIGN.md section 2b): every op a module, loss or optimizer
-// calls. kernels/cpu implements it (OpenBLAS, oneDNN, loops), kernels/cuda too
-// (cuBLASLt, our kernels).
+// calls. kernels/cpu implements it (oneDNN, loops), kernels/cuda too (cuBLASLt, cuDNN,
+// our kernels).
 //
 // Adding an op = one declaration here + one implementation per backend + one gradcheck
 // (tests/unit/test_gradcheck.cpp). The declaration's comment is the op's contract, stated
@@ -29,7 +29,9 @@
 #include <vector>
 
 #include "kernels/common/error.h"
+#include "kernels/common/image_shapes.h"
 #include "kernels/common/math.h"
+#include "kernels/common/norm.h"
 #include "kernels/view.h"
 
 namespace noeira {
@@ -82,8 +84,8 @@ class Ops {
   // (the views' counts are not checked against them). beta == 0 overwrites C without
   // reading it; beta == 1 accumulates. K == 0 leaves beta C. fp32 A/B may run on TF32
   // tensor cores (CUDA, when enabled); bf16 A/B always accumulate in plain fp32. The
-  // K-sum's order is the library's, fixed per shape: on the CPU OpenBLAS (fp32) or oneDNN
-  // (bf16), single-threaded over fixed 64-row slabs of C; on CUDA one cuBLASLt algorithm
+  // K-sum's order is the library's, fixed per shape: on the CPU oneDNN, single-threaded
+  // over fixed 64-row slabs of C; on CUDA one cuBLASLt algorithm
   // per shape, chosen once, without in-place split-K.
   virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                     ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
@@ -152,9 +154,93 @@ class Ops {
   // Adam / AdamW (h.decoupled); the 1-based step is counters->step + 1, read on the device.
   virtual void adam(float* p, const float* g, float* m, float* v, int64_t n,
                     const AdamHyper& h, const StepCounters* counters) = 0;
-  // SGD with momentum (torch's, no dampening or Nesterov): g += weight_decay * p,
-  // buf = momentum * buf + g, p -= lr * buf.
-  virtual void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) = 0;
+  // SGD with momentum (torch's, dampening 0, Nesterov optional; kernels/common/math.h
+  // sgd_update); the learning rate of 1-based step counters->step + 1, read on the device.
+  virtual void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h,
+                   const StepCounters* counters) = 0;
+
+  // ---- Images: NCHW activations, OIHW weights (kernels/common/image_shapes.h). Unless
+  // ---- said otherwise the views of one op share one dtype, fp32 or bf16; math is fp32.
+
+  // Plans a convolution shape for activations and weights of `dtype`: creates what its
+  // three passes need (CPU: oneDNN primitives; CUDA: cuDNN descriptors and one
+  // deterministic algorithm per pass, chosen now, before any capture) and returns the
+  // workspace bytes they need (one workspace may serve every shape, sized for the
+  // largest). Slow and allocating: call once per shape while planning. The passes stop
+  // the process for a shape that was not planned. An Error for an invalid shape or one
+  // the backend cannot run.
+  virtual Result<size_t> conv2d_plan(const ConvShape& s, DType dtype) = 0;
+  // Overwrites y (B, Cout, Ho, Wo) = conv(x (B, Cin, H, W), w (Cout, Cin, kh, kw)) + bias
+  // (fp32 (Cout), or null when !s.has_bias). fp32 sums; bf16 y is rounded once.
+  virtual void conv2d_forward(const ConvShape& s, ConstView x, ConstView w, const float* bias,
+                              View y, void* workspace, size_t workspace_bytes) = 0;
+  // Overwrites dx (B, Cin, H, W) = the transposed convolution of dy (B, Cout, Ho, Wo) with w.
+  virtual void conv2d_backward_data(const ConvShape& s, ConstView dy, ConstView w, View dx,
+                                    void* workspace, size_t workspace_bytes) = 0;
+  // Accumulates dw (Cout, Cin, kh, kw) += the correlation of x with dy over the batch and
+  // db (Cout) += sums of dy over (B, Ho, Wo) (when db is not null); dw and db fp32.
+  // Order: CPU, per slab of kConvSlabImages images (oneDNN, single-threaded), the slab
+  // partials added in slab order; CUDA, the planned deterministic cuDNN algorithm.
+  virtual void conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView dy, float* dw,
+                                       float* db, void* workspace, size_t workspace_bytes) = 0;
+
+  // Overwrites y with each window's maximum and argmax (int32, one per element of y) with
+  // its position h * W + w in the input plane; the first maximum in row-major window
+  // order wins, NaN counts as the maximum (as torch).
+  virtual void maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t* argmax) = 0;
+  // Overwrites dx: each input element receives the sum of dy over the windows whose
+  // argmax it is, in row-major window order (zero when none).
+  virtual void maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t* argmax,
+                                  View dx) = 0;
+  // Overwrites y with each window's mean: the sum in row-major window order (padding
+  // counted as zeros) divided by kh * kw.
+  virtual void avgpool2d_forward(const PoolShape& s, ConstView x, View y) = 0;
+  // Overwrites dx: each input element receives the sum, in row-major window order, of
+  // dy / (kh * kw) over the windows that cover it.
+  virtual void avgpool2d_backward(const PoolShape& s, ConstView dy, View dx) = 0;
+
+  // BatchNorm2d over x (B, C, S) (kernels/common/norm.h). Training: each channel's sum
+  // and sum of squares in double, in an order fixed by the shape (CPU: b, then s; CUDA:
+  // fixed chunks in a fixed tree through the workspace); saves mean and invstd (C) for
+  // backward, updates running_mean / running_var (C) in place, and overwrites y. gamma,
+  // beta and the statistics are fp32. workspace: batchnorm_workspace_bytes(s).
+  virtual size_t batchnorm_workspace_bytes(const NormShape& s) const {
+    (void)s;
+    return 0;
+  }
+  virtual void batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
+                                       const float* beta, const BatchNormHyper& h, View y,
+                                       float* save_mean, float* save_invstd, float* running_mean,
+                                       float* running_var, void* workspace) = 0;
+  // Eval: overwrites y from the running statistics.
+  virtual void batchnorm_forward_eval(const NormShape& s, ConstView x, const float* gamma,
+                                      const float* beta, const float* running_mean,
+                                      const float* running_var, const BatchNormHyper& h,
+                                      View y) = 0;
+  // Backward of the training forward: channel sums of dy and dy * xhat in double (the
+  // forward's order), overwrites dx (may be empty), accumulates dgamma and dbeta (C).
+  virtual void batchnorm_backward(const NormShape& s, ConstView dy, ConstView x,
+                                  const float* gamma, const float* save_mean,
+                                  const float* save_invstd, View dx, float* dgamma, float* dbeta,
+                                  void* workspace) = 0;
+
+  // Overwrites y (the option-A shortcut of x, kernels/common/image_shapes.h).
+  virtual void shortcut_forward(const ShortcutShape& s, ConstView x, View y) = 0;
+  // Overwrites dx: dy at the subsampled pixels of the kept channels, zero elsewhere.
+  virtual void shortcut_backward(const ShortcutShape& s, ConstView dy, View dx) = 0;
+
+  // Overwrites y = x * keep / (1 - p), keep = dropout_keep(seed, counters->step, layer, i, p)
+  // (kernels/common/philox.h) for element i, read on the device. Backward is the same op
+  // on dy with the same arguments before the step counter advances: the mask is drawn
+  // again, never stored. p in [0, 1).
+  virtual void dropout(ConstView x, View y, float p, uint64_t seed, uint32_t layer,
+                       const StepCounters* counters) = 0;
+
+  // Overwrites dst (n, C, H, W) fp32 with the random crop + flip of src (same shape, fp32;
+  // never modified) for epoch `epoch` (kernels/common/augment.h). Runs between epochs,
+  // eagerly, like the shuffle.
+  virtual void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst,
+                                 uint64_t seed, uint32_t epoch) = 0;
 
   // ---- Data ----
 

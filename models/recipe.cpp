@@ -46,6 +46,7 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
     const auto& j = r.json;
     r.name = j.at("name").get<std::string>();
     r.description = j.value("description", "");
+    r.family = j.value("family", "mlp");
     const std::string task = j.value("task", "classification");
     if (task == "classification") r.task = Task::kClassification;
     else if (task == "regression") r.task = Task::kRegression;
@@ -91,36 +92,32 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
     if (j.contains("quick")) {
       r.quick_epochs = j["quick"].value("epochs", 1);
       r.quick_max_steps = j["quick"].value("max_steps", int64_t{0});
+      r.quick_dataset = j["quick"].value("dataset", "");
+    }
+    if (j.contains("augment")) {
+      r.augment_crop_pad = j["augment"].value("random_crop_pad", 0);
+      r.augment_flip = j["augment"].value("horizontal_flip", false);
+      if (r.augment_crop_pad < 0 || r.augment_crop_pad > 16)
+        return make_error(where + ": augment.random_crop_pad must be in [0, 16]");
+      if (r.input_shape.rank != 3)
+        return make_error(where + ": augment needs image samples (input_shape [C, H, W])");
+    }
+    if (j.contains("parity")) {
+      r.parity_steps = j["parity"].value("steps", r.parity_steps);
+      r.parity_bound = j["parity"].value("bound", r.parity_bound);
+      r.parity_early_steps = j["parity"].value("early_steps", r.parity_early_steps);
+      r.parity_early_bound = j["parity"].value("early_bound", r.parity_early_bound);
+      if (r.parity_early_steps < 0 || r.parity_early_steps > r.parity_steps ||
+          !(r.parity_early_bound > 0.0))
+        return make_error(where + ": parity.early_steps must be in [0, steps] and "
+                          "parity.early_bound positive");
+      if (r.parity_steps <= 0 || !(r.parity_bound > 0.0))
+        return make_error(where + ": parity.steps and parity.bound must be positive");
     }
     Result<InitKind> init = parse_init_kind(j.value("init", "kaiming_uniform"));
     if (!init) return make_error(where + ": " + init.error().message);
     r.init = *init;
-    const auto& o = j.at("optimizer");
-    const std::string type = o.at("type").get<std::string>();
-    if (type == "adam") r.optimizer.kind = OptimizerKind::kAdam;
-    else if (type == "adamw") r.optimizer.kind = OptimizerKind::kAdamW;
-    else if (type == "sgd") r.optimizer.kind = OptimizerKind::kSgd;
-    else return make_error(where + ": optimizer '" + type + "' is not adam, adamw or sgd");
-    if (r.optimizer.kind == OptimizerKind::kSgd) {
-      r.optimizer.sgd.lr = o.at("lr").get<float>();
-      r.optimizer.sgd.momentum = o.value("momentum", 0.9f);
-      r.optimizer.sgd.weight_decay = o.value("weight_decay", 0.0f);
-    } else {
-      r.optimizer.adam.lr = o.at("lr").get<double>();
-      const auto betas = o.value("betas", std::vector<double>{0.9, 0.999});
-      if (betas.size() != 2) return make_error(where + ": optimizer.betas needs two numbers");
-      r.optimizer.adam.beta1 = betas[0];
-      r.optimizer.adam.beta2 = betas[1];
-      r.optimizer.adam.eps = o.value("eps", 1e-8);
-      r.optimizer.adam.weight_decay = o.value("weight_decay", 0.0);
-      r.optimizer.adam.decoupled = r.optimizer.kind == OptimizerKind::kAdamW;
-    }
-    const std::string schedule = o.value("schedule", "constant");
-    if (schedule != "constant" && schedule != "cosine")
-      return make_error(where + ": optimizer.schedule '" + schedule + "' is not constant or cosine");
-    r.cosine_schedule = schedule == "cosine";
-    if (r.cosine_schedule && r.optimizer.kind == OptimizerKind::kSgd)
-      return make_error(where + ": the cosine schedule is implemented for adam and adamw only");
+    NOEIRA_TRY(parse_optimizer(j.at("optimizer"), where, r.optimizer, r.schedule));
     if (!j.at("layers").is_array() || j["layers"].empty())
       return make_error(where + ": 'layers' must be a non-empty list");
   } catch (const nlohmann::json::exception& e) {

@@ -11,6 +11,7 @@
 #include "nn/init.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "models/recipe_schedule.h"
 
 namespace noeira {
 
@@ -19,6 +20,7 @@ struct Recipe {
   nlohmann::json json;  // the whole file, hashed into checkpoints
   std::string name;
   std::string description;
+  std::string family = "mlp";  // which builder reads "layers": mlp, convnet, resnet
   Task task = Task::kClassification;
   std::string dataset;
   // dataset.normalize: x = (u8 / 255 - mean[c]) / std[c] for channel c; a recipe gives one
@@ -29,11 +31,25 @@ struct Recipe {
   int64_t batch = 0;
   bool drop_last = true;
   int epochs = 1;
-  OptimizerConfig optimizer;
-  bool cosine_schedule = false;  // optimizer.schedule: "cosine" (to 0 over the run) or "constant"
+  OptimizerConfig optimizer;  // its schedule is resolved per run (resolve_schedule)
+  ScheduleSpec schedule;
   InitKind init = InitKind::kKaimingUniform;
+  // augment: random crop with this many pixels of padding (0 = none) and horizontal flips.
+  int augment_crop_pad = 0;
+  bool augment_flip = false;
+  // parity: the twin comparison's length and bound (max relative deviation of the
+  // per-step training losses, fp32); docs/parity.md.
+  int64_t parity_steps = 50;
+  double parity_bound = 1e-4;
+  // A tighter bound for the first parity_early_steps steps (0 = none): where rounding
+  // differences grow fast (BatchNorm at a high learning rate) the whole-run bound is loose,
+  // and the first steps are what still tells a bug from rounding.
+  int64_t parity_early_steps = 0;
+  double parity_early_bound = 1e-5;
   int quick_epochs = 1;
   int64_t quick_max_steps = 0;  // 0 = whole epochs
+  std::string quick_dataset;    // empty = the recipe's data set
+  bool augments() const { return augment_crop_pad > 0 || augment_flip; }
 };
 
 // Where recipes live: $NOEIRA_RECIPES, else the source tree's models/recipes.

@@ -87,6 +87,8 @@ Result<DataSplit> load_recipe_data(const Recipe& recipe, const std::string& data
   DataSplit out;
   out.train = normalise(split->train, recipe, *mean, *stddev);
   out.test = normalise(split->test, recipe, *mean, *stddev);
+  for (size_t c = 0; c < mean->size(); ++c)
+    out.fill.push_back((0.0f / 255.0f - (*mean)[c]) / (*stddev)[c]);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // shaped as the recipe's input.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "datasets/data_files.h"
 #include "models/recipe.h"
@@ -11,6 +12,9 @@ namespace noeira {
 
 struct DataSplit {
   TensorDataset train, test;
+  // Per channel: the normalised value of a zero pixel, (0 - mean[c]) / std[c] — what the
+  // Augmenter's padding holds.
+  std::vector<float> fill;
 };
 
 // `dataset_override` (may be empty) replaces the recipe's dataset, e.g. fashion-mnist or

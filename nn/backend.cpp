@@ -33,7 +33,7 @@ Result<Backend> make_backend(Device device, int threads) {
   Backend b;
   b.ops = std::make_unique<CpuOps>(threads);
   b.allocator = std::make_unique<HostAllocator>();
-  b.description = "cpu (OpenBLAS, " + std::to_string(threads) + " thread" +
+  b.description = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                   (threads == 1 ? "" : "s") + ")";
   return b;
 }

@@ -13,7 +13,7 @@ namespace noeira {
 struct Backend {
   std::unique_ptr<Ops> ops;
   std::unique_ptr<Allocator> allocator;
-  std::string description;  // e.g. "cpu (OpenBLAS, 2 threads)"
+  std::string description;  // e.g. "cpu (oneDNN, 2 threads)"
 };
 
 Result<Backend> make_backend(Device device, int threads);

@@ -8,8 +8,10 @@ namespace noeira {
 
 class Context {
  public:
-  Context(Ops& ops, const Arenas& arenas, const Slot& counters, const Slot& scratch = {})
-      : ops_(ops), arenas_(arenas), counters_(counters), scratch_(scratch) {}
+  Context(Ops& ops, const Arenas& arenas, const Slot& counters, const Slot& scratch = {},
+          const Slot& workspace = {}, uint64_t seed = 0)
+      : ops_(ops), arenas_(arenas), counters_(counters), scratch_(scratch),
+        workspace_(workspace), seed_(seed) {}
 
   Ops& ops() const { return ops_; }
   const Arenas& arenas() const { return arenas_; }
@@ -19,12 +21,24 @@ class Context {
   StepCounters* counters() const { return arenas_.as<StepCounters>(counters_); }
   // The shared fp32 scratch planned through PlanContext::need_scratch.
   float* scratch_f32() const { return scratch_.valid() ? arenas_.as<float>(scratch_) : nullptr; }
+  // The shared workspace planned through PlanContext::need_workspace (null when none).
+  void* workspace() const { return workspace_.valid() ? arenas_.ptr(workspace_) : nullptr; }
+  size_t workspace_bytes() const { return workspace_.bytes; }
+  // Train or eval forward; set by the trainer before each.
+  bool training() const { return training_; }
+  void set_training(bool on) { training_ = on; }
+  // The run's seed (Dropout's masks).
+  uint64_t seed() const { return seed_; }
+  void set_seed(uint64_t seed) { seed_ = seed; }
 
  private:
   Ops& ops_;
   const Arenas& arenas_;
   Slot counters_;
   Slot scratch_;
+  Slot workspace_;
+  uint64_t seed_ = 0;
+  bool training_ = true;
 };
 
 }  // namespace noeira

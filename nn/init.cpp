@@ -26,7 +26,11 @@ std::vector<float> init_values(const ParamInfo& p, uint32_t index, uint64_t seed
                                const InitConfig& cfg) {
   const int64_t n = p.value.shape.numel();
   std::vector<float> w(static_cast<size_t>(n), 0.0f);
-  if (p.role == ParamRole::kBias) return w;
+  if (p.role == ParamRole::kBias || p.role == ParamRole::kShift) return w;
+  if (p.role == ParamRole::kScale) {
+    w.assign(w.size(), 1.0f);
+    return w;
+  }
   auto word = [&](int64_t i) { return philox_word(seed, RngPurpose::kInit, index, i); };
   if (cfg.kind == InitKind::kNormal) {
     // Box-Muller on word pairs, in double, rounded once.

@@ -19,7 +19,8 @@ struct InitConfig {
 Result<InitKind> parse_init_kind(const std::string& s);
 const char* init_name(InitKind k);
 
-// Values of parameter `index` (its registration order) for `seed`. Biases are zero.
+// Values of parameter `index` (its registration order) for `seed`. Biases and shifts are
+// zero, scales one.
 std::vector<float> init_values(const ParamInfo& p, uint32_t index, uint64_t seed,
                                const InitConfig& cfg);
 

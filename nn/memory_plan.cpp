@@ -13,6 +13,7 @@ const char* mem_category_name(MemCategory c) {
     case MemCategory::kParamCopies: return "bf16 weights";
     case MemCategory::kGrads: return "gradients";
     case MemCategory::kOptimState: return "optimizer state";
+    case MemCategory::kBuffers: return "buffers";
     case MemCategory::kActivations: return "activations";
     case MemCategory::kWorkspace: return "workspace";
     case MemCategory::kDataset: return "dataset";

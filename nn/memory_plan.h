@@ -17,6 +17,7 @@ enum class MemCategory : uint8_t {
   kParamCopies,  // bf16 copies of the parameters (BF16Policy only), half kParams' layout
   kGrads,        // same layout as kParams
   kOptimState,   // Adam m and v / SGD momentum, same layout as kParams each
+  kBuffers,      // module state that is not trained: BatchNorm running statistics
   kActivations,  // forward outputs and backward gradients for one batch
   kWorkspace,    // scratch: GEMM workspace, shuffle keys
   kDataset,      // the resident training and test sets

@@ -2,6 +2,7 @@
 // views into the arenas. Modules own the buffers for their output and for the
 // gradient of their input; a combinator wires its children's buffers together.
 #pragma once
+#include <stdexcept>
 #include <string>
 
 #include "nn/amp.h"
@@ -9,6 +10,14 @@
 #include "nn/params.h"
 
 namespace noeira {
+
+// A model that cannot be planned (a kernel larger than its padded input, a shape the
+// backend cannot run): thrown by a module's plan() with a message naming the module and the
+// fix, and turned into an Error by whoever planned it (Trainer::create). Planning happens
+// once, before anything runs, so nothing is left half-built.
+struct PlanError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct PlanContext {
   MemoryPlan& plan;
@@ -21,13 +30,30 @@ struct PlanContext {
   // Largest fp32 scratch (elements) any module needs between two ops, e.g. a bf16
   // GEMM's fp32 result before it is rounded; one shared workspace buffer serves all.
   int64_t* scratch_f32 = nullptr;
+  // The backend, for plan-time queries (a convolution's algorithms and workspace), and the
+  // largest such workspace (bytes): one shared buffer, bound in the Context, serves all.
+  Ops* ops = nullptr;
+  size_t* workspace_bytes = nullptr;
+  // A second row count forward may see besides `batch` (evaluation's last partial batch;
+  // 0 = none): modules that plan per shape (Conv2d) plan it too.
+  int64_t tail_rows = 0;
 
   PlanContext child(const std::string& name, bool needs_grad, DType in) const {
-    PlanContext c{plan, params, batch, needs_grad, prefix + name + ".", amp, in, scratch_f32};
+    PlanContext c{plan, params, batch, needs_grad, prefix + name + ".", amp, in, scratch_f32,
+                  ops, workspace_bytes, tail_rows};
     return c;
   }
   void need_scratch(int64_t elems) const {
     if (scratch_f32 && elems > *scratch_f32) *scratch_f32 = elems;
+  }
+  void need_workspace(size_t bytes) const {
+    if (workspace_bytes && bytes > *workspace_bytes) *workspace_bytes = bytes;
+  }
+  // The module being planned, for PlanError messages: "layer1.0.conv1 (Conv2d)", or just
+  // the kind at the top level.
+  std::string where(const std::string& kind) const {
+    if (prefix.empty()) return kind;
+    return prefix.substr(0, prefix.size() - 1) + " (" + kind + ")";
   }
 };
 
@@ -39,6 +65,8 @@ class Module {
   // (no batch dimension); returns the per-sample output shape.
   virtual Shape plan(PlanContext& pc, const Shape& in) = 0;
   // x: (rows, in...), rows <= the planned batch. Returns a view of the output buffer.
+  // ctx.training() says train or eval (BatchNorm's statistics, Dropout); backward
+  // follows only a training forward.
   virtual Tensor forward(Context& ctx, const Tensor& x) = 0;
   // dy: gradient of the last forward's output. Accumulates parameter gradients and
   // returns d(input), or an empty tensor when the plan said no one needs it.

@@ -26,7 +26,7 @@ void Optimizer::step(Context& ctx) {
   float* p = static_cast<float*>(ctx.arenas().base(MemCategory::kParams));
   const float* g = static_cast<const float*>(ctx.arenas().base(MemCategory::kGrads));
   if (cfg_.kind == OptimizerKind::kSgd)
-    ctx.ops().sgd(p, g, ctx.f32(s0_), n_, cfg_.sgd);
+    ctx.ops().sgd(p, g, ctx.f32(s0_), n_, cfg_.sgd, ctx.counters());
   else
     ctx.ops().adam(p, g, ctx.f32(s0_), ctx.f32(s1_), n_, cfg_.adam, ctx.counters());
 }

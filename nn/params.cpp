@@ -22,6 +22,12 @@ ParamRef ParamRegistry::add(MemoryPlan& plan, std::string name, const Shape& sha
   return ParamRef{p.value, p.grad, p.copy};
 }
 
+Slot ParamRegistry::add_buffer(MemoryPlan& plan, std::string name, const Shape& shape, float init) {
+  BufferInfo b{std::move(name), plan.reserve(MemCategory::kBuffers, shape, DType::kF32), init};
+  buffers_.push_back(b);
+  return b.value;
+}
+
 int64_t ParamRegistry::count() const {
   int64_t n = 0;
   for (const ParamInfo& p : params_) n += p.value.shape.numel();

@@ -9,7 +9,9 @@
 
 namespace noeira {
 
-enum class ParamRole : uint8_t { kWeight, kBias };
+// How a parameter starts (nn/init.h): weights from the recipe's init, biases and shifts
+// at 0, scales (BatchNorm's gamma) at 1.
+enum class ParamRole : uint8_t { kWeight, kBias, kScale, kShift };
 
 // Parameters start on multiples of this many elements in the flat arenas: 32 bytes of
 // fp32 (values, gradients, optimizer state), 16 bytes of bf16 (the copies).
@@ -23,6 +25,14 @@ struct ParamInfo {
   ParamRole role = ParamRole::kWeight;
   int64_t fan_in = 0;
   int64_t fan_out = 0;
+};
+
+// Module state that is saved in checkpoints but not trained (BatchNorm's running
+// statistics): a slot in kBuffers, every element starting at `init`.
+struct BufferInfo {
+  std::string name;  // e.g. "bn1.running_var"
+  Slot value;
+  float init = 0.0f;
 };
 
 // A module's handle to one of its parameters.
@@ -39,11 +49,14 @@ class ParamRegistry {
   void set_low_precision_copies(bool on) { copies_ = on; }
   ParamRef add(MemoryPlan& plan, std::string name, const Shape& shape, ParamRole role,
                int64_t fan_in, int64_t fan_out);
+  Slot add_buffer(MemoryPlan& plan, std::string name, const Shape& shape, float init);
   const std::vector<ParamInfo>& all() const { return params_; }
+  const std::vector<BufferInfo>& buffers() const { return buffers_; }
   int64_t count() const;  // scalar parameters, excluding alignment padding
 
  private:
   std::vector<ParamInfo> params_;
+  std::vector<BufferInfo> buffers_;
   bool copies_ = false;
 };
 

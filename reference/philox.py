@@ -30,13 +30,14 @@ import numpy as np
 __all__ = [
     "PURPOSE_INIT", "PURPOSE_SHUFFLE", "PURPOSE_DROPOUT", "PURPOSE_BATCH_WINDOW",
     "PURPOSE_AUGMENT", "philox4x32_10", "block", "words", "unit_float", "unit_floats",
-    "shuffle_keys", "shuffle_order", "kaiming_uniform", "xavier_uniform", "selftest",
+    "shuffle_keys", "shuffle_order", "kaiming_uniform", "xavier_uniform", "dropout_words",
+    "dropout_keep", "augment_draws", "selftest",
 ]
 
 # RngPurpose in kernels/common/philox.h
 PURPOSE_INIT = 1          # parameter initialisation; stream = parameter index
 PURPOSE_SHUFFLE = 2       # per-epoch permutation; stream = epoch (0-based)
-PURPOSE_DROPOUT = 3       # stream = step
+PURPOSE_DROPOUT = 3       # stream = step; fourth counter word = dropout layer index
 PURPOSE_BATCH_WINDOW = 4  # autoregressive window starts; stream = step
 PURPOSE_AUGMENT = 5       # crop/flip; stream = epoch
 
@@ -182,6 +183,42 @@ def xavier_uniform(seed: int, param_index: int, shape, fan_in: int, fan_out: int
     return _shaped(w.astype(np.float32, copy=False), shape)
 
 
+def dropout_words(seed: int, step: int, layer: int, count: int) -> np.ndarray:
+    """dropout_word(seed, step, layer, i) for i in 0..count-1 (kernels/common/philox.h):
+    word i % 4 of the block with counter (i // 4, step, PURPOSE_DROPOUT, layer)."""
+    count = int(count)
+    if count < 0:
+        raise ValueError("count must be >= 0")
+    if count == 0:
+        return np.zeros(0, dtype=np.uint32)
+    nblocks = (count + 3) >> 2
+    if nblocks - 1 > _MASK32:
+        raise ValueError("dropout element index exceeds the 32-bit block counter")
+    k0, k1 = _key(seed)
+    out = philox4x32_10(np.arange(nblocks, dtype=np.uint64), step, PURPOSE_DROPOUT, layer,
+                        k0, k1)
+    return np.stack(out, axis=1).reshape(-1)[:count].copy()
+
+
+def dropout_keep(seed: int, step: int, layer: int, count: int, p) -> np.ndarray:
+    """dropout_keep for elements 0..count-1: unit_float(word) >= p, p as float32 (bool)."""
+    return unit_float(dropout_words(seed, step, layer, count)) >= np.float32(p)
+
+
+def augment_draws(seed: int, epoch: int, n: int, pad: int, flip: bool):
+    """augment_draw (kernels/common/augment.h) for samples 0..n-1 of `epoch`: block i of
+    stream epoch, purpose augment; top = w0 % (2 pad + 1), left = w1 % (2 pad + 1),
+    flip = flip and (w2 & 1). Returns (top int64, left int64, flip bool) arrays."""
+    if int(pad) < 0:
+        raise ValueError(f"pad must be >= 0, got {pad}")
+    b = block(seed, PURPOSE_AUGMENT, epoch, np.arange(int(n), dtype=np.uint64))
+    span = np.uint32(2 * int(pad) + 1)
+    top = (b[0] % span).astype(np.int64)
+    left = (b[1] % span).astype(np.int64)
+    flips = (b[2] & np.uint32(1)).astype(bool) if flip else np.zeros(int(n), dtype=bool)
+    return top, left, flips
+
+
 # Random123 known-answer vectors for philox4x32_10 (kat_vectors): counter, key, expected.
 _KAT = [
     ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000),
@@ -221,6 +258,25 @@ def selftest(out=sys.stdout) -> bool:
     if not np.array_equal(np.sort(perm), np.arange(1000)):
         print("FAIL shuffle_order is not a permutation", file=out)
         ok = False
+    # Dropout words: counter (i // 4, step, purpose 3, layer), word i % 4.
+    dw = dropout_words(5, 9, 2, 10)
+    k0, k1 = _key(5)
+    for i in range(10):
+        want = int(philox4x32_10(i >> 2, 9, PURPOSE_DROPOUT, 2, k0, k1)[i & 3])
+        if int(dw[i]) != want:
+            print(f"FAIL dropout_words word {i}", file=out)
+            ok = False
+    keep = dropout_keep(5, 9, 2, 4000, 0.25)
+    if not 0.2 < 1.0 - keep.mean() < 0.3 or not dropout_keep(5, 9, 2, 100, 0.0).all():
+        print("FAIL dropout_keep rate", file=out)
+        ok = False
+    # Augment draws: block i of stream epoch, purpose 5.
+    top, left, fl = augment_draws(3, 2, 6, 4, True)
+    for i in range(6):
+        b = [int(v) for v in block(3, PURPOSE_AUGMENT, 2, i)]
+        if (int(top[i]), int(left[i]), bool(fl[i])) != (b[0] % 9, b[1] % 9, bool(b[2] & 1)):
+            print(f"FAIL augment_draws sample {i}", file=out)
+            ok = False
     print("selftest " + ("passed" if ok else "FAILED"), file=out)
     return ok
 

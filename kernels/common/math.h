@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/common/hd.h"
+#include "kernels/common/schedule.h"
 
 namespace noeira {
 
@@ -54,16 +55,9 @@ NOEIRA_HD float act_grad(Act a, float pre, float post) {
 // ---- compares like with like.
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-  bool decoupled = false;     // AdamW
-  int64_t cosine_steps = 0;   // > 0: lr follows a cosine from lr to 0 over this many steps
+  bool decoupled = false;  // AdamW
+  LrSchedule schedule;     // the rate of each step (kernels/common/schedule.h)
 };
-
-// The learning rate of 1-based step t: constant, or lr * (1 + cos(pi * (t-1) / T)) / 2.
-NOEIRA_HD double scheduled_lr(const AdamHyper& h, int64_t t) {
-  if (h.cosine_steps <= 0) return h.lr;
-  const double done = static_cast<double>(t - 1 < h.cosine_steps ? t - 1 : h.cosine_steps);
-  return h.lr * 0.5 * (1.0 + cos(3.141592653589793 * done / static_cast<double>(h.cosine_steps)));
-}
 
 struct AdamStepScalars {
   float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
@@ -84,7 +78,7 @@ NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
   s.one_minus_beta2 = static_cast<float>(1.0 - h.beta2);
   s.eps = static_cast<float>(h.eps);
   s.weight_decay = static_cast<float>(h.weight_decay);
-  const double lr = scheduled_lr(h, t);
+  const double lr = scheduled_lr(h.lr, h.schedule, t);
   s.step_size = static_cast<float>(lr / bc1);
   s.bias_corr2_sqrt = static_cast<float>(sqrt(bc2));
   s.decay_factor = static_cast<float>(1.0 - lr * h.weight_decay);
@@ -116,15 +110,31 @@ NOEIRA_HD void adam_update(float& p, float g, float& m, float& v, const AdamHype
 }
 
 struct SgdHyper {
-  float lr = 0.01f, momentum = 0.9f, weight_decay = 0.0f;
+  double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
+  bool nesterov = false;
+  LrSchedule schedule;
 };
 
-// torch.optim.SGD with momentum (dampening 0, no Nesterov): buf = mu*buf + g.
-// The first step sets buf = g; buf starts at zero, so mu*0 + g gives the same.
-NOEIRA_HD void sgd_update(float& p, float g, float& buf, const SgdHyper& h) {
-  if (h.weight_decay != 0.0f) g += h.weight_decay * p;
-  buf = h.momentum * buf + g;
-  p -= h.lr * buf;
+struct SgdStepScalars {
+  float lr, momentum, weight_decay;
+  bool nesterov;
+};
+
+// t is the 1-based step number.
+NOEIRA_HD SgdStepScalars sgd_step_scalars(const SgdHyper& h, int64_t t) {
+  return SgdStepScalars{static_cast<float>(scheduled_lr(h.lr, h.schedule, t)),
+                        static_cast<float>(h.momentum), static_cast<float>(h.weight_decay),
+                        h.nesterov};
+}
+
+// torch.optim.SGD with momentum (dampening 0): g += wd * p; buf = mu * buf + g;
+// g = g + mu * buf (Nesterov) or buf; p += -lr * g. The first step sets buf = g; buf
+// starts at zero, so mu * 0 + g gives the same bits.
+NOEIRA_HD void sgd_update(float& p, float g, float& buf, const SgdStepScalars& s) {
+  if (s.weight_decay != 0.0f) g += s.weight_decay * p;
+  buf = s.momentum * buf + g;
+  const float d = s.nesterov ? g + s.momentum * buf : buf;
+  p += -s.lr * d;
 }
 
 }  // namespace noeira

@@ -71,10 +71,28 @@ NOEIRA_HD uint32_t philox_word(uint64_t seed, RngPurpose purpose, uint32_t strea
   return b.v[i & 3u];
 }
 
+// Dropout of one element: Philox(seed, kDropout) with stream = the 0-based optimizer step
+// and the fourth counter word = the layer's index, word i of that stream for element i.
+// Kept when its unit float is >= p (so p = 0 keeps everything).
+NOEIRA_HD uint32_t dropout_word(uint64_t seed, uint32_t step, uint32_t layer, uint64_t i) {
+  const Philox4x32Out b =
+      philox4x32_10(static_cast<uint32_t>(i >> 2), step, static_cast<uint32_t>(RngPurpose::kDropout),
+                    layer, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return b.v[i & 3u];
+}
+
 // Top 24 bits -> float in [0, 1), exact in fp32 (and in numpy, bit for bit).
 NOEIRA_HD float u32_to_unit_float(uint32_t x) {
   return static_cast<float>(x >> 8) * (1.0f / 16777216.0f);
 }
+
+NOEIRA_HD bool dropout_keep(uint64_t seed, uint32_t step, uint32_t layer, uint64_t i, float p) {
+  return u32_to_unit_float(dropout_word(seed, step, layer, i)) >= p;
+}
+
+// The factor kept elements are multiplied by: 1 / (1 - p) in fp32, as torch's
+// bernoulli(1 - p).div_(1 - p) mask holds it; dropped elements are multiplied by 0.
+NOEIRA_HD float dropout_scale(float p) { return 1.0f / (1.0f - p); }
 
 // Shuffle sort key of element i in an epoch: the permutation is the stable ascending
 // sort of these keys (ties broken by i), identical on CPU, GPU and in the twin.

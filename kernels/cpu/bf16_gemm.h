@@ -1,6 +1,5 @@
 // bf16 x bf16 -> fp32 GEMM on the CPU through oneDNN's matmul (AVX512-BF16 where the
-// CPU has it). Debian's OpenBLAS 0.3.21 is built without cblas_sbgemm, and oneDNN is
-// what torch's CPU autocast uses too.
+// CPU has it), as torch's CPU autocast runs it.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,60 +1,62 @@
 #include "kernels/cpu/cpu_ops.h"
 
-#include <cblas.h>
-
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
 
 #include "kernels/common/philox.h"
 #include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_matmul.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
 
 CpuOps::CpuOps(int threads)
-    : threads_(std::max(1, threads)), bf16_gemm_(std::make_unique<Bf16Gemm>()) {
-  openblas_set_num_threads(1);  // we parallelise above OpenBLAS; see the header
-}
+    : threads_(std::max(1, threads)),
+      gemm_(std::make_unique<OnednnGemm>(threads_)),
+      bf16_gemm_(std::make_unique<Bf16Gemm>()),
+      conv_(std::make_unique<OnednnConv>(threads_)) {}
 
 CpuOps::~CpuOps() = default;
 
+void cpu_op_failed(const char* op, const Error& e) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "noeira: internal error: %s: %s\n", op, e.message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
 // ---- GEMMs ----
 
-void CpuOps::gemm_slab(bool trans_a, bool trans_b, int64_t rows, int64_t N, int64_t K,
-                       float alpha, const float* A, int64_t lda, const float* B, int64_t ldb,
-                       float beta, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
-              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
-              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
-              static_cast<blasint>(ldc));
-}
-
-void CpuOps::gemm_slab(bool trans_a, bool trans_b, int64_t rows, int64_t N, int64_t K,
-                       float alpha, const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb,
-                       float beta, float* C, int64_t ldc) {
-  bf16_gemm_->run(trans_a, trans_b, rows, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-// Fixed 64-row slabs of C, spread over OpenMP threads. The slabs do not depend on the
-// thread count, so neither do the results.
+// fp32: OnednnGemm cuts C into its own fixed 64-row slabs. bf16: fixed 64-row slabs of
+// C here, spread over OpenMP threads, one single-threaded Bf16Gemm call each. The slabs
+// do not depend on the thread count, so neither do the results.
 void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
                   int64_t ldc) {
-  dispatch_float("gemm", {A, B}, [&](auto storage) {
+  const char* op = "gemm";
+  dispatch_float(op, {A, B}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    const T* a_all = A.as<T>();
-    const T* b = B.as<T>();
-    const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
+    if constexpr (std::is_same_v<T, float>) {
+      const Status s = gemm_->run(trans_a, trans_b, M, N, K, alpha, A.as<float>(), lda,
+                                  B.as<float>(), ldb, beta, C, ldc);
+      if (!s) cpu_op_failed(op, s.error());
+    } else {
+      const T* a_all = A.as<T>();
+      const T* b = B.as<T>();
+      const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (slabs > 1)
-    for (int64_t s = 0; s < slabs; ++s) {
-      const int64_t m0 = s * kCpuGemmSlabRows;
-      // Row m of op(A) starts at A + m*lda (no transpose) or A + m (transposed).
-      const T* a = trans_a ? a_all + m0 : a_all + m0 * lda;
-      gemm_slab(trans_a, trans_b, std::min(kCpuGemmSlabRows, M - m0), N, K, alpha, a, lda, b,
-                ldb, beta, C + m0 * ldc, ldc);
+      for (int64_t s = 0; s < slabs; ++s) {
+        const int64_t m0 = s * kCpuGemmSlabRows;
+        // Row m of op(A) starts at A + m*lda (no transpose) or A + m (transposed).
+        const T* a = trans_a ? a_all + m0 : a_all + m0 * lda;
+        bf16_gemm_->run(trans_a, trans_b, std::min(kCpuGemmSlabRows, M - m0), N, K, alpha, a,
+                        lda, b, ldb, beta, C + m0 * ldc, ldc);
+      }
     }
   });
 }

@@ -1,18 +1,25 @@
-// The CPU backend: OpenBLAS for fp32 GEMMs, oneDNN for bf16 ones (bf16_gemm.h), loops for
-// the rest. It is the reference the CUDA backend is tested against. Contracts are
-// kernels/ops.h's; each op dispatches once on its views' dtype (kernels/dispatch.h) to a
-// loop templated on the storage type. Layouts are the interface's, nothing else inside.
+// The CPU backend: oneDNN for GEMMs (onednn_matmul.h fp32, bf16_gemm.h bf16) and
+// convolutions (onednn_conv.h), loops for the rest. It is the reference the CUDA backend
+// is tested against. Contracts are kernels/ops.h's; each op dispatches once on its views'
+// dtype (kernels/dispatch.h) to a loop templated on the storage type. Layouts are the
+// interface's; only the convolutions use oneDNN's blocked layouts inside (through the
+// workspace).
 //
 //   cpu_ops.cpp          construction, GEMMs, data (gather, shuffle), memory, counters
 //   cpu_elementwise.cpp  bias_act, activations, add, cast
 //   cpu_losses.cpp       bias_grad, softmax_xent, mse
 //   cpu_optimizers.cpp   adam, sgd
+//   cpu_conv.cpp         conv2d plan and passes (OnednnConv)
+//   cpu_pool.cpp         max and average pooling
+//   cpu_norm.cpp         BatchNorm2d
+//   cpu_image_misc.cpp   shortcut, dropout, augment_crop_flip
 //
-// Determinism across thread counts (DESIGN.md rule 3): OpenBLAS's own threading
-// changes sgemm's results with the thread count, so OpenBLAS runs single-threaded and
-// we split every GEMM into fixed 64-row slabs that OpenMP hands to threads. A slab's
-// result does not depend on which thread computes it, so 1 and N threads agree bit for
-// bit. Reductions (bias gradients, losses) run in a fixed order for the same reason.
+// Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
+// its results with the thread count, so every oneDNN call runs single-threaded inside
+// fixed slabs (GEMMs: 64 rows of C; convolutions: 8 images) that OpenMP hands to
+// threads. A slab's result does not depend on which thread computes it, so 1 and N
+// threads agree bit for bit. The loops compute each output element by itself, or reduce
+// in a fixed order (bias gradients, losses, BatchNorm's channel sums) for the same reason.
 #pragma once
 #include <memory>
 
@@ -21,6 +28,8 @@
 namespace noeira {
 
 class Bf16Gemm;
+class OnednnConv;
+class OnednnGemm;
 
 class CpuOps final : public Ops {
  public:
@@ -44,7 +53,39 @@ class CpuOps final : public Ops {
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
             const StepCounters* counters) override;
-  void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) override;
+  void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h,
+           const StepCounters* counters) override;
+
+  Result<size_t> conv2d_plan(const ConvShape& s, DType dtype) override;
+  void conv2d_forward(const ConvShape& s, ConstView x, ConstView w, const float* bias, View y,
+                      void* workspace, size_t workspace_bytes) override;
+  void conv2d_backward_data(const ConvShape& s, ConstView dy, ConstView w, View dx,
+                            void* workspace, size_t workspace_bytes) override;
+  void conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView dy, float* dw,
+                               float* db, void* workspace, size_t workspace_bytes) override;
+  void maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t* argmax) override;
+  void maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t* argmax,
+                          View dx) override;
+  void avgpool2d_forward(const PoolShape& s, ConstView x, View y) override;
+  void avgpool2d_backward(const PoolShape& s, ConstView dy, View dx) override;
+  void batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
+                               const float* beta, const BatchNormHyper& h, View y,
+                               float* save_mean, float* save_invstd, float* running_mean,
+                               float* running_var, void* workspace) override;
+  void batchnorm_forward_eval(const NormShape& s, ConstView x, const float* gamma,
+                              const float* beta, const float* running_mean,
+                              const float* running_var, const BatchNormHyper& h,
+                              View y) override;
+  void batchnorm_backward(const NormShape& s, ConstView dy, ConstView x, const float* gamma,
+                          const float* save_mean, const float* save_invstd, View dx,
+                          float* dgamma, float* dbeta, void* workspace) override;
+  void shortcut_forward(const ShortcutShape& s, ConstView x, View y) override;
+  void shortcut_backward(const ShortcutShape& s, ConstView dy, View dx) override;
+  void dropout(ConstView x, View y, float p, uint64_t seed, uint32_t layer,
+               const StepCounters* counters) override;
+  void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst, uint64_t seed,
+                         uint32_t epoch) override;
+
   void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
                    const StepCounters* counters, View dst) override;
   Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
@@ -58,19 +99,18 @@ class CpuOps final : public Ops {
   void synchronize() override {}
 
  private:
-  // One slab of rows of C, single-threaded: OpenBLAS (fp32) or oneDNN (bf16).
-  void gemm_slab(bool trans_a, bool trans_b, int64_t rows, int64_t N, int64_t K, float alpha,
-                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                 int64_t ldc);
-  void gemm_slab(bool trans_a, bool trans_b, int64_t rows, int64_t N, int64_t K, float alpha,
-                 const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
-                 float* C, int64_t ldc);
-
   int threads_;
+  std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own 64-row slabs
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
+  std::unique_ptr<OnednnConv> conv_;  // every planned shape, fp32 and bf16
 };
 
-// Rows of C per GEMM slab: fixed, so results never depend on the thread count.
+// Rows of C per bf16 GEMM slab (fp32: kOnednnGemmSlabRows, the same 64): fixed, so
+// results never depend on the thread count.
 inline constexpr int64_t kCpuGemmSlabRows = 64;
+
+// A oneDNN call that failed inside an op (an unplanned shape, a short workspace): the
+// contract says the op stops the process; prints "noeira: internal error: <op>: ...".
+[[noreturn]] void cpu_op_failed(const char* op, const Error& e);
 
 }  // namespace noeira

@@ -23,9 +23,11 @@ void CpuOps::adam(float* p, const float* g, float* m, float* v, int64_t n, const
     run(std::false_type{}, std::false_type{});
 }
 
-void CpuOps::sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) {
+void CpuOps::sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h,
+                 const StepCounters* counters) {
+  const SgdStepScalars s = sgd_step_scalars(h, counters->step + 1);
 #pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int64_t i = 0; i < n; ++i) sgd_update(p[i], g[i], buf[i], h);
+  for (int64_t i = 0; i < n; ++i) sgd_update(p[i], g[i], buf[i], s);
 }
 
 }  // namespace noeira

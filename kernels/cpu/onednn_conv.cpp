@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/onednn_conv_pass.h"
@@ -23,7 +24,15 @@ std::string describe(const ConvShape& s) {
          std::to_string(s.pad) + (s.has_bias ? ", bias" : ", no bias");
 }
 
-void* in(const float* p) { return const_cast<float*>(p); }  // oneDNN wraps inputs as non-const
+std::string describe(const ConvShape& s, DType dtype) {
+  return std::string(dtype_name(dtype)) + " " + describe(s);
+}
+
+// oneDNN wraps inputs as non-const.
+template <class T>
+void* in(const T* p) {
+  return const_cast<T*>(p);
+}
 
 enum class PassKind : uint8_t { kForward, kBackwardData, kBackwardWeights };
 constexpr PassKind kPasses[] = {PassKind::kForward, PassKind::kBackwardData,
@@ -97,25 +106,28 @@ Status validate(const ConvShape& s) {
 
 struct OnednnConv::Impl {
   int threads = 1;
-  std::map<ConvShape, std::unique_ptr<ConvPlan>> plans;  // map: plans stay put
+  using Key = std::pair<ConvShape, DType>;
+  std::map<Key, std::unique_ptr<ConvPlan>> plans;  // map: plans stay put
   std::vector<dnnl::stream> streams;                     // one per thread
 
-  Result<size_t> plan(const ConvShape& s) {
+  Result<size_t> plan(const ConvShape& s, DType dtype) {
     NOEIRA_TRY(validate(s));
-    auto it = plans.find(s);
+    if (dtype != DType::kF32 && dtype != DType::kBF16)
+      return make_error(describe(s, dtype) + ": activations must be f32 or bf16");
+    auto it = plans.find(Key{s, dtype});
     if (it != plans.end()) return it->second->bytes;
     auto p = std::make_unique<ConvPlan>();
     p->full_images = std::min(s.batch, kConvSlabImages);
     p->slabs = (s.batch + kConvSlabImages - 1) / kConvSlabImages;
     const int64_t last_images = s.batch - (p->slabs - 1) * kConvSlabImages;
     try {
-      p->slab[0] = onednn::make_slab_conv(s, p->full_images);
+      p->slab[0] = onednn::make_slab_conv(s, p->full_images, dtype);
       if (last_images != p->full_images) {
-        p->slab[1] = onednn::make_slab_conv(s, last_images);
+        p->slab[1] = onednn::make_slab_conv(s, last_images, dtype);
         p->kinds = 2;
       }
     } catch (const dnnl::error& e) {
-      return make_error("oneDNN cannot create the " + describe(s) + ": " + e.what());
+      return make_error("oneDNN cannot create the " + describe(s, dtype) + ": " + e.what());
     }
     p->partial_floats = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w +
                         (s.has_bias ? s.out_channels : 0);
@@ -131,21 +143,23 @@ struct OnednnConv::Impl {
     p->bytes = onednn::kAlign + p->partials_bytes + p->shared_bytes +
                p->area_bytes * static_cast<size_t>(threads);
     const size_t bytes = p->bytes;
-    plans.emplace(s, std::move(p));
+    plans.emplace(Key{s, dtype}, std::move(p));
     return bytes;
   }
 
-  Result<const ConvPlan*> planned(const ConvShape& s, void* workspace, size_t size) const {
-    auto it = plans.find(s);
+  Result<const ConvPlan*> planned(const ConvShape& s, DType dtype, void* workspace,
+                                  size_t size) const {
+    auto it = plans.find(Key{s, dtype});
     if (it == plans.end())
-      return make_error(describe(s) + " was not planned: call workspace_bytes(shape) first");
+      return make_error(describe(s, dtype) +
+                        " was not planned: call workspace_bytes(shape, dtype) first");
     if (!workspace || size < it->second->bytes)
-      return make_error("the workspace for " + describe(s) + " holds " +
+      return make_error("the workspace for " + describe(s, dtype) + " holds " +
                         std::to_string(workspace ? size : 0) + " bytes; it needs " +
                         std::to_string(it->second->bytes));
     // Nested inside another region, every slab would see thread 0 and share its area.
     if (omp_in_parallel())
-      return make_error(describe(s) + ": called inside an OpenMP parallel region");
+      return make_error(describe(s, dtype) + ": called inside an OpenMP parallel region");
     return it->second.get();
   }
 
@@ -180,11 +194,14 @@ OnednnConv::OnednnConv(int threads)
 
 OnednnConv::~OnednnConv() = default;
 
-Result<size_t> OnednnConv::workspace_bytes(const ConvShape& s) { return impl_->plan(s); }
+Result<size_t> OnednnConv::workspace_bytes(const ConvShape& s, DType dtype) {
+  return impl_->plan(s, dtype);
+}
 
-Status OnednnConv::forward(const ConvShape& s, const float* x, const float* w, const float* bias,
-                           float* y, void* workspace, size_t workspace_size) {
-  auto found = impl_->planned(s, workspace, workspace_size);
+template <class T>
+Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const float* bias, T* y,
+                           void* workspace, size_t workspace_size) {
+  auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   if ((bias != nullptr) != s.has_bias)
     return make_error("forward: the bias pointer does not match has_bias in " + describe(s));
@@ -198,9 +215,10 @@ Status OnednnConv::forward(const ConvShape& s, const float* x, const float* w, c
   });
 }
 
-Status OnednnConv::backward_data(const ConvShape& s, const float* dy, const float* w, float* dx,
+template <class T>
+Status OnednnConv::backward_data(const ConvShape& s, const T* dy, const T* w, T* dx,
                                  void* workspace, size_t workspace_size) {
-  auto found = impl_->planned(s, workspace, workspace_size);
+  auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const int64_t x_image = s.in_channels * s.height * s.width;
   const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
@@ -211,13 +229,14 @@ Status OnednnConv::backward_data(const ConvShape& s, const float* dy, const floa
   });
 }
 
-Status OnednnConv::backward_weights(const ConvShape& s, const float* x, const float* dy, float* dw,
+template <class T>
+Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy, float* dw,
                                     float* db, void* workspace, size_t workspace_size) {
-  auto found = impl_->planned(s, workspace, workspace_size);
+  auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const ConvPlan& plan = **found;
-  if ((db != nullptr) != s.has_bias)
-    return make_error("backward_weights: the db pointer does not match has_bias in " + describe(s));
+  if (db && !s.has_bias)
+    return make_error("backward_weights: a db pointer for a shape without bias in " + describe(s));
   const int64_t x_image = s.in_channels * s.height * s.width;
   const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
   const int64_t w_size = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
@@ -225,10 +244,11 @@ Status OnednnConv::backward_weights(const ConvShape& s, const float* x, const fl
   const Status ran =
       impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
         float* part = partials + (b0 / kConvSlabImages) * plan.partial_floats;
+        float* part_db = s.has_bias ? part + w_size : nullptr;  // computed even when db is null
         return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
                                        {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
                                        {DNNL_ARG_DIFF_WEIGHTS, part},
-                                       {DNNL_ARG_DIFF_BIAS, db ? part + w_size : nullptr}}};
+                                       {DNNL_ARG_DIFF_BIAS, part_db}}};
       });
   if (!ran) return ran;
   add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, 0, w_size, dw);
@@ -237,5 +257,17 @@ Status OnednnConv::backward_weights(const ConvShape& s, const float* x, const fl
                  db);
   return {};
 }
+
+// The two storage types the passes take.
+#define NOEIRA_CONV_PASSES(T)                                                                   \
+  template Status OnednnConv::forward<T>(const ConvShape&, const T*, const T*, const float*, T*, \
+                                         void*, size_t);                                        \
+  template Status OnednnConv::backward_data<T>(const ConvShape&, const T*, const T*, T*, void*,  \
+                                               size_t);                                         \
+  template Status OnednnConv::backward_weights<T>(const ConvShape&, const T*, const T*, float*,  \
+                                                  float*, void*, size_t);
+NOEIRA_CONV_PASSES(float)
+NOEIRA_CONV_PASSES(bf16_t)
+#undef NOEIRA_CONV_PASSES
 
 }  // namespace noeira

@@ -21,6 +21,7 @@ using tag = dnnl::memory::format_tag;
 // backward-data 4.4 vs 16.3 ms, backward-weights 4.7 vs 17.9 ms. Backward-data of a first layer
 // (Cin 1 or 3, padded to 16 channels when blocked) is faster plain: (1,28,28)->32 k3: 6.4 vs 2.0
 // ms. Plain layouts also make oneDNN's GEMM malloc its packing buffers for every image.
+// bf16 takes the same choice (not timed separately).
 bool blocked_backward_data(const ConvShape& s) { return s.in_channels >= 4; }
 
 ConvOperand operand(int arg, Flow flow, Scope scope, const md& plain, const md& inner) {
@@ -107,14 +108,18 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
   stream.wait();
 }
 
-SlabConv make_slab_conv(const ConvShape& s, int64_t images) {
+SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
   OneThread one;  // oneDNN picks its kernels and blocking for the thread count it sees now
   const dnnl::engine& e = cpu_engine();
-  const md src(dims{images, s.in_channels, s.height, s.width}, dt::f32, tag::nchw);
-  const md wei(dims{s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, dt::f32, tag::oihw);
-  const md dst(dims{images, s.out_channels, s.out_height(), s.out_width()}, dt::f32, tag::nchw);
+  // Activations and weights in `dtype`; bias and the weight gradients always fp32 (the
+  // bf16 kernels accumulate in fp32 and round a bf16 output once).
+  const dt act = dtype == DType::kBF16 ? dt::bf16 : dt::f32;
+  const md src(dims{images, s.in_channels, s.height, s.width}, act, tag::nchw);
+  const md wei(dims{s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, act, tag::oihw);
+  const md dwei(dims{s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, dt::f32, tag::oihw);
+  const md dst(dims{images, s.out_channels, s.out_height(), s.out_width()}, act, tag::nchw);
   const md bias = s.has_bias ? md(dims{s.out_channels}, dt::f32, tag::x) : md();
-  const auto any = [](const md& d) { return md(d.dims(), dt::f32, tag::any); };
+  const auto any = [](const md& d) { return md(d.dims(), d.data_type(), tag::any); };
   const dims strides{s.stride, s.stride};
   const dims pad{s.pad, s.pad};  // left and right alike; oneDNN rounds down as PyTorch does
   const dnnl::primitive_attr attr = user_scratchpad_attr();
@@ -127,7 +132,7 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images) {
   const Fwd::primitive_desc fwd(
       Fwd::desc(training, direct, any(src), any(wei), bias, any(dst), strides, pad, pad), attr, e);
   const BwdWeights::primitive_desc bwd_weights(
-      BwdWeights::desc(direct, any(src), any(wei), bias, any(dst), strides, pad, pad), attr, e,
+      BwdWeights::desc(direct, any(src), any(dwei), bias, any(dst), strides, pad, pad), attr, e,
       fwd);
   // Backward-data's hint is a forward in backward-data's own layouts.
   const bool blocked = blocked_backward_data(s);
@@ -151,7 +156,7 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images) {
   std::vector<ConvOperand> w{
       operand(DNNL_ARG_SRC, Flow::kIn, Scope::kSlab, src, bwd_weights.src_desc()),
       operand(DNNL_ARG_DIFF_DST, Flow::kIn, Scope::kSlab, dst, bwd_weights.diff_dst_desc()),
-      operand(DNNL_ARG_DIFF_WEIGHTS, Flow::kOut, Scope::kSlab, wei,
+      operand(DNNL_ARG_DIFF_WEIGHTS, Flow::kOut, Scope::kSlab, dwei,
               bwd_weights.diff_weights_desc())};
   if (s.has_bias) {
     f.push_back(operand(DNNL_ARG_BIAS, Flow::kIn, Scope::kShared, bias, fwd.bias_desc()));

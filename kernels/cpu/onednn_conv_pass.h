@@ -61,11 +61,12 @@ class ConvPass {
   size_t shared_bytes_ = 0, thread_bytes_ = 0, scratch_at_ = 0;
 };
 
-// The three passes for slabs of `images` images of `shape`, each created under one
-// thread; dnnl::error when oneDNN cannot make one.
+// The three passes for slabs of `images` images of `shape` with activations and weights
+// of `dtype` (fp32 or bf16; weight gradients fp32), each created under one thread;
+// dnnl::error when oneDNN cannot make one.
 struct SlabConv {
   ConvPass forward, backward_data, backward_weights;
 };
-SlabConv make_slab_conv(const ConvShape& shape, int64_t images);
+SlabConv make_slab_conv(const ConvShape& shape, int64_t images, DType dtype);
 
 }  // namespace noeira::onednn

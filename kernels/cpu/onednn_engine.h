@@ -1,4 +1,4 @@
-// What the fp32 oneDNN kernels (onednn_matmul, onednn_conv) share: one CPU engine, one
+// What the oneDNN kernels (onednn_matmul, onednn_conv) share: one CPU engine, one
 // thread inside every oneDNN call, fixed slabs spread over OpenMP threads, and
 // user-managed scratchpads.
 //

@@ -1,6 +1,6 @@
-// fp32 GEMM on the CPU through oneDNN's matmul (brgemm AVX-512 kernels on this
-// project's Intel build machines, where Debian's OpenBLAS runs its SSE3 'Prescott'
-// kernels; DESIGN.md section 7).
+// fp32 GEMM on the CPU through oneDNN's matmul: CpuOps::gemm's fp32 path (brgemm
+// AVX-512 kernels on this project's Intel build machines, where Debian's OpenBLAS, used
+// before, ran its SSE3 'Prescott' kernels; DESIGN.md section 7).
 //
 // Results do not depend on the thread count (DESIGN.md rule 3): C is cut into fixed
 // 64-row slabs that OpenMP spreads over `threads`; each slab is one single-threaded

@@ -82,9 +82,10 @@ void CudaOps::adam(float* p, const float* g, float* m, float* v, int64_t n, cons
   check(cuda::launch_adam(stream_, p, g, m, v, n, h, counters), "adam_kernel");
 }
 
-void CudaOps::sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) {
+void CudaOps::sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h,
+                  const StepCounters* counters) {
   OpScope scope(*this, "sgd");
-  check(cuda::launch_sgd(stream_, p, g, buf, n, h), "sgd_kernel");
+  check(cuda::launch_sgd(stream_, p, g, buf, n, h, counters), "sgd_kernel");
 }
 
 // ---- Data and the step counter ----

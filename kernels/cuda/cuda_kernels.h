@@ -30,7 +30,7 @@ cudaError_t launch_scale_rows(cudaStream_t stream, float* C, int64_t M, int64_t 
 cudaError_t launch_adam(cudaStream_t stream, float* p, const float* g, float* m, float* v,
                         int64_t n, const AdamHyper& h, const StepCounters* counters);
 cudaError_t launch_sgd(cudaStream_t stream, float* p, const float* g, float* buf, int64_t n,
-                       const SgdHyper& h);
+                       const SgdHyper& h, const StepCounters* counters);
 // step += 1, batch_in_epoch += 1 (one thread).
 cudaError_t launch_advance(cudaStream_t stream, StepCounters* counters);
 // Fails with cudaErrorNoKernelImageForDevice when this build has no code for the device.

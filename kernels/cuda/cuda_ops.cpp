@@ -9,6 +9,7 @@
 
 #include "kernels/common/column_sum.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/device_timers.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/op_scope.h"
@@ -123,6 +124,7 @@ CudaOps::~CudaOps() {
   }
   if (stream_) cudaStreamSynchronize(stream_);
   gemm_.reset();
+  conv_.reset();
   if (loss_partials_) cudaFree(loss_partials_);
   if (stream_) cudaStreamDestroy(stream_);
 }

@@ -1,8 +1,10 @@
 // The CUDA backend's ops: every op of kernels/ops.h (contracts there), enqueued on ONE
-// stream that the backend owns, GEMMs through cuBLASLt (gemm_lt.h), the rest through our
-// kernels (cuda_kernels.h), whose launchers dispatch once on the views' dtype. Layouts are
-// the interface's. Nothing here allocates after create(): the stream, the cuBLASLt
-// handle and workspace, and the loss-reduction scratch are made once, up front.
+// stream that the backend owns, GEMMs through cuBLASLt (gemm_lt.h), convolutions through
+// cuDNN (cudnn_conv.h), the rest through our kernels (cuda_kernels.h, image_kernels.h),
+// whose launchers dispatch once on the views' dtype. Layouts are the interface's (NCHW,
+// OIHW included). Nothing here allocates after create() except conv2d_plan (a planning
+// call): the stream, the cuBLASLt handle and workspace, and the loss-reduction scratch
+// are made once, up front; the cuDNN handle and each shape's descriptors when planned.
 //
 // Failures: create() returns an Error (no device, no kernel image for this GPU, out of
 // memory). Ops return void, so an unexpected device error inside one stops the process
@@ -22,6 +24,7 @@ namespace noeira {
 namespace cuda {
 class GemmLt;
 struct GemmCall;
+class CudnnConv;
 }  // namespace cuda
 
 struct CudaOptions {
@@ -68,7 +71,8 @@ class CudaOps final : public Ops {
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
             const StepCounters* counters) override;
-  void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h) override;
+  void sgd(float* p, const float* g, float* buf, int64_t n, const SgdHyper& h,
+           const StepCounters* counters) override;
   void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
                    const StepCounters* counters, View dst) override;
   Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
@@ -76,6 +80,41 @@ class CudaOps final : public Ops {
                void* workspace) override;
   void advance(StepCounters* counters) override;
   bool supports_bf16() const override { return true; }
+
+  // cuda_image_ops.cpp: convolutions through cuDNN (cudnn_conv.h: algorithms, math types,
+  // the bf16 scheme), the other image ops through our kernels (image_kernels.h).
+  Result<size_t> conv2d_plan(const ConvShape& s, DType dtype) override;
+  void conv2d_forward(const ConvShape& s, ConstView x, ConstView w, const float* bias, View y,
+                      void* workspace, size_t workspace_bytes) override;
+  void conv2d_backward_data(const ConvShape& s, ConstView dy, ConstView w, View dx,
+                            void* workspace, size_t workspace_bytes) override;
+  void conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView dy, float* dw,
+                               float* db, void* workspace, size_t workspace_bytes) override;
+  // The planned algorithms of a shape, for logs and tests; empty when not planned.
+  std::string conv2d_plan_description(const ConvShape& s, DType dtype) const;
+  void maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t* argmax) override;
+  void maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t* argmax,
+                          View dx) override;
+  void avgpool2d_forward(const PoolShape& s, ConstView x, View y) override;
+  void avgpool2d_backward(const PoolShape& s, ConstView dy, View dx) override;
+  size_t batchnorm_workspace_bytes(const NormShape& s) const override;
+  void batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
+                               const float* beta, const BatchNormHyper& h, View y,
+                               float* save_mean, float* save_invstd, float* running_mean,
+                               float* running_var, void* workspace) override;
+  void batchnorm_forward_eval(const NormShape& s, ConstView x, const float* gamma,
+                              const float* beta, const float* running_mean,
+                              const float* running_var, const BatchNormHyper& h,
+                              View y) override;
+  void batchnorm_backward(const NormShape& s, ConstView dy, ConstView x, const float* gamma,
+                          const float* save_mean, const float* save_invstd, View dx,
+                          float* dgamma, float* dbeta, void* workspace) override;
+  void shortcut_forward(const ShortcutShape& s, ConstView x, View y) override;
+  void shortcut_backward(const ShortcutShape& s, ConstView dy, View dx) override;
+  void dropout(ConstView x, View y, float p, uint64_t seed, uint32_t layer,
+               const StepCounters* counters) override;
+  void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst, uint64_t seed,
+                         uint32_t epoch) override;
 
   // cuda_ops.cpp: set-up, workspaces, memory, copies, synchronisation, timers.
   // bias_grad's per-chunk partials (kernels/common/column_sum.h), from the caller's plan.
@@ -117,6 +156,7 @@ class CudaOps final : public Ops {
   std::string device_name_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::GemmLt> gemm_;
+  std::unique_ptr<cuda::CudnnConv> conv_;      // made by the first conv2d_plan
   cuda::LossPartial* loss_partials_ = nullptr;  // (kMaxLossBlocks), device
   float* reduction_ws_ = nullptr;               // planned by the caller, bound, not owned
   size_t reduction_ws_bytes_ = 0;

@@ -116,8 +116,14 @@ __global__ void adam_kernel(float* __restrict__ p, const float* __restrict__ g,
     adam_update(p[i], g[i], m[i], v[i], h, s);
 }
 
+// SGD over flat buffers; the learning rate of step counters->step + 1 (its schedule) is
+// computed once per block from the device counter, like Adam's step.
 __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g,
-                           float* __restrict__ buf, int64_t n, SgdHyper h, bool vec4) {
+                           float* __restrict__ buf, int64_t n, SgdHyper h,
+                           const StepCounters* counters, bool vec4) {
+  __shared__ SgdStepScalars s;
+  if (threadIdx.x == 0) s = sgd_step_scalars(h, counters->step + 1);
+  __syncthreads();
   int64_t done = 0;
   if (vec4) {
     const int64_t n4 = n / 4;
@@ -125,17 +131,17 @@ __global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g,
       float4 pp = reinterpret_cast<float4*>(p)[i];
       const float4 gg = reinterpret_cast<const float4*>(g)[i];
       float4 bb = reinterpret_cast<float4*>(buf)[i];
-      sgd_update(pp.x, gg.x, bb.x, h);
-      sgd_update(pp.y, gg.y, bb.y, h);
-      sgd_update(pp.z, gg.z, bb.z, h);
-      sgd_update(pp.w, gg.w, bb.w, h);
+      sgd_update(pp.x, gg.x, bb.x, s);
+      sgd_update(pp.y, gg.y, bb.y, s);
+      sgd_update(pp.z, gg.z, bb.z, s);
+      sgd_update(pp.w, gg.w, bb.w, s);
       reinterpret_cast<float4*>(p)[i] = pp;
       reinterpret_cast<float4*>(buf)[i] = bb;
     }
     done = n4 * 4;
   }
   for (int64_t i = done + global_thread(); i < n; i += grid_stride())
-    sgd_update(p[i], g[i], buf[i], h);
+    sgd_update(p[i], g[i], buf[i], s);
 }
 
 __global__ void advance_kernel(StepCounters* counters) {
@@ -249,11 +255,11 @@ cudaError_t launch_adam(cudaStream_t stream, float* p, const float* g, float* m,
 }
 
 cudaError_t launch_sgd(cudaStream_t stream, float* p, const float* g, float* buf, int64_t n,
-                       const SgdHyper& h) {
+                       const SgdHyper& h, const StepCounters* counters) {
   if (n == 0) return cudaSuccess;
   const bool vec4 = aligned16(p) && aligned16(g) && aligned16(buf);
   const int64_t work = vec4 ? n / 4 + n % 4 : n;
-  sgd_kernel<<<grid_for(work), kBlock, 0, stream>>>(p, g, buf, n, h, vec4);
+  sgd_kernel<<<grid_for(work), kBlock, 0, stream>>>(p, g, buf, n, h, counters, vec4);
   return cudaGetLastError();
 }
 

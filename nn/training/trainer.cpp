@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "nn/checkpoint.h"
 
 namespace noeira {
 
@@ -68,9 +67,15 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   loss_ = make_loss(cfg_.task);
   const DType flow = flow_dtype(cfg_.amp);
   int64_t scratch_elems = 0;
+  size_t workspace_bytes = 0;
   params_.set_low_precision_copies(bf16);
-  PlanContext pc{plan_, params_, cfg_.batch, false, "", cfg_.amp, flow, &scratch_elems};
-  out_shape_ = model_->plan(pc, sample_shape_);
+  PlanContext pc{plan_, params_, cfg_.batch, false, "", cfg_.amp, flow, &scratch_elems,
+                 backend_.ops.get(), &workspace_bytes, test_count_ % cfg_.batch};
+  try {
+    out_shape_ = model_->plan(pc, sample_shape_);
+  } catch (const PlanError& e) {
+    return make_error(e.what());
+  }
   PlanContext loss_pc = pc;
   loss_pc.in_dtype = model_->out_dtype();
   loss_->plan(loss_pc, out_shape_);
@@ -92,6 +97,7 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   batch_x_ = plan_.reserve(MemCategory::kActivations, sample_shape_.with_batch(cfg_.batch), flow);
   if (scratch_elems > 0)
     scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems}, DType::kF32);
+  workspace_ = plan_.reserve_bytes(MemCategory::kWorkspace, workspace_bytes);
   batch_y_ = plan_.reserve(MemCategory::kActivations, target_shape_.with_batch(cfg_.batch), tdt);
   train_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(train_count_),
                            DType::kF32);
@@ -99,6 +105,10 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   test_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(test_count_),
                           DType::kF32);
   test_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(test_count_), tdt);
+  if (cfg_.augment) {
+    augmenter_ = std::make_unique<Augmenter>(*cfg_.augment);
+    NOEIRA_TRY(augmenter_->plan(plan_, sample_shape_, train_count_));
+  }
   perm_ = plan_.reserve(MemCategory::kWorkspace, Shape{train_count_}, DType::kI32);
   Result<size_t> shuffle_bytes = backend_.ops->shuffle_workspace_bytes(train_count_);
   if (!shuffle_bytes)
@@ -119,7 +129,8 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
   if (!a) return a.error();
   arenas_ = std::move(a).value();
-  ctx_ = std::make_unique<Context>(*backend_.ops, arenas_, counters_, scratch_);
+  ctx_ = std::make_unique<Context>(*backend_.ops, arenas_, counters_, scratch_, workspace_,
+                                   cfg_.seed);
   if (reduction_ws.valid())
     NOEIRA_TRY(
         backend_.ops->bind_reduction_workspace(arenas_.ptr(reduction_ws), reduction_bytes));
@@ -127,6 +138,7 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   upload(train, train_x_, train_y_);
   upload(test, test_x_, test_y_);
   initialise_params();
+  initialise_buffers();
   refresh_param_copies();
   write_counters();
 
@@ -157,7 +169,8 @@ Status Trainer::capture_step() {
   // algorithm cache, so nothing lazy happens during capture, and the run's results stay
   // those of an eager run.
   std::vector<std::vector<char>> saved;
-  const MemCategory kept[] = {MemCategory::kParams, MemCategory::kParamCopies, MemCategory::kOptimState};
+  const MemCategory kept[] = {MemCategory::kParams, MemCategory::kParamCopies,
+                              MemCategory::kOptimState, MemCategory::kBuffers};
   for (MemCategory c : kept) {
     saved.emplace_back(plan_.bytes(c));
     if (!saved.back().empty()) ops.copy_to_host(saved.back().data(), arenas_.base(c), saved.back().size());
@@ -203,6 +216,14 @@ void Trainer::initialise_params() {
   }
 }
 
+// Module buffers (BatchNorm's running statistics) start at their declared values.
+void Trainer::initialise_buffers() {
+  for (const BufferInfo& b : params_.buffers()) {
+    const std::vector<float> v(static_cast<size_t>(b.value.shape.numel()), b.init);
+    backend_.ops->copy_to_device(arenas_.ptr(b.value), v.data(), v.size() * sizeof(float));
+  }
+}
+
 // BF16Policy: the bf16 weight copies follow the fp32 masters (one flat cast; the copy
 // arena has the parameter arena's layout at half the size).
 void Trainer::refresh_param_copies() {
@@ -219,6 +240,7 @@ void Trainer::write_counters() {
 
 void Trainer::begin_epoch() {
   Ops& ops = *backend_.ops;
+  if (augmenter_) augmenter_->run(ops, arenas_, train_x_, cfg_.seed, static_cast<uint32_t>(epoch_));
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
               arenas_.ptr(shuffle_ws_));
   ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
@@ -241,7 +263,9 @@ void Trainer::enqueue_step() {
   // (B, sample...) and (B, target...) gathered from the resident data set; the inputs in
   // the flow dtype (BF16Policy's boundary cast), labels as int32, regression targets fp32.
   const int32_t* perm = arenas_.as<int32_t>(perm_);
-  ops.gather_rows(arenas_.view(train_x_), perm, cfg_.batch, sample_shape_.numel(),
+  const Slot& images = augmenter_ ? augmenter_->output() : train_x_;
+  ctx.set_training(true);
+  ops.gather_rows(arenas_.view(images), perm, cfg_.batch, sample_shape_.numel(),
                   ctx.counters(), arenas_.view(batch_x_));
   ops.gather_rows(arenas_.view(train_y_), perm, cfg_.batch, target_shape_.numel(),
                   ctx.counters(), arenas_.view(batch_y_));
@@ -306,6 +330,7 @@ EvalStats Trainer::evaluate() {
   Context& ctx = *ctx_;
   LossStats* stats = arenas_.as<LossStats>(eval_stats_);
   ops.fill_zero(stats, sizeof(LossStats));
+  ctx.set_training(false);  // BatchNorm's running statistics, no dropout
   const int64_t row = sample_shape_.numel();
   for (int64_t first = 0; first < test_count_; first += cfg_.batch) {
     const int64_t rows = std::min(cfg_.batch, test_count_ - first);
@@ -321,6 +346,7 @@ EvalStats Trainer::evaluate() {
     const Tensor out = model_->forward(ctx, x);
     loss_->run(ctx, out, batch_targets(test_y_, first, rows), stats, nullptr, false);
   }
+  ctx.set_training(true);
   ops.synchronize();
   LossStats st{};
   ops.copy_to_host(&st, stats, sizeof st);
@@ -345,110 +371,6 @@ std::vector<float> Trainer::param_values(size_t index) const {
   std::vector<float> v(static_cast<size_t>(p.value.shape.numel()));
   backend_.ops->copy_to_host(v.data(), arenas_.ptr(p.value), v.size() * sizeof(float));
   return v;
-}
-
-// ---- Checkpoints ----
-
-nlohmann::json Trainer::checkpoint_meta() const {
-  const OptimizerConfig& o = cfg_.optimizer;
-  nlohmann::json opt = {{"type", optimizer_name(o.kind)}};
-  if (o.kind == OptimizerKind::kSgd)
-    opt.update({{"lr", o.sgd.lr}, {"momentum", o.sgd.momentum}, {"weight_decay", o.sgd.weight_decay}});
-  else
-    opt.update({{"lr", o.adam.lr},
-                {"betas", {o.adam.beta1, o.adam.beta2}},
-                {"eps", o.adam.eps},
-                {"weight_decay", o.adam.weight_decay},
-                {"cosine_steps", o.adam.cosine_steps}});
-  return {{"format", "noeira-checkpoint"},
-          {"model", cfg_.model_name},
-          {"dataset", dataset_name_},
-          {"recipe_hash", json_hash(cfg_.recipe)},
-          {"seed", cfg_.seed},
-          {"epoch", epoch_},
-          {"step", step_},
-          {"batch", cfg_.batch},
-          {"optimizer", opt},
-          {"amp", amp_name(cfg_.amp)}};
-}
-
-Status Trainer::save_checkpoint(const std::filesystem::path& path) const {
-  backend_.ops->synchronize();
-  Checkpoint ck;
-  ck.meta = checkpoint_meta();
-  auto add = [&](const std::string& name, const std::string& group, const Slot& s,
-                 size_t byte_offset, const Shape& shape) {
-    CheckpointTensor t;
-    t.name = name;
-    t.group = group;
-    t.shape = shape;
-    t.bytes.resize(static_cast<size_t>(shape.numel()) * sizeof(float));
-    backend_.ops->copy_to_host(t.bytes.data(), static_cast<const char*>(arenas_.ptr(s)) + byte_offset,
-                               t.bytes.size());
-    ck.tensors.push_back(std::move(t));
-  };
-  for (const ParamInfo& p : params_.all()) add(p.name, "param", p.value, 0, p.value.shape);
-  // Optimizer state is laid out like the parameter arena: store it per parameter.
-  for (const auto& [state_name, slot] : optimizer_->state())
-    for (const ParamInfo& p : params_.all())
-      add(state_name + "." + p.name, "optim", slot, p.value.offset, p.value.shape);
-  return write_checkpoint(path, ck);
-}
-
-Status Trainer::load_checkpoint(const std::filesystem::path& path) {
-  Result<Checkpoint> r = read_checkpoint(path);
-  if (!r) return r.error();
-  const Checkpoint& ck = *r;
-  const std::string where = "checkpoint " + path.string();
-  const nlohmann::json mine = checkpoint_meta();
-  for (const char* key : {"model", "dataset", "recipe_hash", "optimizer", "amp"}) {
-    if (!ck.meta.contains(key) || ck.meta.at(key) != mine.at(key))
-      return make_error(where + ": " + key + " is " +
-                        (ck.meta.contains(key) ? ck.meta.at(key).dump() : "missing") +
-                        " but this run has " + mine.at(key).dump() +
-                        "; resume with the model, data set, recipe and optimizer it was saved with");
-  }
-  // Check every tensor and the header first, copy afterwards: a refused checkpoint leaves
-  // the trainer as it was.
-  struct Copy {
-    const CheckpointTensor* t;
-    void* dst;
-  };
-  std::vector<Copy> copies;
-  auto plan_copy = [&](const std::string& name, const Slot& s, size_t byte_offset,
-                       const Shape& shape) -> Status {
-    const CheckpointTensor* t = ck.find(name);
-    if (!t) return make_error(where + ": tensor '" + name + "' is missing");
-    if (!(t->shape == shape) || t->dtype != DType::kF32)
-      return make_error(where + ": tensor '" + name + "' has shape " + t->shape.str() + " " +
-                        dtype_name(t->dtype) + ", the model expects " + shape.str() + " f32");
-    copies.push_back({t, static_cast<char*>(arenas_.ptr(s)) + byte_offset});
-    return {};
-  };
-  for (const ParamInfo& p : params_.all()) NOEIRA_TRY(plan_copy(p.name, p.value, 0, p.value.shape));
-  for (const auto& [state_name, slot] : optimizer_->state())
-    for (const ParamInfo& p : params_.all())
-      NOEIRA_TRY(plan_copy(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
-  if (ck.tensors.size() != copies.size())
-    return make_error(where + ": holds tensors this model does not have");
-  uint64_t seed = 0;
-  int epoch = 0;
-  int64_t step = 0;
-  try {
-    seed = ck.meta.at("seed").get<uint64_t>();
-    epoch = ck.meta.at("epoch").get<int>();
-    step = ck.meta.at("step").get<int64_t>();
-  } catch (const nlohmann::json::exception&) {
-    return make_error(where + ": header lacks seed/epoch/step");
-  }
-
-  for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
-  refresh_param_copies();
-  cfg_.seed = seed;  // the run continues its own RNG streams
-  epoch_ = epoch;
-  step_ = step;
-  write_counters();
-  return {};
 }
 
 }  // namespace noeira

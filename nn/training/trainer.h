@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/optimizer.h"
+#include "nn/training/augmenter.h"
 #include "nn/training/tensor_dataset.h"
 
 namespace noeira {
@@ -31,6 +33,9 @@ struct TrainerConfig {
   OptimizerConfig optimizer;
   InitConfig init;
   AmpPolicy amp = NoAMP;
+  // Random crop + flip of the training images before every epoch (nn/training/augmenter.h);
+  // its count and image shape are filled in from the data set.
+  std::optional<AugmentSpec> augment;
   bool use_train_cuda_graph = false;
   bool graph_fallback = false;   // if capture fails: run eager (true) or fail create (false)
   // Device step timers to create before any capture (CUPTI must be enabled first).
@@ -109,6 +114,7 @@ class Trainer {
   Status build(const TensorDataset& train, const TensorDataset& test);
   void upload(const TensorDataset& d, const Slot& x, const Slot& y);
   void initialise_params();
+  void initialise_buffers();
   Tensor batch_targets(const Slot& y, int64_t first, int64_t rows) const;
   nlohmann::json checkpoint_meta() const;
   void write_counters();
@@ -132,6 +138,8 @@ class Trainer {
   Slot train_x_, train_y_, test_x_, test_y_;  // the resident data sets
   Slot batch_x_, batch_y_;                    // (B, sample...) flow dtype, (B, target...)
   Slot scratch_;                              // shared fp32 scratch (bf16 GEMM results)
+  Slot workspace_;                            // shared op workspace (convolutions, BatchNorm)
+  std::unique_ptr<Augmenter> augmenter_;      // null when the recipe does not augment
   Slot perm_, shuffle_ws_;
   Slot counters_, train_stats_, eval_stats_, loss_history_;
 

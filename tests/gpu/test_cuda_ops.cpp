@@ -300,8 +300,9 @@ TEST_CASE("cuda: adam and sgd over 3 steps equal the CPU within 1e-6", "[gpu]") 
             gpu.ops->adam(p.get() + offset, g.get() + offset, m.get() + offset, v.get() + offset,
                           n, ah, counters.get());
           } else {
-            cpu.sgd(pc, gc, m_cpu.data() + offset, n, sh);
-            gpu.ops->sgd(p.get() + offset, g.get() + offset, m.get() + offset, n, sh);
+            cpu.sgd(pc, gc, m_cpu.data() + offset, n, sh, &counters_cpu);
+            gpu.ops->sgd(p.get() + offset, g.get() + offset, m.get() + offset, n, sh,
+                         counters.get());
           }
           cpu.advance(&counters_cpu);
           gpu.ops->advance(counters.get());

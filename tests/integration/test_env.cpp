@@ -48,12 +48,11 @@ std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
 }  // namespace
 
-TEST_CASE("env records the CPU kernels OpenBLAS and oneDNN run, and the CPU's features",
-          "[cli][env]") {
+TEST_CASE("env records the CPU kernels oneDNN runs, and the CPU's features", "[cli][env]") {
   const nlohmann::json env = env_json();
   const nlohmann::json& build = env.at("build");
-  CHECK_FALSE(build.at("openblas").at("core").get<std::string>().empty());
   CHECK_FALSE(build.at("onednn").at("isa").get<std::string>().empty());
+  CHECK_FALSE(build.contains("openblas"));  // not linked: oneDNN runs every CPU GEMM
   CHECK(env.at("host").at("cpu_features").at("avx2").is_boolean());
   REQUIRE(env.at("warnings").is_array());
   // The binary's warnings are the rule applied to what it recorded.
@@ -63,41 +62,25 @@ TEST_CASE("env records the CPU kernels OpenBLAS and oneDNN run, and the CPU's fe
   const CommandResult text = run_bench("env");
   INFO(text.output);
   CHECK(text.exit_code == 0);
-  CHECK_THAT(text.output, Catch::Contains("openblas.core") && Catch::Contains("onednn.isa") &&
-                              Catch::Contains("cpu_features"));
+  CHECK_THAT(text.output, Catch::Contains("onednn.isa") && Catch::Contains("cpu_features"));
   for (const auto& w : env.at("warnings"))
     CHECK_THAT(text.output, Catch::Contains("warning: " + w.get<std::string>() + "\n"));
 }
 
-TEST_CASE("env warns when OpenBLAS or oneDNN is held below the CPU, and records why",
-          "[cli][env]") {
+TEST_CASE("env warns when oneDNN is held below the CPU, and records why", "[cli][env]") {
   const nlohmann::json plain = env_json();
-  const nlohmann::json& features = plain.at("host").at("cpu_features");
-  // OPENBLAS_CORETYPE forces a core; Prescott is below any CPU with AVX.
-  const nlohmann::json forced = env_json("OPENBLAS_CORETYPE=Prescott");
-  CHECK(forced.at("build").at("openblas").at("coretype_env") == "Prescott");
-  CHECK(forced.at("build").at("openblas").at("core") == "Prescott");
-  if (features.at("avx").get<bool>()) {
-    REQUIRE_FALSE(forced.at("warnings").empty());
-    CHECK_THAT(forced.at("warnings")[0].get<std::string>(),
-               Catch::StartsWith("OpenBLAS runs its 'Prescott' (SSE3) kernels on a CPU with"));
+  if (!plain.at("host").at("cpu_features").at("avx512f").get<bool>()) {
+    std::printf("SKIP [env] %s: this CPU has no AVX-512, avx2 is no fallback here\n",
+                Catch::getResultCapture().getCurrentTestName().c_str());
+    return;
   }
-  if (features.at("avx512f").get<bool>()) {
-    // The fix the warning names removes it.
-    const nlohmann::json fixed = env_json("OPENBLAS_CORETYPE=SkylakeX");
-    CHECK(fixed.at("build").at("openblas").at("core") == "SkylakeX");
-    for (const auto& w : fixed.at("warnings"))
-      CHECK_THAT(w.get<std::string>(), !Catch::Contains("OpenBLAS"));
-  }
-  if (features.at("avx512f").get<bool>()) {
-    const nlohmann::json capped = env_json("ONEDNN_MAX_CPU_ISA=avx2");
-    CHECK(capped.at("build").at("onednn").at("max_cpu_isa_env") == "avx2");
-    CHECK(capped.at("build").at("onednn").at("isa") == "avx2");
-    bool warned = false;
-    for (const auto& w : capped.at("warnings"))
-      warned |= w.get<std::string>().rfind("oneDNN runs its 'avx2' (AVX2) kernels", 0) == 0;
-    CHECK(warned);
-  }
+  const nlohmann::json capped = env_json("ONEDNN_MAX_CPU_ISA=avx2");
+  CHECK(capped.at("build").at("onednn").at("max_cpu_isa_env") == "avx2");
+  CHECK(capped.at("build").at("onednn").at("isa") == "avx2");
+  bool warned = false;
+  for (const auto& w : capped.at("warnings"))
+    warned |= w.get<std::string>().rfind("oneDNN runs its 'avx2' (AVX2) kernels", 0) == 0;
+  CHECK(warned);
 }
 
 TEST_CASE("env on a machine without an NVIDIA driver says so", "[cli][env]") {
@@ -282,33 +265,33 @@ TEST_CASE("cmake/git_info.cmake writes the header, and rewrites it only on a cha
 TEST_CASE("run records the CPU kernels and warnings in the results file and prints them",
           "[run][env][mnist]") {
   const nlohmann::json plain = env_json();
-  if (!plain.at("host").at("cpu_features").at("avx").get<bool>()) {
-    std::printf("SKIP [env] %s: this CPU has no AVX, Prescott is no fallback here\n",
+  if (!plain.at("host").at("cpu_features").at("avx512f").get<bool>()) {
+    std::printf("SKIP [env] %s: this CPU has no AVX-512, avx2 is no fallback here\n",
                 Catch::getResultCapture().getCurrentTestName().c_str());
     return;
   }
   TempDir dir;
   const auto out = dir / "r.json";
   const CommandResult r = run_shell(
-      "OPENBLAS_CORETYPE=Prescott " + shell_quote(bench_binary()) +
+      "ONEDNN_MAX_CPU_ISA=avx2 " + shell_quote(bench_binary()) +
       " run --model mlp --target cpu --quick --steps 12 --warmup 2 --threads 1 --seeds 1 "
       "--twin none --out " + shell_quote(out.string()));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("\nwarning: OpenBLAS runs its 'Prescott' (SSE3) kernels"));
+  CHECK_THAT(r.output, Catch::Contains("\nwarning: oneDNN runs its 'avx2' (AVX2) kernels"));
   Result<nlohmann::json> res = read_results(out);
   REQUIRE(res.ok());
   const nlohmann::json& c = (*res)["context"];
-  CHECK(c["build"]["openblas"]["core"] == "Prescott");
-  CHECK(c["build"]["openblas"]["coretype_env"] == "Prescott");
-  CHECK(c["build"]["onednn"]["isa"].is_string());
+  CHECK(c["build"]["onednn"]["isa"] == "avx2");
+  CHECK(c["build"]["onednn"]["max_cpu_isa_env"] == "avx2");
   REQUIRE(c["warnings"].is_array());
   REQUIRE_FALSE(c["warnings"].empty());
-  CHECK_THAT(c["warnings"][0].get<std::string>(), Catch::StartsWith("OpenBLAS runs its 'Prescott'"));
+  CHECK_THAT(c["warnings"][0].get<std::string>(), Catch::StartsWith("oneDNN runs its 'avx2'"));
 
   const CommandResult report = run_bench("report " + shell_quote(out.string()));
   INFO(report.output);
   CHECK(report.exit_code == 0);
-  CHECK_THAT(report.output, Catch::Contains("CPU kernels") && Catch::Contains("OpenBLAS Prescott") &&
-                                Catch::Contains("warning: OpenBLAS runs its 'Prescott'"));
+  CHECK_THAT(report.output, Catch::Contains("CPU kernels") && Catch::Contains("oneDNN") &&
+                                Catch::Contains("avx2") &&
+                                Catch::Contains("warning: oneDNN runs its 'avx2'"));
 }

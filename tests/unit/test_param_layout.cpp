@@ -99,7 +99,7 @@ TEST_CASE("Padding of the flat parameter arena starts zero and the optimizers ke
     const StepCounters c{step, step};
     ops.adam(p, g, m.data(), v.data(), n, h, &c);
     h.decoupled = !h.decoupled;  // L2 and decoupled weight decay both
-    ops.sgd(p, g, momentum.data(), n, sgd);
+    ops.sgd(p, g, momentum.data(), n, sgd, &c);
   }
   size_t padding = 0;
   for (size_t b = 0; b < bytes; b += sizeof(float)) {

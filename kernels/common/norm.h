@@ -1,0 +1,63 @@
+// BatchNorm's per-element and per-channel math (PyTorch semantics), written once for the
+// CPU loops and the CUDA kernels. The backends only differ in how they sum a channel's
+// values (their order is stated in kernels/ops.h); every sum is in double.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/common/hd.h"
+
+namespace noeira {
+
+struct BatchNormHyper {
+  float eps = 1e-5f;
+  float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch statistic
+};
+
+// From a channel's sum and sum of squares over n values: the mean and 1 / sqrt(biased
+// variance + eps) used to normalise, and the running statistics' update, which takes the
+// unbiased variance (n / (n - 1) times the biased one; the biased one when n == 1).
+struct ChannelStats {
+  float mean, invstd;
+};
+
+NOEIRA_HD ChannelStats channel_stats(double sum, double sumsq, int64_t n, float eps) {
+  const double mean = sum / static_cast<double>(n);
+  double var = sumsq / static_cast<double>(n) - mean * mean;
+  if (var < 0.0) var = 0.0;
+  return ChannelStats{static_cast<float>(mean),
+                      static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)))};
+}
+
+NOEIRA_HD void update_running(float& running_mean, float& running_var, double sum, double sumsq,
+                              int64_t n, const BatchNormHyper& h) {
+  const double mean = sum / static_cast<double>(n);
+  double var = sumsq / static_cast<double>(n) - mean * mean;
+  if (var < 0.0) var = 0.0;
+  const double unbiased = n > 1 ? var * static_cast<double>(n) / static_cast<double>(n - 1) : var;
+  running_mean = static_cast<float>((1.0 - h.momentum) * running_mean + h.momentum * mean);
+  running_var = static_cast<float>((1.0 - h.momentum) * running_var + h.momentum * unbiased);
+}
+
+// y = (x - mean) * invstd * gamma + beta.
+NOEIRA_HD float batchnorm_apply(float x, float mean, float invstd, float gamma, float beta) {
+  return (x - mean) * invstd * gamma + beta;
+}
+
+// Eval: the running statistics normalise.
+NOEIRA_HD float batchnorm_eval(float x, float running_mean, float running_var, float eps,
+                               float gamma, float beta) {
+  return (x - running_mean) / sqrtf(running_var + eps) * gamma + beta;
+}
+
+// Backward of training-mode BatchNorm for one element, given the channel's sums over its n
+// values: sum_dy = sum(dy), sum_dy_xhat = sum(dy * xhat), xhat = (x - mean) * invstd:
+//   dx = gamma * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n).
+// dgamma += sum_dy_xhat and dbeta += sum_dy are the channel's parameter gradients.
+NOEIRA_HD float batchnorm_dx(float dy, float x, float mean, float invstd, float gamma,
+                             float mean_dy, float mean_dy_xhat) {
+  const float xhat = (x - mean) * invstd;
+  return gamma * invstd * (dy - mean_dy - xhat * mean_dy_xhat);
+}
+
+}  // namespace noeira

@@ -1,0 +1,191 @@
+// BatchNorm2d (kernels/common/norm.h) over x (B, C, S), fp32 or bf16 storage, fp32 math,
+// channel sums in double. Each pass is three kernels: the per-channel partial sums
+// (channel_sum.cuh), one thread per channel adding its partials in chunk order and doing
+// the channel's math, and one thread per element applying it. The workspace carries the
+// partials and the per-channel values between them; no atomics, so the order is fixed by
+// the shape and every run repeats bit for bit.
+#include "kernels/common/norm.h"
+#include "kernels/cuda/channel_sum.cuh"
+#include "kernels/cuda/image_kernels.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/dispatch.h"
+
+namespace noeira::cuda {
+
+namespace {
+
+// (x, x^2) of element i.
+template <class T>
+struct SumSquares {
+  const T* x;
+  __device__ double2 operator()(int64_t i, int64_t) const {
+    const double v = load_f32(x[i]);
+    return make_double2(v, v * v);
+  }
+};
+
+// (dy, dy * xhat) of element i, xhat = (x - mean) * invstd in fp32 (as batchnorm_dx).
+template <class T>
+struct GradSums {
+  const T* dy;
+  const T* x;
+  const float* mean;
+  const float* invstd;
+  __device__ double2 operator()(int64_t i, int64_t c) const {
+    const float g = load_f32(dy[i]);
+    const float xhat = (load_f32(x[i]) - mean[c]) * invstd[c];
+    return make_double2(g, static_cast<double>(g) * static_cast<double>(xhat));
+  }
+};
+
+// Per channel: mean and invstd into stats (and save_*), running statistics updated.
+__global__ void bn_forward_finish_kernel(const double2* partials, int64_t chunks, int64_t C,
+                                         int64_t n, BatchNormHyper h, float2* stats,
+                                         float* save_mean, float* save_invstd,
+                                         float* running_mean, float* running_var) {
+  for (int64_t c = global_thread(); c < C; c += grid_stride()) {
+    const double2 s = channel_total(partials, c, chunks);
+    const ChannelStats st = channel_stats(s.x, s.y, n, h.eps);
+    stats[c] = make_float2(st.mean, st.invstd);
+    if (save_mean) save_mean[c] = st.mean;
+    if (save_invstd) save_invstd[c] = st.invstd;
+    if (running_mean && running_var)
+      update_running(running_mean[c], running_var[c], s.x, s.y, n, h);
+  }
+}
+
+// Per channel: the means of dy and dy * xhat into stats; dgamma += sum(dy * xhat) and
+// dbeta += sum(dy).
+__global__ void bn_backward_finish_kernel(const double2* partials, int64_t chunks, int64_t C,
+                                          int64_t n, float2* stats, float* dgamma,
+                                          float* dbeta) {
+  for (int64_t c = global_thread(); c < C; c += grid_stride()) {
+    const double2 s = channel_total(partials, c, chunks);
+    const double dn = static_cast<double>(n);
+    stats[c] = make_float2(static_cast<float>(s.x / dn), static_cast<float>(s.y / dn));
+    if (dgamma) dgamma[c] += static_cast<float>(s.y);
+    if (dbeta) dbeta[c] += static_cast<float>(s.x);
+  }
+}
+
+template <class T>
+__global__ void bn_apply_train_kernel(const T* x, const float2* stats, const float* gamma,
+                                      const float* beta, T* y, int64_t n, int64_t C, int64_t S) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const int64_t c = (i / S) % C;
+    const float2 st = stats[c];
+    store_f32(y[i], batchnorm_apply(load_f32(x[i]), st.x, st.y, gamma ? gamma[c] : 1.0f,
+                                    beta ? beta[c] : 0.0f));
+  }
+}
+
+template <class T>
+__global__ void bn_apply_eval_kernel(const T* x, const float* gamma, const float* beta,
+                                     const float* running_mean, const float* running_var,
+                                     float eps, T* y, int64_t n, int64_t C, int64_t S) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const int64_t c = (i / S) % C;
+    store_f32(y[i], batchnorm_eval(load_f32(x[i]), running_mean[c], running_var[c], eps,
+                                   gamma ? gamma[c] : 1.0f, beta ? beta[c] : 0.0f));
+  }
+}
+
+template <class T>
+__global__ void bn_apply_backward_kernel(const T* dy, const T* x, const float* gamma,
+                                         const float* save_mean, const float* save_invstd,
+                                         const float2* grad_means, T* dx, int64_t n, int64_t C,
+                                         int64_t S) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const int64_t c = (i / S) % C;
+    const float2 m = grad_means[c];
+    store_f32(dx[i], batchnorm_dx(load_f32(dy[i]), load_f32(x[i]), save_mean[c], save_invstd[c],
+                                  gamma ? gamma[c] : 1.0f, m.x, m.y));
+  }
+}
+
+// The workspace's two parts.
+struct BnWorkspace {
+  double2* partials;
+  float2* stats;  // (C)
+};
+
+BnWorkspace bn_workspace(const NormShape& s, void* workspace) {
+  char* base = static_cast<char*>(workspace);
+  return {reinterpret_cast<double2*>(base),
+          reinterpret_cast<float2*>(base + channel_partials_bytes(s.channels, s.per_channel()))};
+}
+
+}  // namespace
+
+size_t batchnorm_workspace_bytes(const NormShape& s) {
+  if (s.channels <= 0) return 0;
+  const size_t stats = static_cast<size_t>(s.channels) * sizeof(float2);
+  return channel_partials_bytes(s.channels, s.per_channel()) + (stats + 255u) / 256u * 256u;
+}
+
+cudaError_t launch_batchnorm_forward_train(cudaStream_t stream, const NormShape& s, ConstView x,
+                                           const float* gamma, const float* beta,
+                                           const BatchNormHyper& h, View y, float* save_mean,
+                                           float* save_invstd, float* running_mean,
+                                           float* running_var, void* workspace) {
+  const char* op = "batchnorm_forward_train";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {x, y});
+  if (n == 0) return cudaSuccess;
+  const BnWorkspace ws = bn_workspace(s, workspace);
+  const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
+  return dispatch_float(op, {x, y}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    launch_channel_partials(stream, SumSquares<T>{x.as<T>()}, s.batch, s.channels, s.spatial,
+                            ws.partials);
+    bn_forward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
+        ws.partials, chunks, s.channels, s.per_channel(), h, ws.stats, save_mean, save_invstd,
+        running_mean, running_var);
+    bn_apply_train_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        x.as<T>(), ws.stats, gamma, beta, y.as<T>(), n, s.channels, s.spatial);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_batchnorm_forward_eval(cudaStream_t stream, const NormShape& s, ConstView x,
+                                          const float* gamma, const float* beta,
+                                          const float* running_mean, const float* running_var,
+                                          const BatchNormHyper& h, View y) {
+  const char* op = "batchnorm_forward_eval";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {x, y});
+  if (n == 0) return cudaSuccess;
+  return dispatch_float(op, {x, y}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_apply_eval_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        x.as<T>(), gamma, beta, running_mean, running_var, h.eps, y.as<T>(), n, s.channels,
+        s.spatial);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_batchnorm_backward(cudaStream_t stream, const NormShape& s, ConstView dy,
+                                      ConstView x, const float* gamma, const float* save_mean,
+                                      const float* save_invstd, View dx, float* dgamma,
+                                      float* dbeta, void* workspace) {
+  const char* op = "batchnorm_backward";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {dy, x, dx});
+  if (n == 0) return cudaSuccess;
+  const BnWorkspace ws = bn_workspace(s, workspace);
+  const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
+  return dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    launch_channel_partials(stream, GradSums<T>{dy.as<T>(), x.as<T>(), save_mean, save_invstd},
+                            s.batch, s.channels, s.spatial, ws.partials);
+    bn_backward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
+        ws.partials, chunks, s.channels, s.per_channel(), ws.stats, dgamma, dbeta);
+    if (!dx.empty())
+      bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd, ws.stats, dx.as<T>(), n,
+          s.channels, s.spatial);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace noeira::cuda

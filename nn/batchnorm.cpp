@@ -1,0 +1,54 @@
+#include "nn/batchnorm.h"
+
+namespace noeira {
+
+Shape BatchNorm2d::plan(PlanContext& pc, const Shape& in) {
+  const std::string name = pc.where("BatchNorm2d");
+  if (in.rank != 3) throw PlanError(name + ": input " + in.str() + " is not an image (C, H, W)");
+  if (!(hyper_.eps > 0.0f) || !(hyper_.momentum >= 0.0f && hyper_.momentum <= 1.0f))
+    throw PlanError(name + ": needs eps > 0 and momentum in [0, 1]");
+  // x (B, C, H, W) seen as (B, C, S = H * W); statistics per channel.
+  const int64_t c = in[0];
+  shape_ = NormShape{pc.batch, c, in[1] * in[2]};
+  out_dtype_ = pc.in_dtype;
+  gamma_ = pc.params.add(pc.plan, pc.prefix + "weight", Shape{c}, ParamRole::kScale, c, c);
+  beta_ = pc.params.add(pc.plan, pc.prefix + "bias", Shape{c}, ParamRole::kShift, c, c);
+  running_mean_ = pc.params.add_buffer(pc.plan, pc.prefix + "running_mean", Shape{c}, 0.0f);
+  running_var_ = pc.params.add_buffer(pc.plan, pc.prefix + "running_var", Shape{c}, 1.0f);
+  save_mean_ = pc.plan.reserve(MemCategory::kActivations, Shape{c}, DType::kF32);
+  save_invstd_ = pc.plan.reserve(MemCategory::kActivations, Shape{c}, DType::kF32);
+  if (pc.ops) {
+    pc.need_workspace(pc.ops->batchnorm_workspace_bytes(shape(pc.batch)));
+    if (pc.tail_rows > 0) pc.need_workspace(pc.ops->batchnorm_workspace_bytes(shape(pc.tail_rows)));
+  }
+  y_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
+  if (pc.input_needs_grad)
+    dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), pc.in_dtype);
+  return in;
+}
+
+Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
+  x_ = x;
+  const NormShape s = shape(x.rows());
+  Tensor y = ctx.view(y_, x.rows());  // (B, C, H, W)
+  if (ctx.training())
+    ctx.ops().batchnorm_forward_train(s, x, ctx.f32(gamma_.value), ctx.f32(beta_.value), hyper_,
+                                      y, ctx.f32(save_mean_), ctx.f32(save_invstd_),
+                                      ctx.f32(running_mean_), ctx.f32(running_var_),
+                                      ctx.workspace());
+  else
+    ctx.ops().batchnorm_forward_eval(s, x, ctx.f32(gamma_.value), ctx.f32(beta_.value),
+                                     ctx.f32(running_mean_), ctx.f32(running_var_), hyper_, y);
+  return y;
+}
+
+// Follows a training forward: dgamma, dbeta (C) accumulate; dx only when planned.
+Tensor BatchNorm2d::backward(Context& ctx, const Tensor& dy) {
+  Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
+  ctx.ops().batchnorm_backward(shape(x_.rows()), dy, x_, ctx.f32(gamma_.value),
+                               ctx.f32(save_mean_), ctx.f32(save_invstd_), dx,
+                               ctx.f32(gamma_.grad), ctx.f32(beta_.grad), ctx.workspace());
+  return dx;
+}
+
+}  // namespace noeira

@@ -1,0 +1,34 @@
+// BatchNorm2d over NCHW images (torch's semantics, kernels/common/norm.h): training
+// normalises by the batch's per-channel statistics and updates the running ones (mean and
+// unbiased variance, weighted by momentum); evaluation normalises by the running ones.
+// gamma ("weight", starts at 1) and beta ("bias", starts at 0) are fp32 parameters; the
+// running statistics are fp32 buffers saved in checkpoints; the output keeps the input's
+// dtype, the statistics are computed in double/fp32 whatever it is.
+#pragma once
+#include "kernels/common/image_shapes.h"
+#include "kernels/common/norm.h"
+#include "nn/module.h"
+
+namespace noeira {
+
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(float eps = 1e-5f, float momentum = 0.1f) : hyper_{eps, momentum} {}
+  std::string kind() const override { return "BatchNorm2d"; }
+  Shape plan(PlanContext& pc, const Shape& in) override;
+  Tensor forward(Context& ctx, const Tensor& x) override;
+  Tensor backward(Context& ctx, const Tensor& dy) override;
+
+ private:
+  NormShape shape(int64_t rows) const { return NormShape{rows, shape_.channels, shape_.spatial}; }
+
+  BatchNormHyper hyper_;
+  NormShape shape_;
+  ParamRef gamma_, beta_;
+  Slot running_mean_, running_var_;  // (C) in kBuffers
+  Slot save_mean_, save_invstd_;     // (C): the last training forward's batch statistics
+  Slot y_, dx_;                      // (B, C, H, W), in the input's dtype
+  Tensor x_;
+};
+
+}  // namespace noeira

@@ -1,0 +1,111 @@
+#include "nn/resnet_block.h"
+
+namespace noeira {
+
+BasicBlock::BasicBlock(int64_t out_channels, int64_t stride)
+    : out_(out_channels), stride_(stride),
+      conv1_(std::make_unique<Conv2d>(out_channels, 3, stride, 1, false)),
+      conv2_(std::make_unique<Conv2d>(out_channels, 3, 1, 1, false)),
+      bn1_(std::make_unique<BatchNorm2d>()), bn2_(std::make_unique<BatchNorm2d>()),
+      relu_(std::make_unique<ReLU>()) {}
+
+Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
+  const std::string name = pc.where("BasicBlock");
+  if (in.rank != 3) throw PlanError(name + ": input " + in.str() + " is not an image (C, H, W)");
+  const int64_t cin = in[0];
+  identity_ = stride_ == 1 && cin == out_;
+  if (!identity_ && (out_ < cin || (out_ - cin) % 2 != 0))
+    throw PlanError(name + ": the option-A shortcut pads (Cout - Cin) / 2 zero channels on each "
+                    "side, so it needs Cout >= Cin with an even difference; got Cin " +
+                    std::to_string(cin) + ", Cout " + std::to_string(out_));
+  const DType flow = flow_dtype(pc.amp);
+  const Shape x = in.with_batch(pc.batch);
+  // An input in another dtype is cast once here; both paths then read the cast.
+  if (pc.in_dtype != flow) x_cast_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
+
+  // The residual branch: conv1 -> bn1 -> relu -> conv2 -> bn2, every input but the
+  // block's own needing its gradient.
+  PlanContext c1 = pc.child("conv1", pc.input_needs_grad, flow);
+  Shape s = conv1_->plan(c1, in);
+  PlanContext n1 = pc.child("bn1", true, conv1_->out_dtype());
+  s = bn1_->plan(n1, s);
+  PlanContext r = pc.child("relu", true, bn1_->out_dtype());
+  s = relu_->plan(r, s);
+  PlanContext c2 = pc.child("conv2", true, relu_->out_dtype());
+  s = conv2_->plan(c2, s);
+  PlanContext n2 = pc.child("bn2", true, conv2_->out_dtype());
+  s = bn2_->plan(n2, s);
+  out_dtype_ = bn2_->out_dtype();  // the flow dtype
+
+  const Shape y = s.with_batch(pc.batch);  // (B, Cout, Ho, Wo)
+  if (!identity_) {
+    shortcut_ = ShortcutShape{pc.batch, cin, in[1], in[2], out_, stride_};
+    if (shortcut_.out_height() != s[1] || shortcut_.out_width() != s[2])
+      throw PlanError(name + ": the shortcut's output does not match the branch's " + s.str());
+    sc_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+    if (pc.input_needs_grad) dsc_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
+  }
+  sum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+  y_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+  dsum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+  if (pc.input_needs_grad) {
+    dx_ = pc.plan.reserve(MemCategory::kActivations, x, pc.in_dtype);
+    if (pc.in_dtype != flow) dxf_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
+  }
+  return s;
+}
+
+Tensor BasicBlock::forward(Context& ctx, const Tensor& x) {
+  Ops& ops = ctx.ops();
+  rows_ = x.rows();
+  xf_ = x;  // (B, Cin, H, W)
+  if (x_cast_.valid()) {
+    xf_ = ctx.view(x_cast_, rows_);
+    ops.cast(x, xf_);
+  }
+  Tensor h = conv1_->forward(ctx, xf_);
+  h = bn1_->forward(ctx, h);
+  h = relu_->forward(ctx, h);
+  h = conv2_->forward(ctx, h);
+  h = bn2_->forward(ctx, h);  // (B, Cout, Ho, Wo)
+  Tensor sc = xf_;
+  if (!identity_) {
+    sc = ctx.view(sc_, rows_);
+    ShortcutShape s = shortcut_;
+    s.batch = rows_;
+    ops.shortcut_forward(s, xf_, sc);
+  }
+  Tensor sum = ctx.view(sum_, rows_);
+  ops.add(h, sc, sum);
+  Tensor y = ctx.view(y_, rows_);
+  ops.act_forward(sum, y, Act::kReLU);
+  return y;
+}
+
+Tensor BasicBlock::backward(Context& ctx, const Tensor& dy) {
+  Ops& ops = ctx.ops();
+  // d(sum) reaches both paths unchanged.
+  Tensor dsum = ctx.view(dsum_, rows_);
+  ops.act_backward(dy, ctx.view(sum_, rows_), ctx.view(y_, rows_), dsum, Act::kReLU);
+  Tensor g = bn2_->backward(ctx, dsum);
+  g = conv2_->backward(ctx, g);
+  g = relu_->backward(ctx, g);
+  g = bn1_->backward(ctx, g);
+  g = conv1_->backward(ctx, g);  // (B, Cin, H, W), empty when no one needs d(input)
+  if (!dx_.valid()) return Tensor{};
+  Tensor dx = ctx.view(dx_, rows_);
+  Tensor dflow = dxf_.valid() ? ctx.view(dxf_, rows_) : dx;
+  if (identity_) {
+    ops.add(g, dsum, dflow);
+  } else {
+    Tensor dsc = ctx.view(dsc_, rows_);
+    ShortcutShape s = shortcut_;
+    s.batch = rows_;
+    ops.shortcut_backward(s, dsum, dsc);
+    ops.add(g, dsc, dflow);
+  }
+  if (dxf_.valid()) ops.cast(dflow, dx);
+  return dx;
+}
+
+}  // namespace noeira

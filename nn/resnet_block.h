@@ -1,0 +1,43 @@
+// ResNet's basic block (He et al. 2016, the CIFAR ResNet-20/32/... variant):
+//   out = relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))
+// conv1 3x3 with the block's stride, conv2 3x3 stride 1, both padded by 1 and without
+// bias. The shortcut is the identity when the shape is kept, else option A: subsample by
+// the stride and pad the new channels with zeros (kernels/common/image_shapes.h
+// ShortcutShape), no parameters. Children (and their parameter names, in registration
+// order): conv1.weight, bn1.weight, bn1.bias, conv2.weight, bn2.weight, bn2.bias, plus the
+// buffers bn1.running_mean/var, bn2.running_mean/var.
+#pragma once
+#include <memory>
+
+#include "kernels/common/image_shapes.h"
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/conv2d.h"
+#include "nn/module.h"
+
+namespace noeira {
+
+class BasicBlock : public Module {
+ public:
+  BasicBlock(int64_t out_channels, int64_t stride);
+  std::string kind() const override { return "BasicBlock"; }
+  Shape plan(PlanContext& pc, const Shape& in) override;
+  Tensor forward(Context& ctx, const Tensor& x) override;
+  Tensor backward(Context& ctx, const Tensor& dy) override;
+
+ private:
+  int64_t out_, stride_;
+  std::unique_ptr<Conv2d> conv1_, conv2_;
+  std::unique_ptr<BatchNorm2d> bn1_, bn2_;
+  std::unique_ptr<ReLU> relu_;
+  bool identity_ = true;    // the shortcut is x itself
+  ShortcutShape shortcut_;  // option A, when not the identity
+  Slot x_cast_;             // (B, Cin, H, W) flow dtype: an input in another dtype, cast
+  Slot sc_, sum_, y_, dsum_;  // (B, Cout, Ho, Wo): shortcut, bn2 + shortcut, relu, d(sum)
+  Slot dsc_;                // (B, Cin, H, W) flow dtype: d(input) through the shortcut
+  Slot dxf_, dx_;           // (B, Cin, H, W): d(input) in the flow dtype (when it differs), input's
+  Tensor xf_;               // input of the last forward, in the flow dtype
+  int64_t rows_ = 0;
+};
+
+}  // namespace noeira

@@ -1,0 +1,136 @@
+// The Trainer's checkpoints (docs/checkpoint-format.md): parameters, BatchNorm's running
+// statistics and the optimizer state per parameter, with a header that a resume checks.
+#include "nn/checkpoint.h"
+#include "nn/training/trainer.h"
+
+namespace noeira {
+
+namespace {
+
+nlohmann::json schedule_json(const LrSchedule& s) {
+  switch (s.kind) {
+    case ScheduleKind::kCosine:
+      return {{"type", "cosine"}, {"steps", s.cosine_steps}, {"warmup_steps", s.warmup_steps}};
+    case ScheduleKind::kMultiStep: {
+      nlohmann::json m = nlohmann::json::array();
+      for (int i = 0; i < s.n_milestones; ++i) m.push_back(s.milestones[i]);
+      return {{"type", "multistep"}, {"milestones", m}, {"gamma", s.gamma},
+              {"warmup_steps", s.warmup_steps}};
+    }
+    default: return {{"type", "constant"}, {"warmup_steps", s.warmup_steps}};
+  }
+}
+
+}  // namespace
+
+nlohmann::json Trainer::checkpoint_meta() const {
+  const OptimizerConfig& o = cfg_.optimizer;
+  nlohmann::json opt = {{"type", optimizer_name(o.kind)}};
+  if (o.kind == OptimizerKind::kSgd)
+    opt.update({{"lr", o.sgd.lr},
+                {"momentum", o.sgd.momentum},
+                {"weight_decay", o.sgd.weight_decay},
+                {"nesterov", o.sgd.nesterov},
+                {"schedule", schedule_json(o.sgd.schedule)}});
+  else
+    opt.update({{"lr", o.adam.lr},
+                {"betas", {o.adam.beta1, o.adam.beta2}},
+                {"eps", o.adam.eps},
+                {"weight_decay", o.adam.weight_decay},
+                {"schedule", schedule_json(o.adam.schedule)}});
+  return {{"format", "noeira-checkpoint"},
+          {"model", cfg_.model_name},
+          {"dataset", dataset_name_},
+          {"recipe_hash", json_hash(cfg_.recipe)},
+          {"seed", cfg_.seed},
+          {"epoch", epoch_},
+          {"step", step_},
+          {"batch", cfg_.batch},
+          {"optimizer", opt},
+          {"amp", amp_name(cfg_.amp)}};
+}
+
+Status Trainer::save_checkpoint(const std::filesystem::path& path) const {
+  backend_.ops->synchronize();
+  Checkpoint ck;
+  ck.meta = checkpoint_meta();
+  auto add = [&](const std::string& name, const std::string& group, const Slot& s,
+                 size_t byte_offset, const Shape& shape) {
+    CheckpointTensor t;
+    t.name = name;
+    t.group = group;
+    t.shape = shape;
+    t.bytes.resize(static_cast<size_t>(shape.numel()) * sizeof(float));
+    backend_.ops->copy_to_host(t.bytes.data(), static_cast<const char*>(arenas_.ptr(s)) + byte_offset,
+                               t.bytes.size());
+    ck.tensors.push_back(std::move(t));
+  };
+  for (const ParamInfo& p : params_.all()) add(p.name, "param", p.value, 0, p.value.shape);
+  for (const BufferInfo& b : params_.buffers()) add(b.name, "buffer", b.value, 0, b.value.shape);
+  // Optimizer state is laid out like the parameter arena: store it per parameter.
+  for (const auto& [state_name, slot] : optimizer_->state())
+    for (const ParamInfo& p : params_.all())
+      add(state_name + "." + p.name, "optim", slot, p.value.offset, p.value.shape);
+  return write_checkpoint(path, ck);
+}
+
+Status Trainer::load_checkpoint(const std::filesystem::path& path) {
+  Result<Checkpoint> r = read_checkpoint(path);
+  if (!r) return r.error();
+  const Checkpoint& ck = *r;
+  const std::string where = "checkpoint " + path.string();
+  const nlohmann::json mine = checkpoint_meta();
+  for (const char* key : {"model", "dataset", "recipe_hash", "optimizer", "amp"}) {
+    if (!ck.meta.contains(key) || ck.meta.at(key) != mine.at(key))
+      return make_error(where + ": " + key + " is " +
+                        (ck.meta.contains(key) ? ck.meta.at(key).dump() : "missing") +
+                        " but this run has " + mine.at(key).dump() +
+                        "; resume with the model, data set, recipe and optimizer it was saved with");
+  }
+  // Check every tensor and the header first, copy afterwards: a refused checkpoint leaves
+  // the trainer as it was.
+  struct Copy {
+    const CheckpointTensor* t;
+    void* dst;
+  };
+  std::vector<Copy> copies;
+  auto plan_copy = [&](const std::string& name, const Slot& s, size_t byte_offset,
+                       const Shape& shape) -> Status {
+    const CheckpointTensor* t = ck.find(name);
+    if (!t) return make_error(where + ": tensor '" + name + "' is missing");
+    if (!(t->shape == shape) || t->dtype != DType::kF32)
+      return make_error(where + ": tensor '" + name + "' has shape " + t->shape.str() + " " +
+                        dtype_name(t->dtype) + ", the model expects " + shape.str() + " f32");
+    copies.push_back({t, static_cast<char*>(arenas_.ptr(s)) + byte_offset});
+    return {};
+  };
+  for (const ParamInfo& p : params_.all()) NOEIRA_TRY(plan_copy(p.name, p.value, 0, p.value.shape));
+  for (const BufferInfo& b : params_.buffers())
+    NOEIRA_TRY(plan_copy(b.name, b.value, 0, b.value.shape));
+  for (const auto& [state_name, slot] : optimizer_->state())
+    for (const ParamInfo& p : params_.all())
+      NOEIRA_TRY(plan_copy(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
+  if (ck.tensors.size() != copies.size())
+    return make_error(where + ": holds tensors this model does not have");
+  uint64_t seed = 0;
+  int epoch = 0;
+  int64_t step = 0;
+  try {
+    seed = ck.meta.at("seed").get<uint64_t>();
+    epoch = ck.meta.at("epoch").get<int>();
+    step = ck.meta.at("step").get<int64_t>();
+  } catch (const nlohmann::json::exception&) {
+    return make_error(where + ": header lacks seed/epoch/step");
+  }
+
+  for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
+  refresh_param_copies();
+  cfg_.seed = seed;  // the run continues its own RNG streams
+  ctx_->set_seed(seed);
+  epoch_ = epoch;
+  step_ = step;
+  write_counters();
+  return {};
+}
+
+}  // namespace noeira

@@ -1,0 +1,202 @@
+"""One run of the twin: recipe, torch, device, data, model, initial weights, optimizer ->
+train (twin/train.py) -> the result row; and the --dump-augmented path. Torch is imported
+inside, so a missing torch is a clean error row."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .common import SCHEMA, TwinError, Unavailable, log, one_line
+from .recipe import Schedule, load_recipe
+
+# Every row (available or not) carries every key, in this order; unknown values are null.
+RESULT_KEYS = [
+    "schema", "ok", "available", "unavailable_reason",
+    "torch_version", "python_version", "cuda_version", "cudnn_version",
+    "recipe", "dataset", "n_train", "n_test",
+    "device", "device_name", "mode", "dtype", "threads", "tf32", "deterministic",
+    "optimizer", "adam_impl", "graphs_impl", "init", "init_checkpoint", "num_params",
+    "seed", "epochs", "epochs_run", "batch", "drop_last", "steps_per_epoch", "steps", "warmup",
+    "timer", "step_times_ms", "median_step_ms", "wall_ms_per_step", "compile_seconds",
+    "losses", "train_loss_last_epoch", "test_top1", "test_loss", "eval_dtype",
+    "lr_schedule", "augment",
+]
+
+
+def _import_torch():
+    try:
+        import torch
+    except Exception as e:
+        raise TwinError(f"torch is not importable: {one_line(e)} (python {sys.executable})")
+    try:
+        import numpy  # noqa: F401
+    except Exception as e:
+        raise TwinError(f"numpy is not importable: {one_line(e)} (python {sys.executable})")
+    return torch
+
+
+def _setup(args, result):
+    """Recipe, torch, threads and device."""
+    recipe = load_recipe(args.recipe)
+    result["recipe"] = recipe.get("name", os.path.splitext(os.path.basename(args.recipe))[0])
+    torch = _import_torch()
+    from .torch_env import select_device
+
+    result["torch_version"] = torch.__version__
+    result["cuda_version"] = getattr(torch.version, "cuda", None)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    result["threads"] = torch.get_num_threads()
+    device = select_device(args, result, torch)
+    return recipe, torch, device
+
+
+def _load_data(args, recipe, torch, device, result):
+    """The data set, normalised, resident on the device (also kept as numpy)."""
+    from . import data as data_mod
+    ds_name = args.dataset or recipe["dataset"]["name"]
+    t0 = time.perf_counter()
+    d = data_mod.load_dataset(ds_name, args.data_dir, recipe["dataset"].get("normalize"))
+    in_shape = [int(s) for s in recipe["input_shape"]]
+    feat = 1
+    for s in in_shape:
+        feat *= s
+    sample = list(d["shape"])
+    if feat != sample[0] * sample[1] * sample[2]:
+        raise TwinError(f"data set {ds_name} has samples of shape {tuple(sample)} but the "
+                        f"recipe's input_shape is {in_shape}; pick a model whose input_shape "
+                        f"fits {ds_name}, or a data set that fits it")
+    n_train, n_test = d["train_x"].shape[0], d["test_x"].shape[0]
+    dev = torch.device(device)
+    d["train_x_t"] = torch.from_numpy(d["train_x"]).reshape([n_train] + in_shape).to(dev)
+    d["train_y_t"] = torch.from_numpy(d["train_y"]).to(dev)
+    d["test_x_t"] = torch.from_numpy(d["test_x"]).reshape([n_test] + in_shape).to(dev)
+    d["test_y_t"] = torch.from_numpy(d["test_y"]).to(dev)
+    log(f"{ds_name} from {d['dir']}: {n_train} train / {n_test} test, resident on "
+        f"{device} ({time.perf_counter() - t0:.2f} s)")
+    result.update({"dataset": ds_name, "n_train": n_train, "n_test": n_test})
+    return d, in_shape
+
+
+def _augmenter(recipe, d, in_shape, seed, result):
+    from .augment import Augmenter, parse_augment
+    from .data import pad_fill
+    aug = parse_augment(recipe)
+    result["augment"] = (None if aug is None else
+                         {"random_crop_pad": aug[0], "horizontal_flip": aug[1]})
+    if aug is None:
+        return None
+    if list(in_shape) != list(d["shape"]):
+        raise TwinError(f"recipe: augment needs image input_shape {list(d['shape'])}, "
+                        f"got {in_shape}")
+    return Augmenter(d["train_x_t"], aug[0], aug[1], pad_fill(d["mean"], d["std"]), seed)
+
+
+def dump_augmented(args):
+    """--dump-augmented FILE: the first N augmented training samples of one epoch, raw
+    little-endian float32 (N, C, H, W), written to FILE.tmp.<pid> and renamed."""
+    info = {"schema": SCHEMA, "ok": True}
+    recipe, torch, device = _setup(args, info)
+    d, in_shape = _load_data(args, recipe, torch, device, info)
+    aug = _augmenter(recipe, d, in_shape, args.seed, info)
+    n_train = d["train_x"].shape[0]
+    n = n_train if args.dump_count is None else args.dump_count
+    if n > n_train:
+        raise TwinError(f"--dump-count {n} exceeds the {n_train} training samples of "
+                        f"{info['dataset']}")
+    if aug is None:
+        log("the recipe has no augment: dumping the normalised samples unchanged")
+        x = d["train_x_t"][:n]
+    else:
+        x = aug.epoch(args.dump_epoch, count=n)[:n]
+    arr = x.detach().to("cpu").contiguous().numpy().astype("<f4", copy=False)
+    tmp = f"{args.dump_augmented}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(arr.tobytes())
+        os.replace(tmp, args.dump_augmented)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise TwinError(f"cannot write {args.dump_augmented}: {e.strerror or e}")
+    log(f"dumped {n} samples of epoch {args.dump_epoch} to {args.dump_augmented}")
+    info.update({"dumped": n, "file": os.path.abspath(args.dump_augmented),
+                 "epoch": args.dump_epoch, "seed": args.seed,
+                 "shape": [n] + list(x.shape[1:]), "dtype": "f32", "bytes": arr.nbytes})
+    return info
+
+
+def run(args, result):
+    recipe, torch, device = _setup(args, result)
+    from .checkpoint import load_checkpoint
+    from .init import init_params_philox
+    from .layers import build_model
+    from .blocks import RunState
+    from .optim import make_loss, make_optimizer
+    from .torch_env import autocast_factory, set_deterministic, set_tf32, torch_version_tuple
+    from .train import train_and_evaluate
+
+    if args.mode in ("compiled", "graphs"):
+        if torch_version_tuple(torch) < (2, 0) or not hasattr(torch, "compile"):
+            raise Unavailable(f"torch.compile needs torch>=2.0, found {torch.__version__}")
+        if args.mode == "graphs" and device != "cuda":
+            raise Unavailable("CUDA graphs need a CUDA device")
+    autocast = autocast_factory(device, args.dtype, torch)
+    result["tf32"] = set_tf32(device, torch)
+    result["deterministic"] = set_deterministic(args.det_on, torch)
+    torch.manual_seed(args.seed)
+    d, in_shape = _load_data(args, recipe, torch, device, result)
+
+    num_classes = int(recipe.get("num_classes", 10))
+    if int(d["train_y"].max()) >= num_classes:
+        raise TwinError(f"labels of {result['dataset']} exceed num_classes={num_classes}")
+
+    # ---- model + initial weights
+    state = RunState(args.seed)
+    model, params, buffers, out_shape = build_model(recipe, state)
+    if out_shape != [num_classes]:
+        raise TwinError(f"recipe: the last layer outputs {out_shape}, "
+                        f"num_classes is {num_classes}")
+    if args.init_checkpoint:
+        result["init"] = "checkpoint"
+        result["init_checkpoint"] = load_checkpoint(args.init_checkpoint, params, buffers,
+                                                    recipe)
+    else:
+        result["init"] = "philox"
+        init_params_philox(params, buffers, recipe.get("init", "kaiming_uniform"), args.seed)
+    dev = torch.device(device)
+    model = model.to(dev)
+    model.train()
+    result["num_params"] = sum(p.numel() for p in model.parameters())
+
+    optimizer, impl, no_fused = make_optimizer(recipe, list(model.parameters()), device)
+    result["optimizer"] = recipe["optimizer"]["type"].lower()
+    result["adam_impl"] = impl
+    if no_fused:
+        log(f"optimizer: {impl}, not fused: {no_fused}")
+    loss_fn = make_loss(recipe, num_classes)
+    schedule = Schedule(recipe["optimizer"].get("schedule", "constant"))
+    augmenter = _augmenter(recipe, d, in_shape, args.seed, result)
+
+    # ---- compiled variants
+    fwd = model
+    mark_step = None
+    if args.mode == "compiled":
+        try:
+            fwd = torch.compile(model)
+        except Exception as e:   # e.g. Dynamo unsupported on this Python
+            raise Unavailable(f"torch.compile failed: {one_line(e)}")
+    elif args.mode == "graphs":
+        try:
+            fwd = torch.compile(model, mode="reduce-overhead")
+        except Exception as e:
+            raise Unavailable(f"torch.compile(mode='reduce-overhead') failed: {one_line(e)}")
+        result["graphs_impl"] = "torch.compile(mode='reduce-overhead')"
+        comp = getattr(torch, "compiler", None)
+        mark_step = getattr(comp, "cudagraph_mark_step_begin", None)
+
+    train_and_evaluate(args, recipe, result, model, fwd, optimizer, loss_fn, autocast,
+                       schedule, augmenter, state, d, device, mark_step)

@@ -1,0 +1,159 @@
+"""The timed training loop and the evaluation. Batches: epoch e's Philox order
+(philox.shuffle_order), batch b = order[b*B:(b+1)*B], gathered with index_select from the
+resident training set -- or, with an augmenter, from that epoch's augmented copy, made
+before the epoch's first step (inside the wall time, outside the per-step timers)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+import philox
+
+from .common import TwinError, log
+
+
+def _plan_batches(args, recipe, n_train, device, result):
+    B = int(recipe["batch"])
+    drop_last = bool(recipe.get("drop_last", True))
+    epochs = int(args.epochs if args.epochs is not None else recipe["epochs"])
+    steps_per_epoch = n_train // B if drop_last else -(-n_train // B)
+    if steps_per_epoch < 1:
+        raise TwinError(f"batch {B} is larger than the training set ({n_train}) with drop_last")
+    total = epochs * steps_per_epoch
+    if args.max_steps > 0:
+        total = min(total, args.max_steps)
+    epochs_run = -(-total // steps_per_epoch)
+    if args.warmup >= total:
+        raise TwinError(f"--warmup {args.warmup} leaves no timed step ({total} steps in all)")
+    orders = np.stack([philox.shuffle_order(args.seed, e, n_train) for e in range(epochs_run)])
+    orders_t = torch.from_numpy(orders).to(torch.device(device))
+    batches = []   # (epoch, view into orders_t) -- views, no host work in the loop
+    for e in range(epochs_run):
+        for b in range(steps_per_epoch):
+            if len(batches) == total:
+                break
+            batches.append((e, orders_t[e, b * B:min((b + 1) * B, n_train)]))
+    result.update({"epochs": epochs, "epochs_run": epochs_run, "batch": B,
+                   "steps_per_epoch": steps_per_epoch, "steps": total,
+                   "warmup": args.warmup, "drop_last": drop_last})
+    return batches, total, steps_per_epoch
+
+
+def train_and_evaluate(args, recipe, result, model, fwd, optimizer, loss_fn, autocast,
+                       schedule, augmenter, state, d, device, mark_step):
+    train_x, train_y = d["train_x_t"], d["train_y_t"]
+    n_train = train_x.shape[0]
+    batches, total, steps_per_epoch = _plan_batches(args, recipe, n_train, device, result)
+    lr_at = schedule.resolve(float(recipe["optimizer"].get("lr", 1e-3)), steps_per_epoch,
+                             total)
+    result["lr_schedule"] = lr_at.describe()
+    set_lr = not lr_at.is_constant
+
+    def step(x_src, idx, i):
+        state.step = i
+        if set_lr:
+            for g in optimizer.param_groups:
+                g["lr"] = lr_at(i + 1)          # scheduled_lr takes the 1-based step
+        x = x_src.index_select(0, idx)
+        y = train_y.index_select(0, idx)
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            out = fwd(x)
+            loss = loss_fn(out, y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    dev = torch.device(device)
+    losses = torch.zeros(total, dtype=torch.float32, device=dev)
+    cuda = device == "cuda"
+    if cuda:
+        ev_start = [torch.cuda.Event(enable_timing=True) for _ in range(total)]
+        ev_end = [torch.cuda.Event(enable_timing=True) for _ in range(total)]
+        torch.cuda.synchronize()
+    host_ms = [0.0] * total
+    compile_s = None
+    log(f"training: mode={args.mode} dtype={args.dtype} {total} steps "
+        f"({steps_per_epoch}/epoch, batch {result['batch']}), warmup {args.warmup}, optimizer "
+        f"{result['optimizer']} ({result['adam_impl']})"
+        + (f", augment pad {augmenter.pad} flip {augmenter.flip}" if augmenter else ""))
+    x_src = train_x
+    epoch_now = -1
+    wall_t0 = time.perf_counter() if args.warmup == 0 else None
+    for i, (e, idx) in enumerate(batches):
+        if i == args.warmup and i > 0:
+            if cuda:
+                torch.cuda.synchronize()
+            wall_t0 = time.perf_counter()
+        if e != epoch_now:
+            epoch_now = e
+            if augmenter is not None:
+                x_src = augmenter.epoch(e)
+        if mark_step is not None:
+            mark_step()
+        t = time.perf_counter()
+        if cuda:
+            ev_start[i].record()
+            loss = step(x_src, idx, i)
+            ev_end[i].record()
+        else:
+            loss = step(x_src, idx, i)
+            host_ms[i] = (time.perf_counter() - t) * 1e3
+        losses[i].copy_(loss.detach())
+        if i == 0 and args.mode != "eager":
+            # The first call compiles. One sync here (inside the warm-up when warmup >= 1)
+            # measures it on the host clock; event times of later steps are unaffected.
+            if cuda:
+                torch.cuda.synchronize()
+            compile_s = time.perf_counter() - t
+    if cuda:
+        torch.cuda.synchronize()
+    wall_t1 = time.perf_counter()
+    if compile_s is not None:
+        log(f"compile: {compile_s:.1f} s (step 0, inside the warm-up)" if args.warmup >= 1
+            else f"compile: {compile_s:.1f} s (step 0, timed: --warmup 0)")
+    timed = total - args.warmup
+    if cuda:
+        step_ms = [ev_start[i].elapsed_time(ev_end[i]) for i in range(args.warmup, total)]
+        result["timer"] = "event"
+    else:
+        step_ms = host_ms[args.warmup:]
+        result["timer"] = "wall"
+    result["step_times_ms"] = step_ms
+    result["wall_ms_per_step"] = (wall_t1 - wall_t0) * 1e3 / timed
+    result["compile_seconds"] = compile_s
+    loss_list = losses.cpu().tolist()
+    result["losses"] = loss_list
+    last_e = batches[-1][0]
+    last = [l for (e, _), l in zip(batches, loss_list) if e == last_e]
+    result["train_loss_last_epoch"] = sum(last) / len(last)
+    srt = sorted(step_ms)
+    result["median_step_ms"] = (srt[(len(srt) - 1) // 2] + srt[len(srt) // 2]) / 2
+    evaluate(args, result, model, loss_fn, autocast, d, dev)
+
+
+def evaluate(args, result, model, loss_fn, autocast, d, dev):
+    """Over the whole test set in --eval-batch batches, with the eager module (parameters
+    shared with a compiled one), eval mode (BatchNorm's running statistics, no dropout),
+    no_grad, in the training dtype."""
+    test_x, test_y = d["test_x_t"], d["test_y_t"]
+    n_test = test_x.shape[0]
+    model.eval()
+    correct = torch.zeros((), dtype=torch.int64, device=dev)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+    with torch.no_grad():
+        for s in range(0, n_test, args.eval_batch):
+            xb = test_x[s:s + args.eval_batch]
+            yb = test_y[s:s + args.eval_batch]
+            with autocast():
+                out = model(xb)
+                lsum = loss_fn(out, yb, reduction="sum")
+            loss_sum += lsum.double()
+            correct += (out.argmax(dim=1) == yb).sum()
+    result["test_top1"] = 100.0 * int(correct.item()) / n_test
+    result["test_loss"] = float(loss_sum.item()) / n_test
+    result["eval_dtype"] = args.dtype
+    log(f"done: test top-1 {result['test_top1']:.2f}%  test loss {result['test_loss']:.4f}  "
+        f"median step {result['median_step_ms']:.3f} ms")

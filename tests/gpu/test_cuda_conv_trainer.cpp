@@ -1,0 +1,92 @@
+// The convolutional recipes on the GPU target: ResNet-20 (convolutions, BatchNorm,
+// option-A shortcuts, pooling, the Augmenter, SGD with a multistep schedule) captures as
+// one CUDA graph, eager and captured runs give byte-identical checkpoints (fp32 and bf16),
+// and GPU training follows the CPU reference.
+#include <catch2/catch.hpp>
+
+#include "tests/support/gpu_guard.h"
+
+#if defined(NOEIRA_WITH_CUDA)
+#include "tests/gpu/gpu_rig.h"
+#include "tests/support/conv_fixture.h"
+#include "tests/support/scoped_env.h"
+#endif
+
+using namespace noeira;
+using namespace noeira::test;
+
+#if defined(NOEIRA_WITH_CUDA)
+namespace {
+
+// 512 CIFAR images, 4 steps of 128 per epoch, the rate cut after epoch 1.
+Recipe short_resnet20() {
+  Recipe r = recipe_named("resnet20");
+  r.schedule.milestones = {1};
+  return r;
+}
+
+std::unique_ptr<Trainer> gpu_trainer(const std::string& model, Device device, bool graph,
+                                     AmpPolicy amp, uint64_t seed) {
+  const Recipe r = model == "resnet20" ? short_resnet20() : recipe_named(model);
+  const DataSplit data = head(recipe_data(model, "cifar10-subset"), 512, 200);
+  TrainerOptions o;
+  o.device = device;
+  o.threads = 1;
+  o.seed = seed;
+  o.use_train_cuda_graph = graph;
+  o.amp = amp;
+  Result<std::unique_ptr<Trainer>> t = make_trainer(r, data, o);
+  if (!t) FAIL(t.error().message);
+  return std::move(t).value();
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("cuda: resnet20 and cifar-cnn capture; eager and captured checkpoints are identical",
+          "[gpu][conv]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  TempDir dir;
+  for (const char* model : {"resnet20", "cifar-cnn"})
+    for (AmpPolicy amp : {NoAMP, BF16Policy}) {
+      INFO(model << " " << amp_name(amp));
+      auto run = [&](bool graph, const std::string& name) {
+        auto t = gpu_trainer(model, Device::kGpu, graph, amp, 5);
+        CHECK(t->graph_active() == graph);
+        const auto epochs = t->train(2);
+        REQUIRE(t->save_checkpoint(dir / name).ok());
+        return epochs.back().step_losses;
+      };
+      const std::vector<float> eager_a = run(false, "a.ckpt");
+      const std::vector<float> eager_b = run(false, "b.ckpt");
+      const std::vector<float> graph = run(true, "g.ckpt");
+      CHECK_FALSE(has_nan(eager_a));
+      CHECK(same_bytes(eager_a, eager_b));
+      CHECK(same_bytes(eager_a, graph));
+      const std::vector<char> a = file_bytes(dir / "a.ckpt");
+      CHECK(a == file_bytes(dir / "b.ckpt"));
+      CHECK(a == file_bytes(dir / "g.ckpt"));
+    }
+#endif
+}
+
+TEST_CASE("cuda: resnet20 on the GPU follows the CPU for 8 steps (TF32 off)", "[gpu][conv]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  ScopedEnv no_tf32("NOEIRA_TF32", "0");
+  auto cpu = gpu_trainer("resnet20", Device::kCpu, false, NoAMP, 3);
+  auto gpu = gpu_trainer("resnet20", Device::kGpu, false, NoAMP, 3);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const EpochStats c = cpu->train_epoch();
+    const EpochStats g = gpu->train_epoch();
+    REQUIRE(g.step_losses.size() == c.step_losses.size());
+    for (size_t i = 0; i < c.step_losses.size(); ++i) {
+      INFO("epoch " << epoch << " step " << i << " cpu " << c.step_losses[i] << " gpu "
+                    << g.step_losses[i]);
+      CHECK(std::abs(g.step_losses[i] - c.step_losses[i]) <= 2e-3 * std::abs(c.step_losses[i]));
+    }
+    CHECK(std::abs(g.test.loss - c.test.loss) <= 1e-2 * c.test.loss);
+  }
+#endif
+}
