@@ -228,7 +228,7 @@ std::vector<NormShape> norm_shapes() {
       norm_shape(10, 16, 32 * 32),  // resnet20, several chunks per channel
       norm_shape(10, 64, 8 * 8),    // resnet20's last stage
       norm_shape(3, 5, 7),          // odd, one short chunk
-      norm_shape(64, 3, 1024),      // 65536 values per channel: the most chunks
+      norm_shape(64, 3, 1024),      // 65536 values per channel: 32 chunks of 2048
       norm_shape(1, 2, 1),          // one value per channel (biased variance 0)
   };
 }
@@ -465,6 +465,44 @@ TEST_CASE("cuda: batchnorm_backward without dx accumulates only dgamma and dbeta
 #endif
 }
 
+TEST_CASE("cuda: batchnorm over more channels than a grid's y dimension takes equals the CPU",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  // 70001 channels > 65535 = gridDim.y's limit: each channel-sum block then loops over
+  // channels y, y + 65535 (channel_sum.cuh).
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  const NormShape s = norm_shape(2, 70001, 3);
+  const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+  const std::vector<float> x = random_floats(n, 700, -1.0f, 3.0f), dy = random_floats(n, 701);
+  const std::vector<float> gamma = random_floats(C, 702, 0.5f, 1.5f), beta = random_floats(C, 703);
+  BatchNormHyper h;
+  std::vector<float> y(n), dx(n), mean(C), inv(C), rm(C, 0.0f), rv(C, 1.0f), dg(C, 0.0f),
+      db(C, 0.0f);
+  cpu.batchnorm_forward_train(s, view_of(x), gamma.data(), beta.data(), h, view_of(y),
+                              mean.data(), inv.data(), rm.data(), rv.data(), nullptr);
+  cpu.batchnorm_backward(s, view_of(dy), view_of(x), gamma.data(), mean.data(), inv.data(),
+                         view_of(dx), dg.data(), db.data(), nullptr);
+  DeviceArray<float> ws(gpu, floats_for(gpu.ops->batchnorm_workspace_bytes(s)));
+  DeviceArray<float> gx(gpu, x), gdy(gpu, dy), gy(gpu, n), gdx(gpu, n), gg(gpu, gamma),
+      gb(gpu, beta), gmean(gpu, C), ginv(gpu, C), grm(gpu, std::vector<float>(C, 0.0f)),
+      grv(gpu, std::vector<float>(C, 1.0f)), gdg(gpu, C), gdb(gpu, C);
+  gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), gmean.get(),
+                                   ginv.get(), grm.get(), grv.get(), ws.get());
+  gpu.ops->batchnorm_backward(s, gdy.view(), gx.view(), gg.get(), gmean.get(), ginv.get(),
+                              gdx.view(), gdg.get(), gdb.get(), ws.get());
+  CHECK(rel_error(gy.download(), y) < 1e-5);
+  CHECK(rel_error(gmean.download(), mean) < 1e-6);
+  CHECK(rel_error(ginv.download(), inv) < 1e-6);
+  CHECK(rel_error(grm.download(), rm) < 1e-6);
+  CHECK(rel_error(grv.download(), rv) < 1e-6);
+  CHECK(rel_error(gdx.download(), dx) < 1e-4);
+  CHECK(rel_error(gdg.download(), dg) < 1e-5);
+  CHECK(rel_error(gdb.download(), db) < 1e-5);
+#endif
+}
+
 TEST_CASE("cuda: shortcut, dropout and augment_crop_flip equal the CPU bit for bit", "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
@@ -571,6 +609,40 @@ TEST_CASE("cuda: sgd follows its schedule and Nesterov from the device counter l
     gg.upload(g);
     cpu.sgd(p.data(), g.data(), buf.data(), n, h, &c);
     gpu.ops->sgd(gp.get(), gg.get(), gbuf.get(), n, h, gc.get());
+    cpu.advance(&c);
+    gpu.ops->advance(gc.get());
+  }
+  CHECK(max_abs_diff(gp.download(), p) <= 1e-6);
+  CHECK(max_abs_diff(gbuf.download(), buf) <= 1e-6);
+#endif
+}
+
+TEST_CASE("cuda: sgd on buffers off 16-byte alignment (the scalar path) equals the CPU",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  // Element 1 onwards of each buffer: 4-byte aligned only, so sgd_kernel takes its scalar
+  // loop (launch_sgd's vec4 needs all three pointers 16-byte aligned); element 0 is left
+  // alone by both backends.
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  const int64_t n = 1027;
+  const size_t m = static_cast<size_t>(n + 1);
+  SgdHyper h;
+  h.lr = 0.05;
+  h.momentum = 0.9;
+  h.weight_decay = 1e-4;
+  h.schedule.kind = ScheduleKind::kCosine;
+  h.schedule.cosine_steps = 5;
+  std::vector<float> p = random_floats(m, 11), buf(m, 0.0f);
+  DeviceArray<float> gp(gpu, p), gbuf(gpu, buf), gg(gpu, m);
+  StepCounters c{0, 0};
+  DeviceArray<StepCounters> gc(gpu, std::vector<StepCounters>{c});
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<float> g = random_floats(m, 200 + step);
+    gg.upload(g);
+    cpu.sgd(p.data() + 1, g.data() + 1, buf.data() + 1, n, h, &c);
+    gpu.ops->sgd(gp.get() + 1, gg.get() + 1, gbuf.get() + 1, n, h, gc.get());
     cpu.advance(&c);
     gpu.ops->advance(gc.get());
   }
