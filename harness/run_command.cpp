@@ -8,8 +8,6 @@
 #include <memory>
 #include <sstream>
 
-#include "datasets/cifar10.h"
-#include "datasets/mnist.h"
 #include "harness/bench_runner.h"
 #include "harness/cli.h"
 #include "harness/cli_options.h"
@@ -19,6 +17,7 @@
 #include "harness/results.h"
 #include "harness/results_access.h"
 #include "harness/run_table.h"
+#include "harness/seed_agreement.h"
 #include "harness/twin_runs.h"
 #include "nn/checkpoint.h"
 
@@ -56,22 +55,6 @@ std::string utc_now() {
   return buf;
 }
 
-// Where the twin finds <dataset>/<files>: the directory above our located copy.
-std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src) {
-  if (Result<MnistVariant> v = parse_mnist_variant(dataset)) {
-    Result<std::filesystem::path> p = locate(mnist_files(*v).train_images, src);
-    if (p) return p->parent_path().parent_path();
-  }
-  if (Result<Cifar10Variant> v = parse_cifar10_variant(dataset)) {
-    // <data>/cifar10/data_batch_1_first4000.bin, <data>/cifar10/cifar-10-batches-bin/
-    Result<std::filesystem::path> p = *v == Cifar10Variant::kSubset
-                                          ? locate(cifar10_subset_files().train, src)
-                                          : locate_cifar10_batches(cifar10_files(), src);
-    if (p) return p->parent_path().parent_path();
-  }
-  return src.data_dir ? *src.data_dir : default_cache_dir();
-}
-
 nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
                                    const std::string& target, const std::string& why) {
   nlohmann::json v = new_variant(name, "noeira", dtype, target);
@@ -79,31 +62,6 @@ nlohmann::json unavailable_variant(const std::string& name, const std::string& d
   v["unavailable_reason"] = why;
   v["summary"] = summarize_runs(v["runs"]);
   return v;
-}
-
-// Our eager variant in the run's dtype against the twin's eager mode (same dtype).
-nlohmann::json seed_agreement(const nlohmann::json& variants, const std::string& dtype) {
-  const nlohmann::json *ours = nullptr, *twin = nullptr;
-  const std::string mine = dtype == "bf16" ? "bf16" : "eager";
-  for (const auto& v : variants) {
-    if (v["name"] == mine && variant_ran(v)) ours = &v;
-    if (v["name"] == "twin:eager" && variant_ran(v)) twin = &v;
-  }
-  if (!ours || !twin) return nullptr;
-  const std::vector<double> a = seed_scores(*ours, "test_loss"), b = seed_scores(*twin, "test_loss");
-  if (a.size() < 2 || b.size() < 2) return nullptr;
-  const WelchResult w = welch_t_test(a, b);
-  const bool agree = !(w.p < 0.05);
-  std::ostringstream note;
-  note << "final test loss, ours " << mean(a) << " ± " << sample_std(a) << " vs twin " << mean(b)
-       << " ± " << sample_std(b) << " over " << a.size() << "/" << b.size() << " seeds: "
-       << (agree ? "agree within seed noise" : "differ beyond seed noise") << " (p "
-       << (agree ? ">= 0.05" : "< 0.05") << ")";
-  return {{"test", "Welch two-sided t-test on final test loss, alpha 0.05"},
-          {"statistic", std::isfinite(w.t) ? nlohmann::json(w.t) : nlohmann::json(0.0)},
-          {"p_value", w.p},
-          {"agree", agree},
-          {"note", note.str()}};
 }
 
 // Fills timers.device and cupti_overhead of every run of our variants (`ran`: the specs

@@ -2,9 +2,26 @@
 
 #include <cstdio>
 
+#include "datasets/cifar10.h"
+#include "datasets/mnist.h"
 #include "harness/bench_runner.h"
 
 namespace noeira {
+
+std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src) {
+  if (Result<MnistVariant> v = parse_mnist_variant(dataset)) {
+    Result<std::filesystem::path> p = locate(mnist_files(*v).train_images, src);
+    if (p) return p->parent_path().parent_path();
+  }
+  if (Result<Cifar10Variant> v = parse_cifar10_variant(dataset)) {
+    // <data>/cifar10/data_batch_1_first4000.bin, <data>/cifar10/cifar-10-batches-bin/
+    Result<std::filesystem::path> p = *v == Cifar10Variant::kSubset
+                                          ? locate(cifar10_subset_files().train, src)
+                                          : locate_cifar10_batches(cifar10_files(), src);
+    if (p) return p->parent_path().parent_path();
+  }
+  return src.data_dir ? *src.data_dir : default_cache_dir();
+}
 
 namespace {
 

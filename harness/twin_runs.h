@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "datasets/data_files.h"
 #include "harness/twin.h"
 
 namespace noeira {
@@ -25,6 +26,10 @@ struct TwinPlan {
 
 // The variant "twin:<mode>" with one run per seed (results/SCHEMA.md).
 nlohmann::json run_twin_mode(const TwinPlan& plan, const std::string& mode);
+
+// Where the twin finds <dataset>/<files> (its --data-dir): the directory above our
+// located copy of the data set, else the data directory or cache we would download into.
+std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src);
 
 // One element of runs[] from the twin's JSON object.
 nlohmann::json twin_run_json(const nlohmann::json& twin, uint64_t seed);

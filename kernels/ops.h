@@ -186,7 +186,8 @@ class Ops {
 
   // Overwrites y with each window's maximum and argmax (int32, one per element of y) with
   // its position h * W + w in the input plane; the first maximum in row-major window
-  // order wins, NaN counts as the maximum (as torch).
+  // order wins, and a NaN always takes over, so the last NaN of a window wins (as torch;
+  // kernels/common/pool.h).
   virtual void maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t* argmax) = 0;
   // Overwrites dx: each input element receives the sum of dy over the windows whose
   // argmax it is, in row-major window order (zero when none).
@@ -229,7 +230,8 @@ class Ops {
   // Overwrites dx: dy at the subsampled pixels of the kept channels, zero elsewhere.
   virtual void shortcut_backward(const ShortcutShape& s, ConstView dy, View dx) = 0;
 
-  // Overwrites y = x * keep / (1 - p), keep = dropout_keep(seed, counters->step, layer, i, p)
+  // Overwrites y = x * (keep ? dropout_scale(p) : 0) (torch's mask product),
+  // keep = dropout_keep(seed, counters->step, layer, i, p)
   // (kernels/common/philox.h) for element i, read on the device. Backward is the same op
   // on dy with the same arguments before the step counter advances: the mask is drawn
   // again, never stored. p in [0, 1).

@@ -28,7 +28,7 @@ Shape Conv2d::plan(PlanContext& pc, const Shape& in) {
                     std::to_string(pad_) + "); use a smaller kernel or more padding");
   // x (B, Cin, H, W) * w (Cout, Cin, k, k) -> y (B, Cout, Ho, Wo)
   shape_ = ConvShape{pc.batch, in[0],   in[1], in[2],    out_,
-                     kernel_,  kernel_, stride_, pad_, has_bias_};
+                     kernel_,  kernel_, stride_, pad_, has_bias_, pc.input_needs_grad};
   const Shape out{out_, shape_.out_height(), shape_.out_width()};
   bf16_ = pc.amp == BF16Policy;
   const DType flow = flow_dtype(pc.amp);

@@ -25,6 +25,9 @@ struct ConvShape {
   int64_t stride = 1;                                         // both spatial dims
   int64_t pad = 0;                                            // zeros on every side
   bool has_bias = true;                                       // b (Cout)
+  // Whether backward-data runs (a network's first convolution needs no d(input)): a
+  // backend then need not find an algorithm for it.
+  bool input_grad = true;
 
   // Rounding down, as PyTorch does.
   NOEIRA_HD int64_t out_height() const { return (height + 2 * pad - kernel_h) / stride + 1; }

@@ -7,29 +7,12 @@
 
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/common/pool.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
 
 namespace {
-
-// The windows (rows or columns of y) that cover input index i along one dimension of
-// size n_out: o in [lo, hi] with o * stride - pad <= i < o * stride - pad + k.
-struct Cover {
-  int64_t lo, hi;
-};
-Cover covering(int64_t i, int64_t k, int64_t stride, int64_t pad, int64_t n_out) {
-  const int64_t first = i + pad - k + 1;  // smallest o * stride that still reaches i
-  const int64_t lo = first <= 0 ? 0 : (first + stride - 1) / stride;
-  const int64_t hi = std::min((i + pad) / stride, n_out - 1);
-  return {lo, hi};
-}
-
-// Whether v replaces the window's maximum so far: larger, or the first NaN (NaN counts as
-// the maximum, as torch; ties keep the first).
-inline bool takes_max(float v, float best) {
-  return v > best || (std::isnan(v) && !std::isnan(best));
-}
 
 template <class T>
 void maxpool_forward_impl(int threads, const PoolShape& s, const T* x, T* y, int32_t* argmax) {
@@ -49,7 +32,7 @@ void maxpool_forward_impl(int threads, const PoolShape& s, const T* x, T* y, int
       for (int64_t h = h_lo; h < h_hi; ++h)
         for (int64_t w = w_lo; w < w_hi; ++w) {
           const float v = load_f32(xp[h * W + w]);
-          if (takes_max(v, best)) best = v, at = h * W + w;
+          if (pool_takes_max(v, best)) best = v, at = h * W + w;
         }
       store_f32(y[r * Wo + ow], best);
       argmax[r * Wo + ow] = static_cast<int32_t>(at);
@@ -67,9 +50,9 @@ void maxpool_backward_impl(int threads, const PoolShape& s, const T* dy, const i
     const int64_t plane = r / H, h = r % H;
     const T* dyp = dy + plane * Ho * Wo;
     const int32_t* ap = argmax + plane * Ho * Wo;
-    const Cover oh = covering(h, s.kernel_h, s.stride, s.pad, Ho);
+    const PoolCover oh = pool_covering(h, s.kernel_h, s.stride, s.pad, Ho);
     for (int64_t w = 0; w < W; ++w) {
-      const Cover ow = covering(w, s.kernel_w, s.stride, s.pad, Wo);
+      const PoolCover ow = pool_covering(w, s.kernel_w, s.stride, s.pad, Wo);
       const int32_t me = static_cast<int32_t>(h * W + w);
       float sum = 0.0f;
       for (int64_t i = oh.lo; i <= oh.hi; ++i)
@@ -111,9 +94,9 @@ void avgpool_backward_impl(int threads, const PoolShape& s, const T* dy, T* dx) 
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t plane = r / H, h = r % H;
     const T* dyp = dy + plane * Ho * Wo;
-    const Cover oh = covering(h, s.kernel_h, s.stride, s.pad, Ho);
+    const PoolCover oh = pool_covering(h, s.kernel_h, s.stride, s.pad, Ho);
     for (int64_t w = 0; w < W; ++w) {
-      const Cover ow = covering(w, s.kernel_w, s.stride, s.pad, Wo);
+      const PoolCover ow = pool_covering(w, s.kernel_w, s.stride, s.pad, Wo);
       float sum = 0.0f;
       for (int64_t i = oh.lo; i <= oh.hi; ++i)
         for (int64_t j = ow.lo; j <= ow.hi; ++j) sum += load_f32(dyp[i * Wo + j]) / count;

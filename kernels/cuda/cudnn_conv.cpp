@@ -96,6 +96,9 @@ Status CudnnConv::forward(const ConvShape& s, ConstView x, ConstView w, const fl
 Status CudnnConv::backward_data(const ConvShape& s, ConstView dy, ConstView w, View dx,
                                 void* workspace, size_t workspace_bytes) {
   const char* pass = "conv2d_backward_data";
+  if (!s.input_grad)
+    return make_error(std::string(pass) + ": the " + describe(s, dy.dtype) +
+                      " was planned without backward-data (ConvShape::input_grad)");
   Result<const Plan*> found = find(pass, s, dy.dtype, workspace, workspace_bytes);
   if (!found) return found.error();
   const Plan& p = **found;

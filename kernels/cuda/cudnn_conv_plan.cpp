@@ -359,7 +359,7 @@ Result<size_t> CudnnConv::plan(const ConvShape& s, DType dtype) {
     return {};
   };
   NOEIRA_TRY(plan_one(FwdApi{}, p->fwd, bf16 && s.has_bias));
-  NOEIRA_TRY(plan_one(DataApi{}, p->data, false));
+  if (s.input_grad) NOEIRA_TRY(plan_one(DataApi{}, p->data, false));
   NOEIRA_TRY(plan_one(FilterApi{}, p->filter, bf16));
 
   // The workspace layout of cudnn_conv_plan.h.
@@ -388,7 +388,8 @@ std::string CudnnConv::describe_plan(const ConvShape& s, DType dtype) const {
            std::to_string(ps.cudnn_bytes) + " B" + (ps.widened ? ", widened to fp32" : "") + ")";
   };
   return pass("fwd", algo_name(p.fwd.algo), p.fwd) + ", " +
-         pass("bwd-data", algo_name(p.data.algo), p.data) + ", " +
+         (s.input_grad ? pass("bwd-data", algo_name(p.data.algo), p.data) : "bwd-data none") +
+         ", " +
          pass("bwd-weights", algo_name(p.filter.algo), p.filter) + "; workspace " +
          std::to_string(p.bytes) + " B";
 }

@@ -5,6 +5,7 @@
 // (no scatter, no atomics).
 #include <cmath>
 
+#include "kernels/common/pool.h"
 #include "kernels/cuda/image_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/dispatch.h"
@@ -22,22 +23,6 @@ struct PoolGeom {
 PoolGeom geom_of(const PoolShape& s) {
   return {s.batch * s.channels, s.height, s.width, s.out_height(), s.out_width(), s.kernel_h,
           s.kernel_w, s.stride, s.pad};
-}
-
-// The outputs whose window covers input index i along one axis (size `out`): [lo, hi],
-// empty when lo > hi. Window o covers o * stride - pad .. o * stride - pad + k - 1.
-__device__ __forceinline__ void covering(int64_t i, int64_t k, int64_t stride, int64_t pad,
-                                         int64_t out, int64_t& lo, int64_t& hi) {
-  const int64_t first = i + pad - k + 1;  // smallest o * stride that still reaches i
-  lo = first <= 0 ? 0 : (first + stride - 1) / stride;
-  hi = (i + pad) / stride;
-  if (hi > out - 1) hi = out - 1;
-}
-
-// Whether v replaces the window's maximum so far: larger, or the first NaN (NaN counts as
-// the maximum, as torch; ties keep the first). The CPU backend's rule (cpu_pool.cpp).
-__device__ __forceinline__ bool takes_max(float v, float best) {
-  return v > best || (isnan(v) && !isnan(best));
 }
 
 // y = window maximum, argmax = its h * W + w, scanning the window in row-major order. The
@@ -58,7 +43,7 @@ __global__ void maxpool_forward_kernel(const T* x, T* y, int32_t* argmax, PoolGe
     for (int64_t h = hs; h < he; ++h)
       for (int64_t w = ws; w < we; ++w) {
         const float v = load_f32(xp[h * g.W + w]);
-        if (takes_max(v, best)) best = v, arg = h * g.W + w;
+        if (pool_takes_max(v, best)) best = v, arg = h * g.W + w;
       }
     store_f32(y[i], best);
     argmax[i] = static_cast<int32_t>(arg);
@@ -71,9 +56,9 @@ __global__ void maxpool_backward_kernel(const T* dy, const int32_t* argmax, T* d
   const int64_t n = g.planes * g.H * g.W;
   for (int64_t i = global_thread(); i < n; i += grid_stride()) {
     const int64_t w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
-    int64_t oh0, oh1, ow0, ow1;
-    covering(h, g.kh, g.stride, g.pad, g.Ho, oh0, oh1);
-    covering(w, g.kw, g.stride, g.pad, g.Wo, ow0, ow1);
+    const PoolCover ch = pool_covering(h, g.kh, g.stride, g.pad, g.Ho);
+    const PoolCover cw = pool_covering(w, g.kw, g.stride, g.pad, g.Wo);
+    const int64_t oh0 = ch.lo, oh1 = ch.hi, ow0 = cw.lo, ow1 = cw.hi;
     const int64_t out = plane * g.Ho * g.Wo;
     const int32_t me = static_cast<int32_t>(h * g.W + w);
     float s = 0.0f;
@@ -113,9 +98,9 @@ __global__ void avgpool_backward_kernel(const T* dy, T* dx, PoolGeom g) {
   const float div = static_cast<float>(g.kh * g.kw);
   for (int64_t i = global_thread(); i < n; i += grid_stride()) {
     const int64_t w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
-    int64_t oh0, oh1, ow0, ow1;
-    covering(h, g.kh, g.stride, g.pad, g.Ho, oh0, oh1);
-    covering(w, g.kw, g.stride, g.pad, g.Wo, ow0, ow1);
+    const PoolCover ch = pool_covering(h, g.kh, g.stride, g.pad, g.Ho);
+    const PoolCover cw = pool_covering(w, g.kw, g.stride, g.pad, g.Wo);
+    const int64_t oh0 = ch.lo, oh1 = ch.hi, ow0 = cw.lo, ow1 = cw.hi;
     const T* dyp = dy + plane * g.Ho * g.Wo;
     float s = 0.0f;
     for (int64_t oh = oh0; oh <= oh1; ++oh)

@@ -229,6 +229,7 @@ std::vector<NormShape> norm_shapes() {
       norm_shape(10, 64, 8 * 8),    // resnet20's last stage
       norm_shape(3, 5, 7),          // odd, one short chunk
       norm_shape(64, 3, 1024),      // 65536 values per channel: 32 chunks of 2048
+      norm_shape(130, 2, 1031),     // 134030 per channel: the most (64) chunks, the last short
       norm_shape(1, 2, 1),          // one value per channel (biased variance 0)
   };
 }

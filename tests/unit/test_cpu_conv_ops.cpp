@@ -1,0 +1,155 @@
+// CpuOps' convolutions (oneDNN) and GEMMs against naive double-precision loops, bf16
+// storage against fp32, and the thread-count rule (DESIGN.md rule 3): 1 and 2 threads give
+// the same bits. Also SGD's scheduled rate.
+#include "tests/support/image_reference.h"
+
+using namespace noeira;
+using namespace noeira::test::image_ref;
+
+TEST_CASE("conv2d: forward, backward-data, backward-weights match naive loops", "[image-ops]") {
+  CpuOps ops(2);
+  uint32_t seed = 1;
+  for (const ConvShape& s : conv_shapes()) {
+    CONV_INFO(s);
+    const ConvCase c(s, seed += 10);
+    const ConvCase::Out o = c.run<float>(ops);
+    const ConvRef ref = c.reference(c.x, c.w, c.dy);
+    CHECK(rel_error(o.y, ref.y) < 1e-5);
+    CHECK(rel_error(o.dx, ref.dx) < 1e-5);
+    CHECK(rel_error(o.dw, ref.dw) < 1e-5);
+    if (s.has_bias) CHECK(rel_error(o.db, ref.db) < 1e-5);
+    if (!s.has_bias) CHECK(same_bits(o.db, c.db0));  // db untouched
+  }
+}
+
+TEST_CASE("conv2d bf16: fp32 sums of the bf16 values, outputs rounded once, close to fp32",
+          "[image-ops]") {
+  CpuOps ops(2);
+  uint32_t seed = 100;
+  std::vector<ConvShape> shapes = conv_shapes();
+  shapes.push_back(conv_shape(2, 64, 4, 4, 32, 3, 1, 1, true));  // 576-term sums
+  for (const ConvShape& s : shapes) {
+    CONV_INFO(s);
+    const ConvCase c(s, seed += 10);
+    const ConvCase::Out b = c.run<bf16_t>(ops);
+    // The reference sees what bf16 storage holds; each output within about one bf16
+    // rounding of it (fp32 sums in another order may round the other way).
+    const ConvRef ref = c.reference(rounded(c.x), rounded(c.w), rounded(c.dy));
+    const auto within_one_rounding = [](const Vec& got, const std::vector<double>& want) {
+      double worst = 0.0;
+      for (size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::abs(got[i] - want[i]) / (std::abs(want[i]) + 1e-3));
+      return worst;
+    };
+    CHECK(within_one_rounding(b.y, ref.y) <= 1.0 / 128);
+    CHECK(within_one_rounding(b.dx, ref.dx) <= 1.0 / 128);
+    CHECK(rel_error(b.dw, ref.dw) < 1e-5);  // fp32 gradients
+    if (s.has_bias) CHECK(rel_error(b.db, ref.db) < 1e-5);
+    // And close to the fp32 run.
+    const ConvCase::Out f = c.run<float>(ops);
+    CHECK(rel_error(b.y, f.y) < 1e-2);
+    CHECK(rel_error(b.dx, f.dx) < 1e-2);
+    CHECK(rel_error(b.dw, f.dw) < 1e-2);
+  }
+}
+
+TEST_CASE("conv2d: 1 and 2 threads give the same bits in every pass, fp32 and bf16",
+          "[image-ops]") {
+  CpuOps one(1), two(2);
+  uint32_t seed = 200;
+  for (const ConvShape& s : conv_shapes()) {
+    CONV_INFO(s);
+    const ConvCase c(s, seed += 10);
+    const ConvCase::Out a = c.run<float>(one), b = c.run<float>(two);
+    CHECK(same_bits(a.y, b.y));
+    CHECK(same_bits(a.dx, b.dx));
+    CHECK(same_bits(a.dw, b.dw));
+    CHECK(same_bits(a.db, b.db));
+    const ConvCase::Out p = c.run<bf16_t>(one), q = c.run<bf16_t>(two);
+    CHECK(same_bits(p.y, q.y));
+    CHECK(same_bits(p.dx, q.dx));
+    CHECK(same_bits(p.dw, q.dw));
+    CHECK(same_bits(p.db, q.db));
+  }
+}
+
+TEST_CASE("conv2d: a shape is planned per dtype; a bad shape is an Error", "[image-ops]") {
+  CpuOps ops(2);
+  CHECK_FALSE(ops.conv2d_plan(conv_shape(1, 1, 2, 2, 2, 5, 1, 1, true), DType::kF32).ok());
+  CHECK_FALSE(ops.conv2d_plan(conv_shape(1, 1, 8, 8, 2, 3, 1, 0, true), DType::kI32).ok());
+  // The backend's OnednnConv keys plans by dtype: fp32 planned, bf16 not.
+  OnednnConv conv(1);
+  const ConvShape s = conv_shape(2, 2, 6, 6, 3, 3, 1, 1, false);
+  auto bytes = conv.workspace_bytes(s, DType::kF32);
+  REQUIRE(bytes.ok());
+  std::vector<std::byte> ws(*bytes);
+  Bf x(static_cast<size_t>(s.x_elems())), w(static_cast<size_t>(s.w_elems())),
+      y(static_cast<size_t>(s.y_elems()));
+  const Status st = conv.forward(s, x.data(), w.data(), nullptr, y.data(), ws.data(), ws.size());
+  REQUIRE_FALSE(st.ok());
+  CHECK_THAT(st.error().message, Catch::Contains("bf16") && Catch::Contains("not planned"));
+}
+
+TEST_CASE("conv2d_backward_weights: a null db skips the bias gradient only", "[image-ops]") {
+  CpuOps ops(2);
+  const ConvShape s = conv_shape(9, 3, 6, 6, 4, 3, 1, 1, true);
+  const ConvCase c(s, 300);
+  const ConvCase::Out full = c.run<float>(ops);
+  auto bytes = ops.conv2d_plan(s, DType::kF32);
+  REQUIRE(bytes.ok());
+  std::vector<std::byte> ws(*bytes);
+  Vec dw = c.dw0;
+  ops.conv2d_backward_weights(s, cview(c.x), cview(c.dy), dw.data(), nullptr, ws.data(),
+                              ws.size());
+  CHECK(same_bits(dw, full.dw));
+}
+
+TEST_CASE("gemm (oneDNN fp32 and bf16): matches a double reference; 1 and 2 threads agree",
+          "[image-ops]") {
+  CpuOps one(1), two(2);
+  const int64_t M = 150, N = 33, K = 70;
+  const Vec A = random_vec(M * K, 1), B = random_vec(N * K, 2), C0 = random_vec(M * N, 3);
+  const auto run = [&](CpuOps& ops, bool bf) {
+    Vec C = C0;
+    if (bf) {
+      Bf a = to_bf16(A), b = to_bf16(B);
+      ops.gemm(false, true, M, N, K, 0.5f, cview(a), K, cview(b), K, 1.0f, C.data(), N);
+    } else {
+      ops.gemm(false, true, M, N, K, 0.5f, cview(A), K, cview(B), K, 1.0f, C.data(), N);
+    }
+    return C;
+  };
+  for (bool bf : {false, true}) {
+    INFO("bf16 " << bf);
+    const Vec a = bf ? rounded(A) : A, b = bf ? rounded(B) : B;
+    std::vector<double> ref(C0.begin(), C0.end());
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0.0;
+        for (int64_t k = 0; k < K; ++k)
+          s += static_cast<double>(a[static_cast<size_t>(i * K + k)]) *
+               b[static_cast<size_t>(j * K + k)];
+        ref[static_cast<size_t>(i * N + j)] += 0.5 * s;
+      }
+    const Vec c1 = run(one, bf), c2 = run(two, bf);
+    CHECK(rel_error(c1, ref) < 1e-6);
+    CHECK(same_bits(c1, c2));
+  }
+}
+
+TEST_CASE("sgd: the scheduled rate of step counters->step + 1, Nesterov", "[image-ops]") {
+  CpuOps ops(2);
+  SgdHyper h;
+  h.lr = 0.1, h.momentum = 0.9, h.weight_decay = 5e-4, h.nesterov = true;
+  h.schedule.kind = ScheduleKind::kMultiStep;
+  h.schedule.milestones[0] = 2, h.schedule.n_milestones = 1;
+  Vec p = random_vec(100, 1), g = random_vec(100, 2), buf = random_vec(100, 3);
+  Vec p_ref = p, buf_ref = buf;
+  const StepCounters counters{5, 0};  // step 6: past the milestone, lr 0.01
+  ops.sgd(p.data(), g.data(), buf.data(), 100, h, &counters);
+  const SgdStepScalars s = sgd_step_scalars(h, 6);
+  CHECK(s.lr == static_cast<float>(0.1 * 0.1));
+  for (size_t i = 0; i < p.size(); ++i) sgd_update(p_ref[i], g[i], buf_ref[i], s);
+  CHECK(same_bits(p, p_ref));
+  CHECK(same_bits(buf, buf_ref));
+}

@@ -1,0 +1,190 @@
+// CpuOps' pooling and BatchNorm against naive double-precision loops, and 1 vs 2 threads.
+#include "tests/support/image_reference.h"
+
+using namespace noeira;
+using namespace noeira::test::image_ref;
+
+TEST_CASE("maxpool2d: first maximum of each window with padding and ties; backward",
+          "[image-ops]") {
+  CpuOps ops(2);
+  for (const PoolShape& s : {pool_shape(2, 3, 7, 7, 3, 2, 1), pool_shape(3, 2, 7, 6, 2, 2, 0),
+                             pool_shape(1, 2, 5, 5, 3, 1, 1)}) {
+    INFO("H=" << s.height << " W=" << s.width << " k=" << s.kernel_h << " stride=" << s.stride
+              << " pad=" << s.pad);
+    Vec x = random_ints(s.x_elems(), 7);
+    x[3] = NAN;  // NaN counts as the maximum
+    Vec y(static_cast<size_t>(s.y_elems()));
+    std::vector<int32_t> argmax(y.size(), -7);
+    ops.maxpool2d_forward(s, cview(x), view(y), argmax.data());
+    // The reference: strict '>' keeps the first maximum; a NaN always takes over (torch).
+    Vec y_ref(y.size(), -INFINITY);
+    std::vector<int32_t> arg_ref(y.size(), -1);
+    each_window(s, [&](int64_t pl, int64_t i, int64_t j, int64_t h, int64_t w) {
+      const size_t k = y_index(s, pl, i, j);
+      const float v = x[x_index(s, pl, h, w)];
+      if (arg_ref[k] < 0 || v > y_ref[k] || std::isnan(v))
+        y_ref[k] = v, arg_ref[k] = static_cast<int32_t>(h * s.width + w);
+    });
+    CHECK(same_bits(y, y_ref));
+    CHECK(argmax == arg_ref);
+
+    // Backward: dy scattered to each window's argmax in row-major window order (fp32).
+    const Vec dy = random_vec(s.y_elems(), 8);
+    Vec dx(x.size(), 1.0f), dx_ref(x.size(), 0.0f);
+    ops.maxpool2d_backward(s, cview(dy), argmax.data(), view(dx));
+    for (int64_t pl = 0; pl < s.batch * s.channels; ++pl)
+      for (int64_t i = 0; i < s.out_height(); ++i)
+        for (int64_t j = 0; j < s.out_width(); ++j) {
+          const size_t k = y_index(s, pl, i, j);
+          dx_ref[static_cast<size_t>(pl * s.height * s.width + arg_ref[k])] += dy[k];
+        }
+    CHECK(same_bits(dx, dx_ref));
+
+    // bf16: the same maxima (the inputs are small integers) and dx rounded once.
+    Bf xb = to_bf16(x), yb(y.size()), dyb = to_bf16(dy), dxb(x.size());
+    std::vector<int32_t> argb(y.size());
+    ops.maxpool2d_forward(s, cview(xb), view(yb), argb.data());
+    CHECK(same_bits(to_f32(yb), y_ref));
+    CHECK(argb == arg_ref);
+    ops.maxpool2d_backward(s, cview(dyb), argb.data(), view(dxb));
+    CHECK(rel_error(to_f32(dxb), dx_ref) < 1e-2);
+  }
+}
+
+TEST_CASE("avgpool2d: padding counted as zeros, global pooling; backward", "[image-ops]") {
+  CpuOps ops(2);
+  for (const PoolShape& s : {pool_shape(2, 3, 7, 7, 3, 2, 1), pool_shape(3, 4, 6, 5, 2, 2, 0),
+                             pool_shape(5, 3, 4, 4, 4, 1, 0)}) {  // the last: global
+    INFO("H=" << s.height << " W=" << s.width << " k=" << s.kernel_h << " stride=" << s.stride
+              << " pad=" << s.pad);
+    const double count = static_cast<double>(s.kernel_h * s.kernel_w);
+    const Vec x = random_vec(s.x_elems(), 11);
+    Vec y(static_cast<size_t>(s.y_elems()));
+    ops.avgpool2d_forward(s, cview(x), view(y));
+    std::vector<double> y_ref(y.size(), 0.0);
+    each_window(s, [&](int64_t pl, int64_t i, int64_t j, int64_t h, int64_t w) {
+      y_ref[y_index(s, pl, i, j)] += x[x_index(s, pl, h, w)] / count;
+    });
+    CHECK(rel_error(y, y_ref) < 1e-6);
+
+    // Backward: dy / (kh kw) added to every covered input in row-major window order.
+    const Vec dy = random_vec(s.y_elems(), 12);
+    Vec dx(x.size(), 1.0f), dx_ref(x.size(), 0.0f);
+    ops.avgpool2d_backward(s, cview(dy), view(dx));
+    each_window(s, [&](int64_t pl, int64_t i, int64_t j, int64_t h, int64_t w) {
+      dx_ref[x_index(s, pl, h, w)] += dy[y_index(s, pl, i, j)] / static_cast<float>(count);
+    });
+    CHECK(same_bits(dx, dx_ref));
+
+    Bf yb(y.size()), dxb(x.size());
+    ops.avgpool2d_forward(s, cview(to_bf16(x)), view(yb));
+    CHECK(rel_error(to_f32(yb), y_ref) < 1e-2);
+    ops.avgpool2d_backward(s, cview(to_bf16(dy)), view(dxb));
+    CHECK(rel_error(to_f32(dxb), dx_ref) < 1e-2);
+  }
+}
+
+TEST_CASE("pooling: 1 and 2 threads give the same bits", "[image-ops]") {
+  CpuOps one(1), two(2);
+  const PoolShape s = pool_shape(3, 5, 9, 9, 3, 2, 1);
+  const Vec x = random_vec(s.x_elems(), 21), dy = random_vec(s.y_elems(), 22);
+  const auto run = [&](CpuOps& ops) {
+    Vec y(dy.size()), dx(x.size()), ya(dy.size()), dxa(x.size());
+    std::vector<int32_t> arg(dy.size());
+    ops.maxpool2d_forward(s, cview(x), view(y), arg.data());
+    ops.maxpool2d_backward(s, cview(dy), arg.data(), view(dx));
+    ops.avgpool2d_forward(s, cview(x), view(ya));
+    ops.avgpool2d_backward(s, cview(dy), view(dxa));
+    return std::vector<Vec>{y, dx, ya, dxa};
+  };
+  const std::vector<Vec> a = run(one), b = run(two);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+}
+
+// ---- BatchNorm ----
+
+TEST_CASE("batchnorm: training forward, running statistics, backward, eval", "[image-ops]") {
+  CpuOps ops(2);
+  BatchNormHyper h;
+  h.eps = 1e-3f, h.momentum = 0.2f;
+  for (const NormShape& s : {norm_shape(3, 5, 42), norm_shape(7, 4, 1)}) {
+    INFO("B=" << s.batch << " C=" << s.channels << " S=" << s.spatial);
+    const Vec x = random_vec(s.elems(), 31, -1.0f, 3.0f), dy = random_vec(s.elems(), 32);
+    const Vec gamma = random_vec(s.channels, 33, 0.5f, 1.5f), beta = random_vec(s.channels, 34);
+    const BnOut o = run_bn<float>(ops, s, x, dy, gamma, beta, h);
+    // run_bn's start values of the running statistics and the accumulated gradients.
+    const Vec rmean0 = random_vec(s.channels, 91), rvar0 = random_vec(s.channels, 92, 0.5f, 2.0f);
+    const Vec dgamma0 = random_vec(s.channels, 93), dbeta0 = random_vec(s.channels, 94);
+
+    std::vector<double> y_ref(x.size()), dx_ref(x.size());
+    const std::vector<ChannelRef> ch = channels(s, x);
+    for (size_t c = 0; c < ch.size(); ++c) {
+      const ChannelRef& r = ch[c];
+      const double n = static_cast<double>(r.at.size());
+      const double invstd = 1.0 / std::sqrt(r.var + h.eps);
+      CHECK(o.mean[c] == Approx(r.mean).margin(1e-6));
+      CHECK(o.invstd[c] == Approx(invstd).epsilon(1e-5));
+      // Running statistics: the unbiased variance (n / (n - 1)).
+      CHECK(o.rmean[c] == Approx((1 - h.momentum) * rmean0[c] + h.momentum * r.mean).margin(1e-6));
+      CHECK(o.rvar[c] ==
+            Approx((1 - h.momentum) * rvar0[c] + h.momentum * r.var * n / (n - 1)).epsilon(1e-5));
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
+      for (size_t k : r.at) {
+        const double xhat = (x[k] - r.mean) * invstd;
+        y_ref[k] = xhat * gamma[c] + beta[c];
+        sum_dy += dy[k];
+        sum_dy_xhat += dy[k] * xhat;
+      }
+      for (size_t k : r.at)
+        dx_ref[k] = gamma[c] * invstd *
+                    (dy[k] - sum_dy / n - (x[k] - r.mean) * invstd * sum_dy_xhat / n);
+      CHECK(o.dgamma[c] == Approx(dgamma0[c] + sum_dy_xhat).margin(1e-5));
+      CHECK(o.dbeta[c] == Approx(dbeta0[c] + sum_dy).margin(1e-5));
+    }
+    CHECK(rel_error(o.y, y_ref) < 1e-6);
+    CHECK(rel_error(o.dx, dx_ref) < 1e-5);
+
+    // bf16 storage: close to fp32, statistics from the bf16 values.
+    const BnOut b = run_bn<bf16_t>(ops, s, x, dy, gamma, beta, h);
+    CHECK(rel_error(b.y, o.y) < 1e-2);
+    CHECK(rel_error(b.dx, o.dx) < 2e-2);
+    CHECK(rel_error(b.mean, o.mean) < 1e-2);
+
+    // Eval from the running statistics.
+    Vec ye(x.size());
+    ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), o.rmean.data(),
+                               o.rvar.data(), h, view(ye));
+    std::vector<double> ye_ref(x.size());
+    for (size_t c = 0; c < ch.size(); ++c)
+      for (size_t k : ch[c].at)
+        ye_ref[k] = (x[k] - o.rmean[c]) / std::sqrt(o.rvar[c] + static_cast<double>(h.eps)) *
+                        gamma[c] + beta[c];
+    CHECK(rel_error(ye, ye_ref) < 1e-6);
+  }
+}
+
+TEST_CASE("batchnorm: backward without dx still accumulates dgamma and dbeta", "[image-ops]") {
+  CpuOps ops(2);
+  const NormShape s = norm_shape(2, 3, 10);
+  const Vec x = random_vec(s.elems(), 41), dy = random_vec(s.elems(), 42);
+  const Vec gamma(3, 1.0f), beta(3, 0.0f);
+  const BnOut full = run_bn<float>(ops, s, x, dy, gamma, beta, {});
+  Vec mean = full.mean, invstd = full.invstd;
+  Vec dgamma = random_vec(3, 93), dbeta = random_vec(3, 94);
+  ops.batchnorm_backward(s, cview(dy), cview(x), gamma.data(), mean.data(), invstd.data(), View{},
+                         dgamma.data(), dbeta.data(), nullptr);
+  CHECK(same_bits(dgamma, full.dgamma));
+  CHECK(same_bits(dbeta, full.dbeta));
+}
+
+TEST_CASE("batchnorm: 1 and 2 threads give the same bits", "[image-ops]") {
+  CpuOps one(1), two(2);
+  const NormShape s = norm_shape(5, 7, 33);
+  const Vec x = random_vec(s.elems(), 51), dy = random_vec(s.elems(), 52);
+  const Vec gamma = random_vec(7, 53), beta = random_vec(7, 54);
+  const BnOut a = run_bn<float>(one, s, x, dy, gamma, beta, {});
+  const BnOut b = run_bn<float>(two, s, x, dy, gamma, beta, {});
+  for (auto m : {&BnOut::y, &BnOut::mean, &BnOut::invstd, &BnOut::rmean, &BnOut::rvar,
+                 &BnOut::dx, &BnOut::dgamma, &BnOut::dbeta})
+    CHECK(same_bits(a.*m, b.*m));
+}
