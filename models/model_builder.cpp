@@ -15,8 +15,11 @@ Result<std::unique_ptr<Module>> build_model(const Recipe& recipe) {
   if (family == "resnet")
     return list.build({add_resnet_layer, add_conv_layer, add_mlp_layer}, family,
                       "resnet_stage, " + conv_layers);
+  if (family == "gpt")
+    return make_error("model " + recipe.name + ": the gpt family trains with the "
+                      "AutoregressiveTrainer, which this build does not have yet");
   return make_error("recipe " + recipe.path.string() + ": family '" + family +
-                    "' is not mlp, convnet or resnet");
+                    "' is not mlp, convnet, resnet or gpt");
 }
 
 }  // namespace noeira

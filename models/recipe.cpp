@@ -33,6 +33,30 @@ Result<Recipe> load_recipe_for_model(const std::string& model) {
   return load_recipe(path);
 }
 
+namespace {
+
+// The GPT family (language models over a token corpus): its own sections ("model",
+// "steps", "eval_interval") instead of layers and epochs. Read far enough to list,
+// describe and refuse it clearly until the AutoregressiveTrainer lands.
+Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
+  try {
+    const auto& j = r.json;
+    r.dataset = j.at("dataset").at("name").get<std::string>();
+    r.batch = j.at("batch").get<int64_t>();
+    r.gpt_steps = j.at("steps").get<int64_t>();
+    const int64_t context = j.at("model").at("context").get<int64_t>();
+    if (r.batch <= 0 || r.gpt_steps <= 0 || context <= 0)
+      return make_error(where + ": batch, steps and model.context must be positive");
+    r.input_shape = Shape{context};
+    NOEIRA_TRY(parse_optimizer(j.at("optimizer"), where, r.optimizer, r.schedule));
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(where + ": missing or mistyped field (" + std::string(e.what()) + ")");
+  }
+  return r;
+}
+
+}  // namespace
+
 Result<Recipe> load_recipe(const std::filesystem::path& path) {
   const std::string where = "recipe " + path.string();
   std::ifstream in(path);
@@ -47,6 +71,7 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
     r.name = j.at("name").get<std::string>();
     r.description = j.value("description", "");
     r.family = j.value("family", "mlp");
+    if (r.family == "gpt") return load_gpt_recipe(std::move(r), where);
     const std::string task = j.value("task", "classification");
     if (task == "classification") r.task = Task::kClassification;
     else if (task == "regression") r.task = Task::kRegression;

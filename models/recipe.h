@@ -46,6 +46,7 @@ struct Recipe {
   // and the first steps are what still tells a bug from rounding.
   int64_t parity_early_steps = 0;
   double parity_early_bound = 1e-5;
+  int64_t gpt_steps = 0;  // the gpt family: optimizer steps of the full recipe
   int quick_epochs = 1;
   int64_t quick_max_steps = 0;  // 0 = whole epochs
   std::string quick_dataset;    // empty = the recipe's data set

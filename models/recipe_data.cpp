@@ -57,6 +57,9 @@ TensorDataset normalise(const ImageDataset& d, const Recipe& r, const std::vecto
 
 Result<DataSplit> load_recipe_data(const Recipe& recipe, const std::string& dataset_override,
                                    const DataSource& source) {
+  if (recipe.family == "gpt")
+    return make_error("model " + recipe.name + ": the gpt family trains on a token corpus with "
+                      "the AutoregressiveTrainer, which this build does not have yet");
   const std::string name = dataset_override.empty() ? recipe.dataset : dataset_override;
   // The shapes are checked before loading: a misfit must not cost a download.
   Result<ImageDatasetInfo> info = find_image_dataset(name);

@@ -22,6 +22,8 @@ Status parse_schedule(const nlohmann::json& v, const std::string& where, Schedul
       s.milestone_unit_epochs = false;
     }
     s.gamma = v.value("gamma", 0.1);
+    s.min_lr = v.value("min_lr", 0.0);
+    if (!(s.min_lr >= 0.0)) return make_error(at + ": min_lr must not be negative");
     if (v.contains("warmup_epochs") && v.contains("warmup_steps"))
       return make_error(at + " gives both warmup_epochs and warmup_steps; keep one");
     if (v.contains("warmup_epochs")) {
@@ -88,6 +90,7 @@ LrSchedule resolve_schedule(const ScheduleSpec& s, int64_t steps_per_epoch, int6
   r.warmup_steps = s.warmup_unit_epochs ? s.warmup * steps_per_epoch : s.warmup;
   if (s.kind == ScheduleKind::kCosine) r.cosine_steps = std::max<int64_t>(total_steps - r.warmup_steps, 1);
   r.gamma = s.gamma;
+  r.min_lr = s.min_lr;
   r.n_milestones = static_cast<int>(s.milestones.size());
   for (size_t i = 0; i < s.milestones.size(); ++i)
     r.milestones[i] = s.milestone_unit_epochs ? s.milestones[i] * steps_per_epoch : s.milestones[i];

@@ -18,13 +18,14 @@ struct ScheduleSpec {
   std::vector<int64_t> milestones;  // multistep, in `milestone_unit_epochs ? epochs : steps`
   bool milestone_unit_epochs = true;
   double gamma = 0.1;
+  double min_lr = 0.0;  // cosine: the rate it decays to
   int64_t warmup = 0;  // in `warmup_unit_epochs ? epochs : steps`
   bool warmup_unit_epochs = false;
 };
 
 // optimizer: {"type": "adam"|"adamw"|"sgd", "lr", ... , "schedule": "constant" | "cosine" |
 //   {"type": "constant"|"cosine"|"multistep", "milestone_epochs" | "milestones": [...],
-//    "gamma", "warmup_epochs" | "warmup_steps"}}. `where` prefixes errors.
+//    "gamma", "min_lr" (cosine), "warmup_epochs" | "warmup_steps"}}. `where` prefixes errors.
 Status parse_optimizer(const nlohmann::json& o, const std::string& where, OptimizerConfig& out,
                        ScheduleSpec& schedule);
 

@@ -19,6 +19,10 @@ CLI (for cross-checks against the C++ side):
   philox.py shuffle SEED EPOCH N              the epoch's permutation, one line, space-separated
   philox.py words SEED PURPOSE STREAM COUNT   the first COUNT words of a stream, one line,
                                               space-separated 8-digit lowercase hex
+  philox.py windows SEED STEP ROWS N T        batch_window_start of rows 0..ROWS-1 at STEP for a
+                                              corpus of N tokens, context T (one line, decimal)
+  philox.py normal SEED P COUNT STD           the first COUNT Normal(0, STD) init values of
+                                              parameter P, as 8-digit hex float32 bit patterns
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ __all__ = [
     "PURPOSE_INIT", "PURPOSE_SHUFFLE", "PURPOSE_DROPOUT", "PURPOSE_BATCH_WINDOW",
     "PURPOSE_AUGMENT", "philox4x32_10", "block", "words", "unit_float", "unit_floats",
     "shuffle_keys", "shuffle_order", "kaiming_uniform", "xavier_uniform", "dropout_words",
-    "dropout_keep", "augment_draws", "selftest",
+    "dropout_keep", "augment_draws", "batch_window_starts", "normal_init", "selftest",
 ]
 
 # RngPurpose in kernels/common/philox.h
@@ -219,6 +223,61 @@ def augment_draws(seed: int, epoch: int, n: int, pad: int, flip: bool):
     return top, left, flips
 
 
+def batch_window_starts(seed: int, step, rows: int, n: int, context: int) -> np.ndarray:
+    """batch_window_start (kernels/common/batch_window.h) of rows 0..rows-1: word r of
+    stream `step`, purpose 4, modulo (n - context) as unsigned 64-bit. `step` an int ->
+    shape (rows,); an array of steps -> shape (len(step), rows). int64."""
+    span = int(n) - int(context)
+    if span <= 0:
+        raise ValueError(f"a corpus of {n} tokens has no window of {context}+1 tokens")
+    scalar = isinstance(step, (int, np.integer))
+    steps = np.atleast_1d(np.asarray(step)).astype(np.uint64)
+    rows = int(rows)
+    nb = (rows + 3) >> 2
+    k0, k1 = _key(seed)
+    out = philox4x32_10(np.arange(nb, dtype=np.uint64)[None, :], steps[:, None],
+                        PURPOSE_BATCH_WINDOW, 0, k0, k1)
+    w = np.stack(out, axis=-1).reshape(len(steps), nb * 4)[:, :rows]
+    starts = (w.astype(np.uint64) % np.uint64(span)).astype(np.int64)
+    return starts[0] if scalar else starts
+
+
+def _normal_scalar(w0: int, w1: int, odd: bool, std: float) -> np.float32:
+    """One element of normal_init with Python's math (the C library's log/sqrt/cos/sin)."""
+    u1 = (float(w0 >> 8) + 1.0) / 16777217.0
+    u2 = float(w1 >> 8) / 16777216.0
+    r = math.sqrt(-2.0 * math.log(u1))
+    z = r * math.sin(2.0 * math.pi * u2) if odd else r * math.cos(2.0 * math.pi * u2)
+    return np.float32(z * std)
+
+
+def normal_init(seed: int, param_index: int, shape, std: float) -> np.ndarray:
+    """Normal(0, std) init (docs/rng.md, nn/init.cpp), float32 row-major. Element i uses
+    words 2k, 2k+1 (k = i // 2) of stream param_index, purpose init:
+      u1 = ((w0 >> 8) + 1) / 16777217,  u2 = (w1 >> 8) / 16777216,  r = sqrt(-2 ln u1),
+      z = r cos(2 pi u2) (i even) | r sin(2 pi u2) (i odd),  value = float32(z * std),
+    all in double. numpy's log/cos/sin may differ from the C library's by an ulp or two of
+    a double; that can only matter where z * std lies within ~1e-12 (relative) of a
+    float32 rounding boundary, so those few elements are recomputed with math (libm), the
+    functions the C++ calls."""
+    numel = int(np.prod([int(s) for s in shape], dtype=np.int64))
+    std = float(std)
+    half = (numel + 1) // 2
+    w = words(seed, PURPOSE_INIT, param_index, 2 * half).reshape(half, 2)
+    u1 = ((w[:, 0] >> np.uint32(8)).astype(np.float64) + 1.0) / 16777217.0
+    u2 = (w[:, 1] >> np.uint32(8)).astype(np.float64) / 16777216.0
+    r = np.sqrt(-2.0 * np.log(u1))
+    z = np.stack([r * np.cos(2.0 * math.pi * u2), r * np.sin(2.0 * math.pi * u2)],
+                 axis=1).reshape(-1)[:numel]
+    v = z * std
+    out = v.astype(np.float32)
+    near = np.flatnonzero((v * (1.0 - 1e-12)).astype(np.float32)
+                          != (v * (1.0 + 1e-12)).astype(np.float32))
+    for i in near:
+        out[i] = _normal_scalar(int(w[i // 2, 0]), int(w[i // 2, 1]), bool(i & 1), std)
+    return _shaped(out, shape)
+
+
 # Random123 known-answer vectors for philox4x32_10 (kat_vectors): counter, key, expected.
 _KAT = [
     ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000),
@@ -277,17 +336,43 @@ def selftest(out=sys.stdout) -> bool:
         if (int(top[i]), int(left[i]), bool(fl[i])) != (b[0] % 9, b[1] % 9, bool(b[2] & 1)):
             print(f"FAIL augment_draws sample {i}", file=out)
             ok = False
+    # Batch windows: word r of stream step, purpose 4, % (n - T); arrays of steps too.
+    st = batch_window_starts(9, np.array([0, 5]), 7, 1000, 64)
+    for j, s in enumerate((0, 5)):
+        want = [int(v) % 936 for v in words(9, PURPOSE_BATCH_WINDOW, s, 7)]
+        if [int(v) for v in st[j]] != want or \
+                [int(v) for v in batch_window_starts(9, s, 7, 1000, 64)] != want:
+            print(f"FAIL batch_window_starts step {s}", file=out)
+            ok = False
+    # Normal init: the vectorised path equals the libm scalar formula, element for element.
+    nz = normal_init(3, 4, (1001,), 0.02)
+    w = words(3, PURPOSE_INIT, 4, 1002)
+    if any(nz[i] != _normal_scalar(int(w[i & ~1]), int(w[i | 1]), bool(i & 1), 0.02)
+           for i in range(1001)) or not (abs(float(normal_init(3, 5, (20000,), 1.0).std())
+                                         - 1.0) < 0.03):
+        print("FAIL normal_init", file=out)
+        ok = False
     print("selftest " + ("passed" if ok else "FAILED"), file=out)
     return ok
 
 
 def _main(argv) -> int:
     usage = ("usage: philox.py selftest | shuffle SEED EPOCH N | "
-             "words SEED PURPOSE STREAM COUNT")
+             "words SEED PURPOSE STREAM COUNT | windows SEED STEP ROWS N T | "
+             "normal SEED P COUNT STD")
     if not argv:
         print(usage, file=sys.stderr)
         return 2
     cmd, args = argv[0], argv[1:]
+    if cmd == "normal" and len(args) == 4:
+        try:
+            seed, p, count, std = int(args[0], 0), int(args[1], 0), int(args[2], 0), float(args[3])
+            vals = normal_init(seed, p, (count,), std)
+        except ValueError as e:
+            print(f"philox.py: {e}\n{usage}", file=sys.stderr)
+            return 2
+        print(" ".join(f"{int(v):08x}" for v in vals.view(np.uint32)))
+        return 0
     try:
         ints = [int(a, 0) for a in args]
     except ValueError:
@@ -302,6 +387,15 @@ def _main(argv) -> int:
     if cmd == "words" and len(ints) == 4:
         seed, purpose, stream, count = ints
         print(" ".join(f"{int(v):08x}" for v in words(seed, purpose, stream, count)))
+        return 0
+    if cmd == "windows" and len(ints) == 5:
+        seed, step, rows, n, t = ints
+        try:
+            starts = batch_window_starts(seed, step, rows, n, t)
+        except ValueError as e:
+            print(f"philox.py: {e}", file=sys.stderr)
+            return 2
+        print(" ".join(str(int(v)) for v in starts))
         return 0
     print(usage, file=sys.stderr)
     return 2

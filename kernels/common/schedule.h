@@ -18,8 +18,10 @@ struct LrSchedule {
   // Linear warm-up: steps t = 1..warmup_steps use lr * t / warmup_steps; the schedule
   // proper starts after them (its own step count u = t - warmup_steps).
   int64_t warmup_steps = 0;
-  // kCosine: lr * (1 + cos(pi * (u - 1) / cosine_steps)) / 2, held at 0 after cosine_steps.
+  // kCosine: min_lr + (lr - min_lr) * (1 + cos(pi * (u - 1) / cosine_steps)) / 2, held at
+  // min_lr after cosine_steps.
   int64_t cosine_steps = 0;
+  double min_lr = 0.0;
   // kMultiStep: lr * gamma^k, k = how many milestones m satisfy u - 1 >= m (torch's
   // MultiStepLR with milestones counted in steps). Unused entries are 0 and n_milestones
   // says how many are set.
@@ -38,7 +40,9 @@ NOEIRA_HD double scheduled_lr(double lr, const LrSchedule& s, int64_t t) {
     case ScheduleKind::kCosine: {
       if (s.cosine_steps <= 0) return lr;
       const double done = static_cast<double>(u - 1 < s.cosine_steps ? u - 1 : s.cosine_steps);
-      return lr * 0.5 * (1.0 + cos(3.141592653589793 * done / static_cast<double>(s.cosine_steps)));
+      // (With min_lr 0 this is lr * 0.5 * (...) bit for bit: lr - 0 and 0 + x are exact.)
+      return s.min_lr + (lr - s.min_lr) * 0.5 *
+                            (1.0 + cos(3.141592653589793 * done / static_cast<double>(s.cosine_steps)));
     }
     case ScheduleKind::kMultiStep: {
       double r = lr;

@@ -15,7 +15,14 @@ entry point (reference/README.md). One job per module:
   train       the timed training loop and the evaluation
   run         one run: set-up -> train -> the result row; the --dump-augmented path
 
-common, cli, recipe and run import neither torch nor numpy at import time; the others
+  the gpt family (language models over a token corpus, step-based):
+  text        TinyShakespeare (character level): vocabulary, ids, train/val split
+  gpt         nanoGPT's GPT (tied head), its Philox normal init, AdamW parameter groups
+  lm_train    the timed loop (Philox batch windows, grad clipping), validation, batch dump
+  lm_run      set-up of a gpt run and the --dump-batches path
+
+common, cli, recipe and run import neither torch nor numpy at import time (nor does text
+import torch); the others
 are imported by run after it has checked that torch and numpy import, so a missing torch
 is a clean error row.
 """

@@ -18,7 +18,8 @@ def parse_args(argv):
         description="PyTorch twin of noeira-bench: trains a recipe, prints one JSON object.")
     ap.add_argument("--recipe", required=True, help="models/recipes/<model>.json")
     ap.add_argument("--data-dir", default=None,
-                    help="directory holding mnist/, fashion-mnist/, cifar10/ (searched first; "
+                    help="directory holding mnist/, fashion-mnist/, cifar10/, "
+                         "tinyshakespeare/ (searched first; "
                          "then $NOEIRA_DATA and the cache); fashion-mnist also falls back to "
                          "/usr/share/datasets/fashion-mnist")
     ap.add_argument("--dataset", default=None, choices=DATASETS,
@@ -48,6 +49,16 @@ def parse_args(argv):
     ap.add_argument("--dump-epoch", type=int, default=0, help="epoch of --dump-augmented")
     ap.add_argument("--dump-count", type=int, default=None,
                     help="samples written by --dump-augmented (default: all)")
+    ap.add_argument("--dump-batches", default=None, metavar="FILE",
+                    help="gpt family: write the int32 inputs of the first --dump-steps "
+                         "steps' batches to FILE as raw little-endian (N, B, T) and exit "
+                         "without training")
+    ap.add_argument("--dump-steps", type=int, default=None,
+                    help="steps written by --dump-batches (default 1)")
+    ap.add_argument("--attention", default="auto", choices=["auto", "math", "sdpa"],
+                    help="gpt family: attention implementation; auto = explicit math in "
+                         "eager mode, F.scaled_dot_product_attention in compiled/graphs "
+                         "(torch>=2.0)")
 
     def _error(message):
         raise TwinError(f"usage: {message} (see --help)")
@@ -71,6 +82,14 @@ def parse_args(argv):
         ap.error("--dump-count must be >= 1")
     if a.dump_augmented is None and (a.dump_epoch != 0 or a.dump_count is not None):
         ap.error("--dump-epoch and --dump-count need --dump-augmented FILE")
+    if a.dump_batches is None and a.dump_steps is not None:
+        ap.error("--dump-steps needs --dump-batches FILE")
+    if a.dump_batches is not None and a.dump_augmented is not None:
+        ap.error("--dump-batches and --dump-augmented exclude each other")
+    if a.dump_steps is None:
+        a.dump_steps = 1
+    if a.dump_steps < 1 or a.dump_steps > 0xFFFFFFFF:
+        ap.error("--dump-steps must be in [1, 2^32)")
     return a
 
 
@@ -87,7 +106,7 @@ def main(argv=None) -> int:
     if args.det_on:
         # cuBLAS needs this before its first handle for deterministic mode on CUDA.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    from .run import RESULT_KEYS, dump_augmented, run   # torch-free at import
+    from .run import RESULT_KEYS, dump_augmented, dump_batches, run   # torch-free at import
     result = {k: None for k in RESULT_KEYS}
     result.update({
         "schema": SCHEMA, "ok": True, "available": True,
@@ -97,6 +116,8 @@ def main(argv=None) -> int:
     try:
         if args.dump_augmented is not None:
             result = dump_augmented(args)
+        elif args.dump_batches is not None:
+            result = dump_batches(args)
         else:
             run(args, result)
     except Unavailable as e:

@@ -11,7 +11,9 @@ SCHEMA = "noeira-twin/1"
 # Sample shape (C, H, W) of every data set the twin reads (datasets/catalog.cpp).
 SAMPLE_SHAPES = {"mnist": (1, 28, 28), "fashion-mnist": (1, 28, 28),
                  "cifar10": (3, 32, 32), "cifar10-subset": (3, 32, 32)}
-DATASETS = sorted(SAMPLE_SHAPES)
+# Token corpora (the gpt family; twin/text.py).
+TEXT_DATASETS = ("tinyshakespeare",)
+DATASETS = sorted(list(SAMPLE_SHAPES) + list(TEXT_DATASETS))
 
 # The real stdout, once fd 1 has been pointed at stderr (redirect_stdout_to_stderr).
 _REAL_STDOUT = None

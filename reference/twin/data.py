@@ -20,7 +20,7 @@ import tarfile
 
 import numpy as np
 
-from .common import DATASETS, SAMPLE_SHAPES, TwinError
+from .common import DATASETS, SAMPLE_SHAPES, TEXT_DATASETS, TwinError
 
 IDX_FILES = {
     "train_images": "train-images-idx3-ubyte.gz",
@@ -231,6 +231,9 @@ def pad_fill(mean, std):
 def load_dataset(name, data_dir, normalize):
     """-> dict(dir, shape (C,H,W), mean, std (float32 per channel), train_x/test_x float32
     (N, C, H, W), train_y/test_y int64)."""
+    if name in TEXT_DATASETS:
+        raise TwinError(f"dataset '{name}' is a token corpus for the gpt family; this recipe "
+                        f"needs an image data set ({', '.join(sorted(SAMPLE_SHAPES))})")
     if name not in SAMPLE_SHAPES:
         raise TwinError(f"dataset '{name}' is not supported by the twin "
                         f"({', '.join(DATASETS)})")

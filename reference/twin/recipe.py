@@ -27,6 +27,9 @@ def load_recipe(path):
         raise TwinError(f"recipe {path} is not valid JSON: {e}")
     if not isinstance(r, dict):
         raise TwinError(f"recipe {path}: top level must be an object")
+    if is_lm(r):
+        gpt_config(r)          # checked now; the run reads it again
+        return r
     req(r, "layers", "recipe", list)
     req(r, "input_shape", "recipe", list)
     req(r, "batch", "recipe", int)
@@ -40,6 +43,54 @@ def load_recipe(path):
     if not r["layers"]:
         raise TwinError("recipe: 'layers' is empty")
     return r
+
+
+def is_lm(recipe) -> bool:
+    """The gpt family: a language model over a token corpus, trained for a number of steps
+    (no layers list, no epochs)."""
+    return recipe.get("family") == "gpt"
+
+
+def _number(v, what, minimum=None):
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or \
+            (minimum is not None and not v >= minimum):
+        raise TwinError(f"recipe: {what} must be a number" +
+                        ("" if minimum is None else f" >= {minimum}") + f", got {v!r}")
+    return float(v)
+
+
+def gpt_config(r):
+    """The gpt family's recipe (models/recipes/gpt*.json), checked, as a dict."""
+    from .common import nonneg_int, positive_int
+    req(r, "dataset", "recipe", dict)
+    req(r["dataset"], "name", "dataset", str)
+    m = req(r, "model", "recipe", dict)
+    opt = req(r, "optimizer", "recipe", dict)
+    req(opt, "type", "optimizer", str)
+    c = {k: positive_int(m.get(k), f"model.{k}") for k in ("layers", "heads", "width", "context")}
+    if c["width"] % c["heads"]:
+        raise TwinError(f"recipe: model.width {c['width']} is not a multiple of model.heads "
+                        f"{c['heads']}")
+    c["bias"] = m.get("bias", False)
+    if not isinstance(c["bias"], bool):
+        raise TwinError("recipe: model.bias must be true or false")
+    if m.get("tied_head", True) is not True:
+        raise TwinError("recipe: model.tied_head false is not supported (the gpt family ties "
+                        "the output head to wte)")
+    if _number(m.get("dropout", 0.0), "model.dropout", 0.0) != 0.0:
+        raise TwinError("recipe: model.dropout must be 0 for the gpt family (no dropout "
+                        "streams are defined for it)")
+    if r.get("init", "normal") != "normal":
+        raise TwinError(f"recipe: init '{r.get('init')}' is not supported by the gpt family "
+                        "(normal)")
+    c["init_std"] = _number(r.get("init_std", 0.02), "init_std", 0.0)
+    c["batch"] = positive_int(r.get("batch"), "batch")
+    c["steps"] = positive_int(r.get("steps"), "steps")
+    c["eval_interval"] = positive_int(r.get("eval_interval", c["steps"]), "eval_interval")
+    c["eval_windows"] = nonneg_int(r.get("eval_windows", 0), "eval_windows")
+    c["decay_min_rank"] = nonneg_int(opt.get("decay_min_rank", 2), "optimizer.decay_min_rank")
+    c["grad_clip"] = _number(opt.get("grad_clip", 0.0), "optimizer.grad_clip", 0.0)
+    return c
 
 
 def _fnv1a64(data: bytes) -> str:
@@ -85,6 +136,7 @@ class Schedule:
         self.gamma = 0.1
         self.warmup = 0
         self.warmup_epochs = False
+        self.min_lr = 0.0
         if isinstance(spec, str):
             self.kind = spec
         elif isinstance(spec, dict):
@@ -103,6 +155,7 @@ class Schedule:
             if not isinstance(g, (int, float)) or isinstance(g, bool):
                 raise TwinError(f"recipe: {at}.gamma must be a number")
             self.gamma = float(g)
+            self.min_lr = _number(spec.get("min_lr", 0.0), f"{at}.min_lr", 0.0)
             if "warmup_epochs" in spec and "warmup_steps" in spec:
                 raise TwinError(f"recipe: {at} gives both warmup_epochs and warmup_steps; "
                                 "keep one")
@@ -138,19 +191,20 @@ class Schedule:
         warm = self.warmup * steps_per_epoch if self.warmup_epochs else self.warmup
         miles = [m * steps_per_epoch if self.milestone_epochs else m for m in self.milestones]
         cos_steps = max(total_steps - warm, 1) if self.kind == "cosine" else 0
-        return LrFunction(float(lr), self.kind, warm, cos_steps, miles, self.gamma)
+        return LrFunction(float(lr), self.kind, warm, cos_steps, miles, self.gamma, self.min_lr)
 
 
 class LrFunction:
     """scheduled_lr (kernels/common/schedule.h) in Python doubles, for 1-based step t."""
 
-    def __init__(self, lr, kind, warmup_steps, cosine_steps, milestones, gamma):
+    def __init__(self, lr, kind, warmup_steps, cosine_steps, milestones, gamma, min_lr=0.0):
         self.lr = lr
         self.kind = kind
         self.warmup_steps = warmup_steps
         self.cosine_steps = cosine_steps
         self.milestones = list(milestones)
         self.gamma = gamma
+        self.min_lr = min_lr
 
     @property
     def is_constant(self):
@@ -165,8 +219,9 @@ class LrFunction:
             if self.cosine_steps <= 0:
                 return lr
             done = float(min(u - 1, self.cosine_steps))
-            return lr * 0.5 * (1.0 + math.cos(3.141592653589793 * done
-                                              / float(self.cosine_steps)))
+            # With min_lr 0 this is lr * 0.5 * (...) bit for bit (lr - 0, 0 + x are exact).
+            return self.min_lr + (lr - self.min_lr) * 0.5 * (
+                1.0 + math.cos(3.141592653589793 * done / float(self.cosine_steps)))
         if self.kind == "multistep":
             r = lr
             for m in self.milestones:
@@ -178,11 +233,14 @@ class LrFunction:
     def describe(self):
         """What the result row's lr_schedule says: the plain name for a plain schedule,
         else an object with the resolved step counts."""
-        if self.kind != "multistep" and self.warmup_steps == 0:
+        if self.kind != "multistep" and self.warmup_steps == 0 and not (
+                self.kind == "cosine" and self.min_lr):
             return self.kind
         d = {"type": self.kind, "warmup_steps": self.warmup_steps}
         if self.kind == "multistep":
             d.update({"milestones": self.milestones, "gamma": self.gamma})
         if self.kind == "cosine":
             d["cosine_steps"] = self.cosine_steps
+            if self.min_lr:
+                d["min_lr"] = self.min_lr
         return d

@@ -8,7 +8,7 @@ import sys
 import time
 
 from .common import SCHEMA, TwinError, Unavailable, log, one_line
-from .recipe import Schedule, load_recipe
+from .recipe import Schedule, is_lm, load_recipe
 
 # Every row (available or not) carries every key, in this order; unknown values are null.
 RESULT_KEYS = [
@@ -21,6 +21,9 @@ RESULT_KEYS = [
     "timer", "step_times_ms", "median_step_ms", "wall_ms_per_step", "compile_seconds",
     "losses", "train_loss_last_epoch", "test_top1", "test_loss", "eval_dtype",
     "lr_schedule", "augment",
+    # the gpt family (null for the image models)
+    "vocab_size", "context", "n_val_windows", "eval_interval", "grad_clip", "attention_impl",
+    "val_losses", "final_val_loss", "tokens_per_s", "eval_seconds", "grad_norms",
 ]
 
 
@@ -98,6 +101,9 @@ def dump_augmented(args):
     little-endian float32 (N, C, H, W), written to FILE.tmp.<pid> and renamed."""
     info = {"schema": SCHEMA, "ok": True}
     recipe, torch, device = _setup(args, info)
+    if is_lm(recipe):
+        raise TwinError("--dump-augmented applies to image recipes; the gpt family has "
+                        "--dump-batches FILE --dump-steps N")
     d, in_shape = _load_data(args, recipe, torch, device, info)
     aug = _augmenter(recipe, d, in_shape, args.seed, info)
     n_train = d["train_x"].shape[0]
@@ -129,8 +135,22 @@ def dump_augmented(args):
     return info
 
 
+def dump_batches(args):
+    """--dump-batches FILE (gpt family): twin/lm_run.py dump_batches."""
+    info = {"schema": SCHEMA, "ok": True}
+    recipe, _, device = _setup(args, info)
+    if not is_lm(recipe):
+        raise TwinError("--dump-batches applies to the gpt family; image recipes have "
+                        "--dump-augmented FILE")
+    from .lm_run import dump_batches as dump_lm_batches
+    return dump_lm_batches(args, info, recipe, device)
+
+
 def run(args, result):
     recipe, torch, device = _setup(args, result)
+    if is_lm(recipe):
+        from .lm_run import run_lm
+        return run_lm(args, result, recipe, device)
     from .checkpoint import load_checkpoint
     from .init import init_params_philox
     from .layers import build_model
