@@ -108,7 +108,7 @@ std::string one_line(const Error& e) {
 
 // ---- the shared file ----
 
-TEST_CASE("tinyshakespeare: 65-byte vocabulary, 1,003,854 / 111,540 split as prepare.py",
+TEST_CASE("tinyshakespeare: 65-byte vocabulary and the 1003854 / 111540 split of prepare.py",
           "[tinyshakespeare]") {
   const TokenCorpus& c = shakespeare();
   CHECK(c.name == "tinyshakespeare");
@@ -153,7 +153,7 @@ TEST_CASE("tinyshakespeare: decode(encode(x)) == x", "[tinyshakespeare]") {
   CHECK(decode(c, std::vector<int32_t>{18, -1, 65, 47}) == "F??i");
 }
 
-TEST_CASE("tinyshakespeare: the data file entry names the path, sha256 and URL",
+TEST_CASE("tinyshakespeare: the data file entry names the path and its sha256 and URL",
           "[tinyshakespeare]") {
   const DataFile f = tinyshakespeare_file();
   CHECK(f.relative_path == kRelative);
