@@ -3,7 +3,8 @@ shakespeare_char prepare.py).
 
   file        <dir>/tinyshakespeare/input.txt, for dir in --data-dir, $NOEIRA_DATA, the cache
               (data.data_dirs); sha256 pinned below (the 1,115,394-byte char-rnn copy)
-  vocabulary  the sorted set of the file's characters (bytes: the file is ASCII; 65 of them)
+  vocabulary  the sorted set of the file's bytes (= characters: the file is ASCII; 65), as
+              datasets/tinyshakespeare.cpp: one token per byte
   ids         index of a character in the vocabulary (the C++ keeps them as int32; the twin
               as int64, which torch's embedding wants -- same values)
   split       train = the first int(n * 0.9) tokens (n * 0.9 in double, truncated:
@@ -56,8 +57,6 @@ def load_corpus(name, data_dir):
                         "delete it and let noeira-bench download it again")
     data = np.frombuffer(raw, dtype=np.uint8)
     present = np.flatnonzero(np.bincount(data, minlength=256))   # sorted byte values
-    if present.size and int(present[-1]) >= 128:
-        raise TwinError(f"{path}: not ASCII (byte {int(present[-1])})")
     lut = np.full(256, -1, dtype=np.int64)
     lut[present] = np.arange(present.size, dtype=np.int64)
     ids = lut[data]
