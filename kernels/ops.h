@@ -152,6 +152,8 @@ class Ops {
   // ---- element at a time in torch's order of operations (kernels/common/math.h). ----
 
   // Adam / AdamW (h.decoupled); the 1-based step is counters->step + 1, read on the device.
+  // h.decay_mask (device, n floats of 0 or 1; null = all 1) scales the weight decay per
+  // element: AdamW's two groups (no decay on biases and LayerNorm weights).
   virtual void adam(float* p, const float* g, float* m, float* v, int64_t n,
                     const AdamHyper& h, const StepCounters* counters) = 0;
   // SGD with momentum (torch's, dampening 0, Nesterov optional; kernels/common/math.h
@@ -243,6 +245,78 @@ class Ops {
   // eagerly, like the shuffle.
   virtual void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst,
                                  uint64_t seed, uint32_t epoch) = 0;
+
+  // ---- Sequences (language models): activations (B, T, C) row-major, rows = B * T. ----
+  // ---- Unless said otherwise the views of one op share one dtype, fp32 or bf16. ----
+
+  // Overwrites y (B*T, C) = wte[ids[i]] + wpe[i % T] for row i: token plus learned position
+  // embedding (fp32 tables; the sum in fp32, rounded once into y's dtype). ids int32 in [0, V).
+  virtual void embedding_forward(const int32_t* ids, const float* wte, const float* wpe, View y,
+                                 int64_t rows, int64_t T, int64_t C) = 0;
+  // Accumulates dwte (V, C) += for each token v the sum of dy's rows whose id is v, in row
+  // order, and dwpe (T, C) += for each position t the sum of dy's rows t, T + t, 2T + t, ...
+  // in that order (dwpe may be null). No atomics: the order is fixed by the ids alone (CUDA
+  // gathers each token's rows through a workspace: embedding_workspace_bytes).
+  virtual size_t embedding_workspace_bytes(int64_t rows, int64_t V) const {
+    (void)rows;
+    (void)V;
+    return 0;
+  }
+  virtual void embedding_backward(const int32_t* ids, ConstView dy, float* dwte, float* dwpe,
+                                  int64_t rows, int64_t T, int64_t C, int64_t V,
+                                  void* workspace) = 0;
+
+  // LayerNorm over the last dimension of x (N, C): overwrites y = (x - mean) * rstd * gamma
+  // + beta (beta may be null) with each row's mean and rstd = 1 / sqrt(biased var + eps),
+  // computed in fp32 from sums in double in column order, saved (N, fp32) for backward.
+  virtual void layernorm_forward(ConstView x, const float* gamma, const float* beta, View y,
+                                 float* mean, float* rstd, int64_t N, int64_t C, float eps) = 0;
+  // Overwrites dx (may be empty) and accumulates dgamma, dbeta (C; dbeta may be null): the
+  // column sums over rows in an order fixed by N (CPU: rows in order; CUDA: fixed row chunks
+  // through the workspace, added in chunk order).
+  virtual size_t layernorm_workspace_bytes(int64_t N, int64_t C) const {
+    (void)N;
+    (void)C;
+    return 0;
+  }
+  virtual void layernorm_backward(ConstView dy, ConstView x, const float* gamma,
+                                  const float* mean, const float* rstd, View dx, float* dgamma,
+                                  float* dbeta, int64_t N, int64_t C, void* workspace) = 0;
+
+  // Causal multi-head self-attention's core. qkv (B, T, 3C) holds q, k, v as consecutive
+  // blocks of C per row, each split into nh heads of hd = C / nh (nanoGPT's layout). Per head:
+  // att = softmax(q k^T / sqrt(hd) with future positions masked) in fp32, kept in att
+  // (B, nh, T, T, fp32; masked entries 0) for backward; out (B, T, C) = att v, heads
+  // concatenated. workspace: attention_workspace_bytes.
+  virtual size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
+                                           DType dtype) const {
+    (void)B;
+    (void)T;
+    (void)C;
+    (void)nh;
+    (void)dtype;
+    return 0;
+  }
+  virtual void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T,
+                                 int64_t C, int64_t nh, void* workspace) = 0;
+  // Overwrites dqkv (B, T, 3C) from dout (B, T, C), the forward's qkv and att.
+  virtual void attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
+                                  int64_t B, int64_t T, int64_t C, int64_t nh,
+                                  void* workspace) = 0;
+
+  // Global-norm gradient clipping as torch's clip_grad_norm_: each parameter's 2-norm (its
+  // squares summed in double, in element order on the CPU, in a fixed tree on CUDA), total =
+  // the 2-norm of those; then every gradient element is multiplied by
+  // min(1, max_norm / (total + 1e-6)) (in fp32, also when it is 1). g is the flat gradient
+  // arena; segments (device, n_segments + 1 offsets in floats) delimit the parameters.
+  // Writes the total into *norm (device fp32) for logging. workspace:
+  // clip_workspace_bytes(n_segments).
+  virtual size_t clip_workspace_bytes(int64_t n_segments) const {
+    (void)n_segments;
+    return 0;
+  }
+  virtual void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments,
+                              float max_norm, float* norm, void* workspace) = 0;
 
   // ---- Data ----
 

@@ -57,6 +57,9 @@ struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   bool decoupled = false;  // AdamW
   LrSchedule schedule;     // the rate of each step (kernels/common/schedule.h)
+  // Per element 0 or 1 (device memory, n floats), multiplying weight_decay: parameter
+  // groups (AdamW decays matrices only). Null: every element decays.
+  const float* decay_mask = nullptr;
 };
 
 struct AdamStepScalars {
@@ -92,6 +95,20 @@ template <bool kDecoupled, bool kL2>
 NOEIRA_HD void adam_update_mode(float& p, float g, float& m, float& v, const AdamStepScalars& s) {
   if constexpr (kDecoupled) p *= s.decay_factor;
   if constexpr (kL2) g += s.weight_decay * p;
+  m = m * s.beta1 + s.one_minus_beta1 * g;
+  v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
+  const float denom = sqrtf(v) / s.bias_corr2_sqrt + s.eps;
+  p += (-s.step_size * m) / denom;
+}
+
+// The same with a per-element weight-decay mask (AdamHyper::decay_mask, 0 or 1): an element
+// whose mask is 0 takes no decay at all (torch's parameter group with weight_decay 0), one
+// whose mask is nonzero exactly adam_update_mode's decay.
+template <bool kDecoupled, bool kL2>
+NOEIRA_HD void adam_update_masked(float& p, float g, float& m, float& v, float mask,
+                                  const AdamStepScalars& s) {
+  if constexpr (kDecoupled) p *= mask != 0.0f ? s.decay_factor : 1.0f;
+  if constexpr (kL2) g = mask != 0.0f ? g + s.weight_decay * p : g;
   m = m * s.beta1 + s.one_minus_beta1 * g;
   v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
   const float denom = sqrtf(v) / s.bias_corr2_sqrt + s.eps;

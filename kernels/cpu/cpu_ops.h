@@ -13,6 +13,8 @@
 //   cpu_pool.cpp         max and average pooling
 //   cpu_norm.cpp         BatchNorm2d
 //   cpu_image_misc.cpp   shortcut, dropout, augment_crop_flip
+//   cpu_sequence.cpp     embedding, LayerNorm, clip_grad_norm
+//   cpu_attention.cpp    causal self-attention (loops per batch and head)
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
 // its results with the thread count, so every oneDNN call runs single-threaded inside
@@ -85,6 +87,28 @@ class CpuOps final : public Ops {
                const StepCounters* counters) override;
   void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst, uint64_t seed,
                          uint32_t epoch) override;
+
+  void embedding_forward(const int32_t* ids, const float* wte, const float* wpe, View y,
+                         int64_t rows, int64_t T, int64_t C) override;
+  size_t embedding_workspace_bytes(int64_t rows, int64_t V) const override;
+  void embedding_backward(const int32_t* ids, ConstView dy, float* dwte, float* dwpe,
+                          int64_t rows, int64_t T, int64_t C, int64_t V,
+                          void* workspace) override;
+  void layernorm_forward(ConstView x, const float* gamma, const float* beta, View y,
+                         float* mean, float* rstd, int64_t N, int64_t C, float eps) override;
+  void layernorm_backward(ConstView dy, ConstView x, const float* gamma, const float* mean,
+                          const float* rstd, View dx, float* dgamma, float* dbeta, int64_t N,
+                          int64_t C, void* workspace) override;
+  size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
+                                   DType dtype) const override;
+  void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T, int64_t C,
+                         int64_t nh, void* workspace) override;
+  void attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
+                          int64_t B, int64_t T, int64_t C, int64_t nh,
+                          void* workspace) override;
+  size_t clip_workspace_bytes(int64_t n_segments) const override;
+  void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments, float max_norm,
+                      float* norm, void* workspace) override;
 
   void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
                    const StepCounters* counters, View dst) override;

@@ -10,10 +10,20 @@ void CpuOps::adam(float* p, const float* g, float* m, float* v, int64_t n, const
                   const StepCounters* counters) {
   const AdamStepScalars s = adam_step_scalars(h, counters->step + 1);
   // One loop per weight-decay mode: branch-free bodies that vectorise.
+  // A decay mask (AdamW's parameter groups) picks the masked update; null keeps the plain
+  // one, bit for bit.
+  const float* mask = h.decay_mask;
   auto run = [&](auto decoupled, auto l2) {
+    constexpr bool kDecoupled = decltype(decoupled)::value, kL2 = decltype(l2)::value;
+    if (mask != nullptr && (kDecoupled || kL2)) {
 #pragma omp parallel for simd num_threads(threads_) schedule(static)
-    for (int64_t i = 0; i < n; ++i)
-      adam_update_mode<decltype(decoupled)::value, decltype(l2)::value>(p[i], g[i], m[i], v[i], s);
+      for (int64_t i = 0; i < n; ++i)
+        adam_update_masked<kDecoupled, kL2>(p[i], g[i], m[i], v[i], mask[i], s);
+    } else {
+#pragma omp parallel for simd num_threads(threads_) schedule(static)
+      for (int64_t i = 0; i < n; ++i)
+        adam_update_mode<kDecoupled, kL2>(p[i], g[i], m[i], v[i], s);
+    }
   };
   if (s.decoupled)
     run(std::true_type{}, std::false_type{});

@@ -116,6 +116,32 @@ class CudaOps final : public Ops {
   void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst, uint64_t seed,
                          uint32_t epoch) override;
 
+  // cuda_sequence_ops.cpp: the sequence ops (sequence_kernels.h: orders, workspaces).
+  // Attention runs its per-head products as strided-batched cuBLASLt GEMMs over fp32
+  // (B, nh, T, hd) copies of q, k, v in the workspace (bf16 storage is widened there, so
+  // every product is an fp32 GEMM: TF32 when the switch is on, like gemm's fp32 path).
+  void embedding_forward(const int32_t* ids, const float* wte, const float* wpe, View y,
+                         int64_t rows, int64_t T, int64_t C) override;
+  size_t embedding_workspace_bytes(int64_t rows, int64_t V) const override;
+  void embedding_backward(const int32_t* ids, ConstView dy, float* dwte, float* dwpe,
+                          int64_t rows, int64_t T, int64_t C, int64_t V,
+                          void* workspace) override;
+  void layernorm_forward(ConstView x, const float* gamma, const float* beta, View y, float* mean,
+                         float* rstd, int64_t N, int64_t C, float eps) override;
+  size_t layernorm_workspace_bytes(int64_t N, int64_t C) const override;
+  void layernorm_backward(ConstView dy, ConstView x, const float* gamma, const float* mean,
+                          const float* rstd, View dx, float* dgamma, float* dbeta, int64_t N,
+                          int64_t C, void* workspace) override;
+  size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
+                                   DType dtype) const override;
+  void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T, int64_t C,
+                         int64_t nh, void* workspace) override;
+  void attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv, int64_t B,
+                          int64_t T, int64_t C, int64_t nh, void* workspace) override;
+  size_t clip_workspace_bytes(int64_t n_segments) const override;
+  void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments, float max_norm,
+                      float* norm, void* workspace) override;
+
   // cuda_ops.cpp: set-up, workspaces, memory, copies, synchronisation, timers.
   // bias_grad's per-chunk partials (kernels/common/column_sum.h), from the caller's plan.
   size_t reduction_workspace_bytes() const override;

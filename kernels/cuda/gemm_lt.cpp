@@ -17,6 +17,17 @@ uint32_t alignment_of(const void* p) {
   return align;
 }
 
+// A batched operand's alignment: every matrix of the batch starts at p + i * stride
+// elements, so the stride in bytes bounds it too.
+uint32_t batched_alignment(const void* p, int64_t batch, int64_t stride, size_t elem_bytes) {
+  uint32_t align = alignment_of(p);
+  if (batch > 1) {
+    const uint64_t bytes = static_cast<uint64_t>(stride) * elem_bytes;
+    while (align > 1 && bytes % align != 0) align >>= 1;
+  }
+  return align;
+}
+
 bool uses_bias(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
          e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -43,8 +54,9 @@ const char* epilogue_name(cublasLtEpilogue_t e) {
 }
 
 std::string describe(const GemmCall& c) {
-  return std::string(c.ab_type == CUDA_R_16BF ? "bf16 " : "") + "gemm " + std::to_string(c.M) +
-         "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
+  return std::string(c.ab_type == CUDA_R_16BF ? "bf16 " : "") +
+         (c.batch > 1 ? std::to_string(c.batch) + " x " : std::string()) + "gemm " +
+         std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
          ", lda " + std::to_string(c.lda) + ", ldb " + std::to_string(c.ldb) + ", ldc " +
          std::to_string(c.ldc) + ", epilogue " + epilogue_name(c.epilogue) + " (" +
          std::to_string(static_cast<int>(c.epilogue)) + "))";
@@ -139,6 +151,18 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
   NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_a, c.ab_type, a_rows, a_cols, c.ldb));
   NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_b, c.ab_type, b_rows, b_cols, c.lda));
   NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_c, CUDA_R_32F, c.N, c.M, c.ldc));
+  if (c.batch > 1) {  // strided batch; the operands swapped as above
+    const int32_t count = static_cast<int32_t>(c.batch);
+    const cublasLtMatrixLayout_t layouts[3] = {plan.layout_a, plan.layout_b, plan.layout_c};
+    const int64_t strides[3] = {c.stride_b, c.stride_a, c.stride_c};
+    for (int i = 0; i < 3; ++i) {
+      NOEIRA_LT_CALL(cublasLtMatrixLayoutSetAttribute(
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      NOEIRA_LT_CALL(cublasLtMatrixLayoutSetAttribute(
+          layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+          sizeof strides[i]));
+    }
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   NOEIRA_LT_CALL(cublasLtMatmulPreferenceCreate(&pref));
@@ -193,13 +217,27 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
 }
 
 GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string* error) {
-  const Key key{c.trans_a,         c.trans_b,         c.M,
-                c.N,               c.K,               c.lda,
-                c.ldb,             c.ldc,             static_cast<uint32_t>(c.epilogue),
+  const size_t ab_bytes = c.ab_type == CUDA_R_16BF ? 2 : 4;
+  const int64_t batch = c.batch > 1 ? c.batch : 1;
+  const Key key{c.trans_a,
+                c.trans_b,
+                c.M,
+                c.N,
+                c.K,
+                c.lda,
+                c.ldb,
+                c.ldc,
+                static_cast<uint32_t>(c.epilogue),
                 static_cast<uint32_t>(c.ab_type),
-                alignment_of(c.A), alignment_of(c.B), alignment_of(c.C),
+                batched_alignment(c.A, batch, c.stride_a, ab_bytes),
+                batched_alignment(c.B, batch, c.stride_b, ab_bytes),
+                batched_alignment(c.C, batch, c.stride_c, sizeof(float)),
                 alignment_of(uses_bias(c.epilogue) ? c.bias : nullptr),
-                alignment_of(uses_aux(c.epilogue) ? c.aux : nullptr)};
+                alignment_of(uses_aux(c.epilogue) ? c.aux : nullptr),
+                batch,
+                batch > 1 ? c.stride_a : 0,
+                batch > 1 ? c.stride_b : 0,
+                batch > 1 ? c.stride_c : 0};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     auto plan = std::make_unique<Plan>();

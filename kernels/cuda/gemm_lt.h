@@ -45,6 +45,11 @@ struct GemmCall {
   const float* bias = nullptr;  // (N), BIAS epilogues
   float* aux = nullptr;         // (M, N) row stride N: GELU input, GELU_AUX epilogues
   cudaDataType_t ab_type = CUDA_R_32F;  // CUDA_R_32F or CUDA_R_16BF
+  // Strided batch (attention's per-head products): `batch` independent matmuls, the i-th
+  // on A + i stride_a, B + i stride_b, C + i stride_c (strides in elements). batch 1
+  // ignores the strides (and leaves the layouts as they were).
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
 // "GELU_AUX_BIAS", ...: the epilogue's name for messages.
@@ -84,6 +89,7 @@ class GemmLt {
     uint32_t epilogue;
     uint32_t ab_type;
     uint32_t align_a, align_b, align_c, align_bias, align_aux;
+    int64_t batch, stride_a, stride_b, stride_c;
     auto operator<=>(const Key&) const = default;
   };
   struct Plan {

@@ -45,11 +45,13 @@ TEST_CASE("Augmenter: our crops and flips equal the twin's, byte for byte", "[co
 
   TempDir dir;
   const auto dump = dir / "aug.f32";
-  const CommandResult res = run_shell(
-      "'" + find_python_with_torch("").python + "' '" + twin_script().string() + "' --recipe '" + r.path.string() + "' --dataset cifar10-subset" +
-      " --data-dir '" + data_dir() + "' --device cpu --seed " + std::to_string(seed) +
-      " --dump-augmented '" + dump.string() + "' --dump-epoch " + std::to_string(epoch) +
-      " --dump-count " + std::to_string(n));
+  std::string cmd = "'";  // built up piecewise: g++ 12 misreports "'" + s (-Wrestrict)
+  cmd += find_python_with_torch("").python;
+  cmd += "' '" + twin_script().string() + "' --recipe '" + r.path.string() + "'";
+  cmd += " --dataset cifar10-subset --data-dir '" + data_dir() + "' --device cpu";
+  cmd += " --seed " + std::to_string(seed) + " --dump-augmented '" + dump.string() + "'";
+  cmd += " --dump-epoch " + std::to_string(epoch) + " --dump-count " + std::to_string(n);
+  const CommandResult res = run_shell(cmd);
   INFO(res.output);
   REQUIRE(res.exit_code == 0);
   const std::vector<char> theirs = file_bytes(dump);

@@ -1,0 +1,180 @@
+// Token + position embedding (sequence_kernels.h; contracts in kernels/ops.h). The
+// backward gathers each token's rows instead of scattering with atomics: a stable radix
+// sort of (id, row) pairs groups them, in row order, and one block per token sums them.
+//
+// Workspace (planned by the caller, each part 256-byte aligned after aligning the base):
+// keys_in (rows i32) | keys_out (rows i32) | rows_in (rows i32) | rows_out (rows i32) |
+// cub's temporary storage.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <climits>
+#include <cmath>
+
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/sequence_kernels.h"
+#include "kernels/dispatch.h"
+
+namespace noeira::cuda {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+template <class T>
+__global__ void embedding_forward_kernel(const int32_t* ids, const float* wte, const float* wpe,
+                                         T* y, int64_t rows, int64_t T_, int64_t C) {
+  const int64_t n = rows * C;
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const int64_t r = i / C, c = i - r * C;
+    const int32_t id = ids[r];
+    const float v = id >= 0 ? wte[static_cast<int64_t>(id) * C + c] + wpe[(r % T_) * C + c]
+                            : NAN;  // a bad id: NaN, never a stray read
+    store_f32(y[i], v);
+  }
+}
+
+// keys = id (V for an id outside [0, V): sorted last, skipped), values = row.
+__global__ void embedding_keys_kernel(const int32_t* ids, int64_t rows, int64_t V,
+                                      int32_t* keys, int32_t* values) {
+  for (int64_t i = global_thread(); i < rows; i += grid_stride()) {
+    const int32_t id = ids[i];
+    keys[i] = id >= 0 && id < V ? id : static_cast<int32_t>(V);
+    values[i] = static_cast<int32_t>(i);
+  }
+}
+
+constexpr int kEmbCols = 256;  // columns per block of the token sums
+
+// Block (p, tile): when sorted position p starts a token's run (p == 0 or a new key), sums
+// dy rows order[p], order[p + 1], ... of that token (row order, the sort being stable) for
+// the tile's columns, fp32 from 0.0f, and adds the sum to dwte once. Other blocks exit.
+template <class T>
+__global__ void embedding_token_sums_kernel(const int32_t* keys, const int32_t* order,
+                                            const T* dy, float* dwte, int64_t rows, int64_t C,
+                                            int64_t V) {
+  for (int64_t p = blockIdx.x; p < rows; p += gridDim.x) {
+    const int32_t v = keys[p];
+    if (v >= V || (p > 0 && keys[p - 1] == v)) continue;  // not a run start (or a bad id)
+    for (int64_t c = static_cast<int64_t>(blockIdx.y) * kEmbCols + threadIdx.x; c < C;
+         c += static_cast<int64_t>(gridDim.y) * kEmbCols) {
+      float s = 0.0f;
+      for (int64_t q = p; q < rows && keys[q] == v; ++q)
+        s += load_f32(dy[static_cast<int64_t>(order[q]) * C + c]);
+      dwte[static_cast<int64_t>(v) * C + c] += s;
+    }
+  }
+}
+
+// dwpe[t, c] += sum over b in order of dy[(b T + t), c], fp32 from 0.0f.
+template <class T>
+__global__ void embedding_position_sums_kernel(const T* dy, float* dwpe, int64_t rows,
+                                               int64_t T_, int64_t C) {
+  const int64_t n = T_ * C;
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const int64_t t = i / C, c = i - t * C;
+    float s = 0.0f;
+    for (int64_t r = t; r < rows; r += T_) s += load_f32(dy[r * C + c]);
+    dwpe[i] += s;
+  }
+}
+
+// cub's temporary storage for `rows` (int32, int32) pairs (a size query: nothing runs).
+cudaError_t cub_temp_bytes(int64_t rows, size_t* bytes) {
+  *bytes = 0;
+  return cub::DeviceRadixSort::SortPairs(nullptr, *bytes, static_cast<const int32_t*>(nullptr),
+                                         static_cast<int32_t*>(nullptr),
+                                         static_cast<const int32_t*>(nullptr),
+                                         static_cast<int32_t*>(nullptr), static_cast<int>(rows));
+}
+
+struct EmbLayout {
+  int32_t *keys_in, *keys_out, *rows_in, *rows_out;
+  void* temp;
+};
+
+EmbLayout emb_layout(void* workspace, int64_t rows) {
+  auto base = reinterpret_cast<uintptr_t>(workspace);
+  base = (base + kAlign - 1) / kAlign * kAlign;
+  const size_t part = align_up(static_cast<size_t>(rows) * sizeof(int32_t));
+  EmbLayout l;
+  l.keys_in = reinterpret_cast<int32_t*>(base);
+  l.keys_out = reinterpret_cast<int32_t*>(base + part);
+  l.rows_in = reinterpret_cast<int32_t*>(base + 2 * part);
+  l.rows_out = reinterpret_cast<int32_t*>(base + 3 * part);
+  l.temp = reinterpret_cast<void*>(base + 4 * part);
+  return l;
+}
+
+// Bits that hold every key 0 .. V.
+int key_bits(int64_t V) {
+  int bits = 1;
+  while (bits < 31 && (int64_t{1} << bits) <= V) ++bits;
+  return bits;
+}
+
+}  // namespace
+
+cudaError_t launch_embedding_forward(cudaStream_t stream, const int32_t* ids, const float* wte,
+                                     const float* wpe, View y, int64_t rows, int64_t T,
+                                     int64_t C) {
+  const char* op = "embedding_forward";
+  expect_elems(op, rows * C, {y});
+  if (rows * C == 0) return cudaSuccess;
+  if (T <= 0) return cudaErrorInvalidValue;
+  return dispatch_float(op, {y}, [&](auto storage) {
+    using S = typename decltype(storage)::type;
+    embedding_forward_kernel<<<grid_for(rows * C), kBlock, 0, stream>>>(ids, wte, wpe,
+                                                                        y.as<S>(), rows, T, C);
+    return cudaGetLastError();
+  });
+}
+
+size_t embedding_workspace_bytes(int64_t rows, int64_t V) {
+  if (rows <= 0 || rows > INT_MAX || V < 0 || V >= INT_MAX) return 0;
+  size_t temp = 0;
+  if (cub_temp_bytes(rows, &temp) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query must not be blamed on a later op
+    return 0;
+  }
+  return kAlign + 4 * align_up(static_cast<size_t>(rows) * sizeof(int32_t)) + align_up(temp);
+}
+
+cudaError_t launch_embedding_backward(cudaStream_t stream, const int32_t* ids, ConstView dy,
+                                      float* dwte, float* dwpe, int64_t rows, int64_t T,
+                                      int64_t C, int64_t V, void* workspace) {
+  const char* op = "embedding_backward";
+  expect_elems(op, rows * C, {dy});
+  if (rows * C == 0) return cudaSuccess;
+  if (T <= 0 || rows > INT_MAX || V < 0 || V >= INT_MAX || !workspace)
+    return cudaErrorInvalidValue;
+  size_t temp = 0;
+  if (const cudaError_t e = cub_temp_bytes(rows, &temp); e != cudaSuccess) return e;
+  const EmbLayout l = emb_layout(workspace, rows);
+  return dispatch_float(op, {dy}, [&](auto storage) {
+    using S = typename decltype(storage)::type;
+    if (dwte) {
+      embedding_keys_kernel<<<grid_for(rows), kBlock, 0, stream>>>(ids, rows, V, l.keys_in,
+                                                                   l.rows_in);
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+      if (const cudaError_t e = cub::DeviceRadixSort::SortPairs(
+              l.temp, temp, l.keys_in, l.keys_out, l.rows_in, l.rows_out,
+              static_cast<int>(rows), 0, key_bits(V), stream);
+          e != cudaSuccess)
+        return e;
+      const int64_t tiles = (C + kEmbCols - 1) / kEmbCols;
+      const dim3 grid(static_cast<unsigned>(rows),  // rows <= INT_MAX < 2^31 - 1 blocks
+                      static_cast<unsigned>(tiles < 65535 ? tiles : 65535));
+      embedding_token_sums_kernel<<<grid, kEmbCols, 0, stream>>>(
+          l.keys_out, l.rows_out, dy.as<S>(), dwte, rows, C, V);
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
+    if (dwpe) {
+      embedding_position_sums_kernel<<<grid_for(T * C), kBlock, 0, stream>>>(dy.as<S>(), dwpe, rows,
+                                                                         T, C);
+    }
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace noeira::cuda

@@ -1,0 +1,432 @@
+// CpuOps' sequence ops (embedding, LayerNorm, attention, clip_grad_norm) and Adam's weight
+// decay mask against naive double-precision loops, bf16 storage against fp32, and 1 vs 2
+// threads bit for bit.
+#include <algorithm>
+#include <utility>
+
+#include "kernels/common/math.h"
+#include "tests/support/image_reference.h"
+
+using namespace noeira;
+using namespace noeira::test::image_ref;
+
+namespace {
+
+using Dvec = std::vector<double>;
+
+// ---- Embedding ----
+
+struct EmbOut {
+  Vec y, dwte, dwpe;
+};
+
+template <class T>
+EmbOut run_embedding(int threads, const std::vector<int32_t>& ids, const Vec& wte, const Vec& wpe,
+                     const Vec& dy, int64_t T_, int64_t C, int64_t V, bool with_dwpe) {
+  CpuOps ops(threads);
+  const int64_t rows = static_cast<int64_t>(ids.size());
+  std::vector<T> y(static_cast<size_t>(rows * C));
+  ops.embedding_forward(ids.data(), wte.data(), wpe.data(), View(y.data(), rows * C), rows, T_,
+                        C);
+  std::vector<T> dyt(dy.size());
+  for (size_t i = 0; i < dy.size(); ++i) store_f32(dyt[i], dy[i]);
+  EmbOut o;
+  o.dwte = random_vec(V * C, 5);  // accumulated into
+  o.dwpe = random_vec(T_ * C, 6);
+  std::vector<char> ws(ops.embedding_workspace_bytes(rows, V));
+  ops.embedding_backward(ids.data(), ConstView(dyt.data(), rows * C), o.dwte.data(),
+                         with_dwpe ? o.dwpe.data() : nullptr, rows, T_, C, V, ws.data());
+  for (const T& v : y) o.y.push_back(load_f32(v));
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("embedding: token plus position forward; backward sums repeated ids in row order",
+          "[seq-ops]") {
+  const int64_t B = 3, T_ = 4, C = 7, V = 6, rows = B * T_;
+  const std::vector<int32_t> ids = {2, 0, 2, 5, 5, 5, 1, 2, 0, 2, 2, 5};  // 3, 4 unused
+  const Vec wte = random_vec(V * C, 1), wpe = random_vec(T_ * C, 2), dy = random_vec(rows * C, 3);
+  const EmbOut o = run_embedding<float>(2, ids, wte, wpe, dy, T_, C, V, true);
+  Vec y_ref(static_cast<size_t>(rows * C));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < C; ++c)
+      y_ref[i * C + c] = wte[ids[i] * C + c] + wpe[(i % T_) * C + c];
+  CHECK(same_bits(o.y, y_ref));
+  // Backward: the contract's order in fp32 (bit for bit) and a double reference.
+  Vec dwte_ref = random_vec(V * C, 5), dwpe_ref = random_vec(T_ * C, 6);
+  const Vec dwte0 = dwte_ref, dwpe0 = dwpe_ref;
+  Dvec dwte_d(dwte0.begin(), dwte0.end());
+  for (int64_t v = 0; v < V; ++v)
+    for (int64_t c = 0; c < C; ++c) {
+      float s = 0.0f;
+      for (int64_t i = 0; i < rows; ++i)
+        if (ids[i] == v) s += dy[i * C + c], dwte_d[v * C + c] += dy[i * C + c];
+      dwte_ref[v * C + c] += s;
+    }
+  for (int64_t t = 0; t < T_; ++t)
+    for (int64_t c = 0; c < C; ++c) {
+      float s = 0.0f;
+      for (int64_t b = 0; b < B; ++b) s += dy[(b * T_ + t) * C + c];
+      dwpe_ref[t * C + c] += s;
+    }
+  CHECK(same_bits(o.dwte, dwte_ref));
+  CHECK(same_bits(o.dwpe, dwpe_ref));
+  CHECK(rel_error(o.dwte, dwte_d) < 1e-6);
+  // Unused tokens untouched; dwpe may be null.
+  for (int64_t c = 0; c < C; ++c) CHECK(o.dwte[3 * C + c] == dwte0[3 * C + c]);
+  const EmbOut no_pos = run_embedding<float>(2, ids, wte, wpe, dy, T_, C, V, false);
+  CHECK(same_bits(no_pos.dwte, dwte_ref));
+  CHECK(same_bits(no_pos.dwpe, dwpe0));
+  // 1 vs 2 threads; bf16: y rounded once, dy read as its bf16 values.
+  const EmbOut one = run_embedding<float>(1, ids, wte, wpe, dy, T_, C, V, true);
+  CHECK(same_bits(one.y, o.y));
+  CHECK(same_bits(one.dwte, o.dwte));
+  CHECK(same_bits(one.dwpe, o.dwpe));
+  const EmbOut bf = run_embedding<bf16_t>(2, ids, wte, wpe, dy, T_, C, V, true);
+  const EmbOut f_rounded = run_embedding<float>(2, ids, wte, wpe, rounded(dy), T_, C, V, true);
+  CHECK(same_bits(bf.y, rounded(o.y)));
+  CHECK(same_bits(bf.dwte, f_rounded.dwte));
+  CHECK(same_bits(bf.dwpe, f_rounded.dwpe));
+  const EmbOut bf1 = run_embedding<bf16_t>(1, ids, wte, wpe, dy, T_, C, V, true);
+  CHECK(same_bits(bf1.dwte, bf.dwte));
+}
+
+// ---- LayerNorm ----
+
+namespace {
+
+struct LnOut {
+  Vec y, mean, rstd, dx, dgamma, dbeta;
+};
+
+template <class T>
+LnOut run_layernorm(int threads, const Vec& x, const Vec& gamma, const Vec* beta, const Vec& dy,
+                    int64_t N, int64_t C, bool want_dx) {
+  CpuOps ops(threads);
+  auto cast = [](const Vec& v) {
+    std::vector<T> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) store_f32(out[i], v[i]);
+    return out;
+  };
+  const std::vector<T> xt = cast(x), dyt = cast(dy);
+  std::vector<T> y(x.size()), dx(x.size());
+  LnOut o;
+  o.mean.assign(static_cast<size_t>(N), 0.0f);
+  o.rstd.assign(static_cast<size_t>(N), 0.0f);
+  o.dgamma = random_vec(C, 11);
+  o.dbeta = random_vec(C, 12);
+  ops.layernorm_forward(ConstView(xt.data(), N * C), gamma.data(),
+                        beta ? beta->data() : nullptr, View(y.data(), N * C), o.mean.data(),
+                        o.rstd.data(), N, C, 1e-5f);
+  std::vector<char> ws(ops.layernorm_workspace_bytes(N, C));
+  ops.layernorm_backward(ConstView(dyt.data(), N * C), ConstView(xt.data(), N * C), gamma.data(),
+                         o.mean.data(), o.rstd.data(),
+                         want_dx ? View(dx.data(), N * C) : View(), o.dgamma.data(),
+                         beta ? o.dbeta.data() : nullptr, N, C, ws.data());
+  for (const T& v : y) o.y.push_back(load_f32(v));
+  if (want_dx)
+    for (const T& v : dx) o.dx.push_back(load_f32(v));
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("layernorm: forward and backward against double; no beta; no dx; bf16; threads",
+          "[seq-ops]") {
+  // C = 100: two column blocks of the parameter gradients, the second partial.
+  for (const auto& [N, C] : {std::pair<int64_t, int64_t>{7, 37}, {5, 100}})
+  for (bool with_beta : {true, false}) {
+    INFO("N " << N << " C " << C << " beta " << with_beta);
+    const Vec x = random_vec(N * C, 21, -2.0f, 3.0f), gamma = random_vec(C, 22, 0.5f, 1.5f),
+              beta = random_vec(C, 23), dy = random_vec(N * C, 24);
+    const LnOut o = run_layernorm<float>(2, x, gamma, with_beta ? &beta : nullptr, dy, N, C, true);
+    Dvec y_ref(x.size()), dx_ref(x.size());
+    const Vec dg0 = random_vec(C, 11), db0 = random_vec(C, 12);  // run_layernorm's start
+    Dvec dg_ref(dg0.begin(), dg0.end()), db_ref(db0.begin(), db0.end());
+    for (int64_t r = 0; r < N; ++r) {
+      double mean = 0.0, var = 0.0;
+      for (int64_t c = 0; c < C; ++c) mean += x[r * C + c];
+      mean /= C;
+      for (int64_t c = 0; c < C; ++c) var += (x[r * C + c] - mean) * (x[r * C + c] - mean);
+      var /= C;
+      const double rstd = 1.0 / std::sqrt(var + 1e-5);
+      CHECK(o.mean[r] == Approx(mean).margin(1e-6));
+      CHECK(o.rstd[r] == Approx(rstd).epsilon(1e-6));
+      double mg = 0.0, mgx = 0.0;
+      for (int64_t c = 0; c < C; ++c) {
+        const double xh = (x[r * C + c] - mean) * rstd;
+        y_ref[r * C + c] = xh * gamma[c] + (with_beta ? beta[c] : 0.0);
+        mg += dy[r * C + c] * gamma[c];
+        mgx += dy[r * C + c] * gamma[c] * xh;
+        dg_ref[c] += dy[r * C + c] * xh;
+        db_ref[c] += dy[r * C + c];
+      }
+      mg /= C, mgx /= C;
+      for (int64_t c = 0; c < C; ++c) {
+        const double xh = (x[r * C + c] - mean) * rstd;
+        dx_ref[r * C + c] = rstd * (dy[r * C + c] * gamma[c] - mg - xh * mgx);
+      }
+    }
+    CHECK(rel_error(o.y, y_ref) < 1e-6);
+    CHECK(rel_error(o.dx, dx_ref) < 1e-5);
+    CHECK(rel_error(o.dgamma, dg_ref) < 1e-6);
+    if (with_beta)
+      CHECK(rel_error(o.dbeta, db_ref) < 1e-6);
+    else
+      CHECK(same_bits(o.dbeta, random_vec(C, 12)));  // untouched
+    // dx empty: the parameter gradients alone, the same bits.
+    const LnOut nodx =
+        run_layernorm<float>(2, x, gamma, with_beta ? &beta : nullptr, dy, N, C, false);
+    CHECK(same_bits(nodx.dgamma, o.dgamma));
+    CHECK(same_bits(nodx.dbeta, o.dbeta));
+    // 1 vs 2 threads.
+    const LnOut one = run_layernorm<float>(1, x, gamma, with_beta ? &beta : nullptr, dy, N, C, true);
+    CHECK(same_bits(one.y, o.y));
+    CHECK(same_bits(one.dx, o.dx));
+    CHECK(same_bits(one.dgamma, o.dgamma));
+    CHECK(same_bits(one.dbeta, o.dbeta));
+    // bf16 storage: close to fp32; threads bit for bit.
+    const LnOut bf = run_layernorm<bf16_t>(2, x, gamma, with_beta ? &beta : nullptr, dy, N, C, true);
+    CHECK(rel_error(bf.y, o.y) < 1e-2);
+    CHECK(rel_error(bf.dx, o.dx) < 2e-2);
+    CHECK(rel_error(bf.dgamma, o.dgamma) < 1e-2);
+    const LnOut bf1 =
+        run_layernorm<bf16_t>(1, x, gamma, with_beta ? &beta : nullptr, dy, N, C, true);
+    CHECK(same_bits(bf1.y, bf.y));
+    CHECK(same_bits(bf1.dx, bf.dx));
+    CHECK(same_bits(bf1.dgamma, bf.dgamma));
+  }
+}
+
+// ---- Attention ----
+
+namespace {
+
+struct AttRef {
+  Dvec out, att, dqkv;
+};
+
+// Double-precision causal attention on qkv (B, T, 3C); backward from dout when given.
+AttRef attention_ref(const Dvec& qkv, const Dvec* dout, int64_t B, int64_t T, int64_t C,
+                     int64_t nh) {
+  const int64_t hd = C / nh;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  AttRef r;
+  r.out.assign(static_cast<size_t>(B * T * C), 0.0);
+  r.att.assign(static_cast<size_t>(B * nh * T * T), 0.0);
+  r.dqkv.assign(qkv.size(), 0.0);
+  auto at = [&](int64_t b, int64_t t, int which, int64_t h, int64_t d) {
+    return static_cast<size_t>((b * T + t) * 3 * C + which * C + h * hd + d);
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h) {
+      double* att = r.att.data() + (b * nh + h) * T * T;
+      for (int64_t i = 0; i < T; ++i) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j <= i; ++j) {
+          double s = 0.0;
+          for (int64_t d = 0; d < hd; ++d) s += qkv[at(b, i, 0, h, d)] * qkv[at(b, j, 1, h, d)];
+          att[i * T + j] = s * scale;
+          mx = std::max(mx, s * scale);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j <= i; ++j) sum += att[i * T + j] = std::exp(att[i * T + j] - mx);
+        for (int64_t j = 0; j <= i; ++j) att[i * T + j] /= sum;
+        for (int64_t j = 0; j <= i; ++j)
+          for (int64_t d = 0; d < hd; ++d)
+            r.out[(b * T + i) * C + h * hd + d] += att[i * T + j] * qkv[at(b, j, 2, h, d)];
+      }
+      if (dout == nullptr) continue;
+      for (int64_t i = 0; i < T; ++i) {
+        Dvec datt(static_cast<size_t>(T), 0.0);
+        double rs = 0.0;
+        for (int64_t j = 0; j <= i; ++j) {
+          for (int64_t d = 0; d < hd; ++d)
+            datt[j] += (*dout)[(b * T + i) * C + h * hd + d] * qkv[at(b, j, 2, h, d)];
+          rs += datt[j] * att[i * T + j];
+        }
+        for (int64_t j = 0; j <= i; ++j) {
+          const double ds = att[i * T + j] * (datt[j] - rs) * scale;
+          for (int64_t d = 0; d < hd; ++d) {
+            r.dqkv[at(b, i, 0, h, d)] += ds * qkv[at(b, j, 1, h, d)];
+            r.dqkv[at(b, j, 1, h, d)] += ds * qkv[at(b, i, 0, h, d)];
+            r.dqkv[at(b, j, 2, h, d)] += att[i * T + j] * (*dout)[(b * T + i) * C + h * hd + d];
+          }
+        }
+      }
+    }
+  return r;
+}
+
+struct AttOut {
+  Vec out, att, dqkv;
+};
+
+template <class T>
+AttOut run_attention(int threads, const Vec& qkv, const Vec& dout, int64_t B, int64_t T_,
+                     int64_t C, int64_t nh) {
+  CpuOps ops(threads);
+  std::vector<T> q(qkv.size()), go(dout.size()), out(dout.size()), dq(qkv.size());
+  for (size_t i = 0; i < qkv.size(); ++i) store_f32(q[i], qkv[i]);
+  for (size_t i = 0; i < dout.size(); ++i) store_f32(go[i], dout[i]);
+  AttOut o;
+  o.att.assign(static_cast<size_t>(B * nh * T_ * T_), -1.0f);
+  std::vector<char> ws(ops.attention_workspace_bytes(B, T_, C, nh, DTypeOf<T>::value));
+  const int64_t n3 = B * T_ * 3 * C, n = B * T_ * C;
+  ops.attention_forward(ConstView(q.data(), n3), View(out.data(), n), o.att.data(), B, T_, C, nh,
+                        ws.data());
+  ops.attention_backward(ConstView(go.data(), n), ConstView(q.data(), n3), o.att.data(),
+                         View(dq.data(), n3), B, T_, C, nh, ws.data());
+  for (const T& v : out) o.out.push_back(load_f32(v));
+  for (const T& v : dq) o.dqkv.push_back(load_f32(v));
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("attention: causal softmax forward and backward against double; bf16; threads",
+          "[seq-ops]") {
+  const int64_t B = 2, T_ = 5, C = 12, nh = 3;
+  const Vec qkv = random_vec(B * T_ * 3 * C, 31, -2.0f, 2.0f), dout = random_vec(B * T_ * C, 32);
+  const AttOut o = run_attention<float>(2, qkv, dout, B, T_, C, nh);
+  const Dvec dout_d(dout.begin(), dout.end());
+  const AttRef ref = attention_ref(Dvec(qkv.begin(), qkv.end()), &dout_d, B, T_, C, nh);
+  CHECK(rel_error(o.out, ref.out) < 1e-6);
+  CHECK(rel_error(o.att, ref.att) < 1e-6);
+  CHECK(rel_error(o.dqkv, ref.dqkv) < 1e-5);
+  for (int64_t bh = 0; bh < B * nh; ++bh)
+    for (int64_t i = 0; i < T_; ++i)
+      for (int64_t j = i + 1; j < T_; ++j) CHECK(o.att[(bh * T_ + i) * T_ + j] == 0.0f);
+
+  // Causality: a change to token 3's q, k, v leaves the outputs of tokens 0..2 unchanged.
+  Vec changed = qkv;
+  for (int64_t k = 0; k < 3 * C; ++k) changed[(0 * T_ + 3) * 3 * C + k] += 0.5f;
+  const AttOut c = run_attention<float>(2, changed, dout, B, T_, C, nh);
+  CHECK(std::equal(c.out.begin(), c.out.begin() + 3 * C, o.out.begin()));
+  CHECK_FALSE(std::equal(c.out.begin() + 3 * C, c.out.begin() + 4 * C, o.out.begin() + 3 * C));
+  CHECK(std::equal(c.out.begin() + T_ * C, c.out.end(), o.out.begin() + T_ * C));  // batch 1
+
+  // 1 vs 2 threads, fp32 and bf16; bf16 close to fp32 on the rounded inputs.
+  const AttOut one = run_attention<float>(1, qkv, dout, B, T_, C, nh);
+  CHECK(same_bits(one.out, o.out));
+  CHECK(same_bits(one.att, o.att));
+  CHECK(same_bits(one.dqkv, o.dqkv));
+  const AttOut bf = run_attention<bf16_t>(2, qkv, dout, B, T_, C, nh);
+  const AttOut fr = run_attention<float>(2, rounded(qkv), rounded(dout), B, T_, C, nh);
+  CHECK(same_bits(bf.out, rounded(fr.out)));  // fp32 math, rounded once on store
+  CHECK(same_bits(bf.att, fr.att));
+  CHECK(same_bits(bf.dqkv, rounded(fr.dqkv)));
+  CHECK(rel_error(bf.dqkv, o.dqkv) < 2e-2);
+  const AttOut bf1 = run_attention<bf16_t>(1, qkv, dout, B, T_, C, nh);
+  CHECK(same_bits(bf1.out, bf.out));
+  CHECK(same_bits(bf1.dqkv, bf.dqkv));
+}
+
+TEST_CASE("attention: backward matches finite differences of a scalar loss", "[seq-ops]") {
+  const int64_t B = 1, T_ = 3, C = 4, nh = 2;
+  const Vec qkv = random_vec(B * T_ * 3 * C, 41), w = random_vec(B * T_ * C, 42);
+  // loss = sum(out * w): dout = w.
+  const AttOut o = run_attention<float>(1, qkv, w, B, T_, C, nh);
+  auto loss = [&](const Dvec& x) {
+    const AttRef r = attention_ref(x, nullptr, B, T_, C, nh);
+    double s = 0.0;
+    for (size_t i = 0; i < r.out.size(); ++i) s += r.out[i] * w[i];
+    return s;
+  };
+  const Dvec x0(qkv.begin(), qkv.end());
+  Dvec fd(x0.size());
+  for (size_t i = 0; i < x0.size(); ++i) {
+    Dvec xp = x0, xm = x0;
+    xp[i] += 1e-6, xm[i] -= 1e-6;
+    fd[i] = (loss(xp) - loss(xm)) / 2e-6;
+  }
+  CHECK(rel_error(o.dqkv, fd) < 1e-5);
+}
+
+// ---- Gradient clipping ----
+
+TEST_CASE("clip_grad_norm: below and above max_norm; norm of per-segment norms; threads",
+          "[seq-ops]") {
+  const std::vector<int64_t> seg = {0, 5, 12, 12, 40};  // an empty parameter too
+  const Vec g0 = random_vec(40, 51);
+  double total_sq = 0.0;
+  for (float v : g0) total_sq += static_cast<double>(v) * v;
+  const double total = std::sqrt(total_sq);
+  // Bit for bit: float per-segment norms, their squares summed in double.
+  double sq_of_norms = 0.0;
+  for (size_t p = 0; p + 1 < seg.size(); ++p) {
+    double sq = 0.0;
+    for (int64_t i = seg[p]; i < seg[p + 1]; ++i) sq += static_cast<double>(g0[i]) * g0[i];
+    const float n = static_cast<float>(std::sqrt(sq));
+    sq_of_norms += static_cast<double>(n) * n;
+  }
+  const float total_f = static_cast<float>(std::sqrt(sq_of_norms));
+  for (float max_norm : {100.0f, 0.5f}) {
+    INFO("max_norm " << max_norm);
+    Vec out[2];
+    float norm[2];
+    for (int threads : {1, 2}) {
+      CpuOps ops(threads);
+      Vec g = g0;
+      std::vector<char> ws(ops.clip_workspace_bytes(4));
+      ops.clip_grad_norm(g.data(), seg.data(), 4, max_norm, &norm[threads - 1], ws.data());
+      out[threads - 1] = g;
+    }
+    CHECK(same_bits(out[0], out[1]));
+    CHECK(norm[0] == norm[1]);
+    CHECK(norm[0] == total_f);
+    CHECK(norm[0] == Approx(total).epsilon(1e-6));
+    const float coef = std::min(1.0f, max_norm / (total_f + 1e-6f));
+    Vec ref = g0;
+    for (float& v : ref) v *= coef;
+    CHECK(same_bits(out[0], ref));
+    if (max_norm > total) {
+      CHECK(same_bits(out[0], g0));
+    } else {
+      double after = 0.0;
+      for (float v : out[0]) after += static_cast<double>(v) * v;
+      CHECK(std::sqrt(after) == Approx(max_norm).epsilon(1e-5));
+    }
+  }
+}
+
+// ---- Adam's weight-decay mask ----
+
+TEST_CASE("adam: decay_mask decays masked elements only (AdamW and L2); threads",
+          "[seq-ops]") {
+  const int64_t n = 67;
+  const Vec p0 = random_vec(n, 61), g = random_vec(n, 62);
+  Vec mask(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) mask[i] = (i % 3 == 0) ? 0.0f : 1.0f;
+  for (bool decoupled : {true, false}) {
+    INFO("decoupled " << decoupled);
+    auto run = [&](int threads, double wd, const float* m_) {
+      CpuOps ops(threads);
+      AdamHyper h;
+      h.lr = 0.01;
+      h.weight_decay = wd;
+      h.decoupled = decoupled;
+      h.decay_mask = m_;
+      Vec p = p0, m(static_cast<size_t>(n), 0.0f), v(static_cast<size_t>(n), 0.0f);
+      for (int64_t step = 0; step < 3; ++step) {
+        const StepCounters c{step, step};
+        ops.adam(p.data(), g.data(), m.data(), v.data(), n, h, &c);
+      }
+      return p;
+    };
+    const Vec masked = run(2, 0.1, mask.data()), all = run(2, 0.1, nullptr);
+    const Vec none = run(2, 0.0, nullptr);
+    const Vec ones(static_cast<size_t>(n), 1.0f);
+    CHECK(same_bits(run(2, 0.1, ones.data()), all));  // mask of ones = no mask
+    CHECK(same_bits(run(1, 0.1, mask.data()), masked));
+    for (int64_t i = 0; i < n; ++i) {
+      INFO("i " << i);
+      if (mask[i] != 0.0f)
+        CHECK(masked[i] == all[i]);
+      else
+        CHECK(masked[i] == none[i]);
+    }
+    CHECK_FALSE(same_bits(all, none));
+  }
+}
