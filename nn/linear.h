@@ -35,7 +35,7 @@ class Linear : public Module {
 // The fused form under its own name, for readability at call sites.
 class LinearAct : public Linear {
  public:
-  LinearAct(int64_t out_features, Act act) : Linear(out_features, act) {}
+  LinearAct(int64_t out_features, Act act, bool bias = true) : Linear(out_features, act, bias) {}
 };
 
 }  // namespace noeira

@@ -24,8 +24,10 @@ namespace noeira::test {
 
 struct RigOptions {
   AmpPolicy amp = NoAMP;
-  // The input's storage: kBF16 feeds the module the fp32 input rounded to bf16.
+  // The input's storage: kBF16 feeds the module the fp32 input rounded to bf16; kI32 feeds
+  // token ids drawn uniformly from [0, vocab) (no input gradient: input() is then null).
   DType in_dtype = DType::kF32;
+  int64_t vocab = 0;
   bool training = true;
   int64_t tail_rows = 0;  // PlanContext::tail_rows
   bool input_needs_grad = true;
@@ -44,8 +46,10 @@ class ModuleRig {
     PlanContext pc{plan_, params_, batch, opt.input_needs_grad, "", opt.amp, opt.in_dtype,
                    &scratch_elems, &ops_, &workspace_bytes, opt.tail_rows};
     out_ = module_->plan(pc, in);
-    x_ = plan_.reserve(MemCategory::kActivations, in.with_batch(batch), DType::kF32);
-    if (opt.in_dtype != DType::kF32)
+    const bool ids = opt.in_dtype == DType::kI32;
+    x_ = plan_.reserve(MemCategory::kActivations, in.with_batch(batch),
+                       ids ? DType::kI32 : DType::kF32);
+    if (opt.in_dtype != DType::kF32 && !ids)
       x_low_ = plan_.reserve(MemCategory::kActivations, in.with_batch(batch), opt.in_dtype);
     r_ = plan_.reserve(MemCategory::kActivations, out_.with_batch(batch), DType::kF32);
     if (module_->out_dtype() != DType::kF32)
@@ -62,7 +66,12 @@ class ModuleRig {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (const ParamInfo& p : params_.all())
       fill(arenas_.as<float>(p.value), p.value.shape.numel(), gen, u);
-    fill(arenas_.as<float>(x_), x_.shape.numel(), gen, u);
+    if (ids) {
+      std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(opt.vocab - 1));
+      for (int64_t i = 0; i < x_.shape.numel(); ++i) arenas_.as<int32_t>(x_)[i] = tok(gen);
+    } else {
+      fill(arenas_.as<float>(x_), x_.shape.numel(), gen, u);
+    }
     fill(arenas_.as<float>(r_), r_.shape.numel(), gen, u);
     if (r_low_.valid()) {  // R as the module sees it; the loss uses the same rounded values
       ops_.cast(arenas_.view(r_), arenas_.view(r_low_));
@@ -133,7 +142,8 @@ class ModuleRig {
     return v;
   }
 
-  float* input() { return arenas_.as<float>(x_); }
+  float* input() { return x_.dtype == DType::kF32 ? arenas_.as<float>(x_) : nullptr; }
+  int32_t* ids() { return x_.dtype == DType::kI32 ? arenas_.as<int32_t>(x_) : nullptr; }
   int64_t input_size() const { return x_.shape.numel(); }
   const Shape& out_shape() const { return out_; }
   const ParamRegistry& params() const { return params_; }

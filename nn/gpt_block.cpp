@@ -1,0 +1,65 @@
+#include "nn/gpt_block.h"
+
+namespace noeira {
+
+GptBlock::GptBlock(int64_t heads, bool bias)
+    : bias_(bias), ln_1_(1e-5f, bias), ln_2_(1e-5f, bias), attn_(heads, bias) {}
+
+Shape GptBlock::plan(PlanContext& pc, const Shape& in) {
+  const std::string name = pc.where("GptBlock");
+  if (in.rank != 2) throw PlanError(name + ": input " + in.str() + " is not a sequence (T, C)");
+  const DType flow = flow_dtype(pc.amp);
+  if (pc.in_dtype != flow)
+    throw PlanError(name + ": input must be in the flow dtype (" +
+                    std::string(dtype_name(flow)) + "); put an Embedding or a cast before it");
+  const int64_t C = in[1];
+  mlp_ = std::make_unique<Sequential>();
+  mlp_->add("c_fc", std::make_unique<LinearAct>(4 * C, Act::kGELU, bias_));
+  mlp_->add("c_proj", std::make_unique<Linear>(C, Act::kNone, bias_));
+  // Registration order: ln_1, attn, ln_2, mlp (nanoGPT's state dict order).
+  PlanContext c1 = pc.child("ln_1", pc.input_needs_grad, flow);
+  ln_1_.plan(c1, in);
+  PlanContext ca = pc.child("attn", true, ln_1_.out_dtype());
+  attn_.plan(ca, in);
+  PlanContext c2 = pc.child("ln_2", true, flow);
+  ln_2_.plan(c2, in);
+  PlanContext cm = pc.child("mlp", true, ln_2_.out_dtype());
+  mlp_->plan(cm, in);
+  if (attn_.out_dtype() != flow || mlp_->out_dtype() != flow)
+    throw PlanError(name + ": attn and mlp must keep the flow dtype");
+  out_dtype_ = flow;
+  const Shape b = in.with_batch(pc.batch);
+  y1_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
+  y_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
+  dy1_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
+  if (pc.input_needs_grad) dx_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
+  return in;
+}
+
+Tensor GptBlock::forward(Context& ctx, const Tensor& x) {
+  Ops& ops = ctx.ops();
+  x_ = x;
+  const Tensor a = attn_.forward(ctx, ln_1_.forward(ctx, x));
+  Tensor y1 = ctx.view(y1_, x.rows());
+  ops.add(x, a, y1);
+  const Tensor m = mlp_->forward(ctx, ln_2_.forward(ctx, y1));
+  Tensor y = ctx.view(y_, x.rows());
+  ops.add(y1, m, y);
+  return y;
+}
+
+Tensor GptBlock::backward(Context& ctx, const Tensor& dy) {
+  Ops& ops = ctx.ops();
+  // dy1 = dy + d(mlp(ln_2(y1)))/dy1
+  const Tensor dh2 = ln_2_.backward(ctx, mlp_->backward(ctx, dy));
+  Tensor dy1 = ctx.view(dy1_, x_.rows());
+  ops.add(dy, dh2, dy1);
+  // dx = dy1 + d(attn(ln_1(x)))/dx
+  const Tensor dh1 = ln_1_.backward(ctx, attn_.backward(ctx, dy1));
+  if (!dx_.valid()) return Tensor{};
+  Tensor dx = ctx.view(dx_, x_.rows());
+  ops.add(dy1, dh1, dx);
+  return dx;
+}
+
+}  // namespace noeira
