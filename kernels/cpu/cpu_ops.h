@@ -15,6 +15,7 @@
 //   cpu_image_misc.cpp   shortcut, dropout, augment_crop_flip
 //   cpu_sequence.cpp     embedding, LayerNorm, clip_grad_norm
 //   cpu_attention.cpp    causal self-attention (loops per batch and head)
+//   cpu_batch_windows.cpp  batch_windows (the autoregressive batch, rows of the corpus)
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
 // its results with the thread count, so every oneDNN call runs single-threaded inside
@@ -88,6 +89,9 @@ class CpuOps final : public Ops {
   void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst, uint64_t seed,
                          uint32_t epoch) override;
 
+  void batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
+                     const StepCounters* counters, int64_t B, int64_t T, int32_t* inputs,
+                     int32_t* targets) override;
   void embedding_forward(const int32_t* ids, const float* wte, const float* wpe, View y,
                          int64_t rows, int64_t T, int64_t C) override;
   size_t embedding_workspace_bytes(int64_t rows, int64_t V) const override;

@@ -2,6 +2,7 @@
 // names itself for error messages and enqueues its launcher, which dispatches on the
 // views' dtype.
 #include <cstdio>
+#include <string>
 
 #include "kernels/common/column_sum.h"
 #include "kernels/cuda/op_scope.h"
@@ -105,6 +106,20 @@ void CudaOps::shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm, v
   OpScope scope(*this, "shuffle");
   check(cuda::launch_shuffle(stream_, seed, epoch, n, perm, workspace),
         "shuffle (keys kernel + cub::DeviceRadixSort::SortPairs)");
+}
+
+void CudaOps::batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
+                            const StepCounters* counters, int64_t B, int64_t T, int32_t* inputs,
+                            int32_t* targets) {
+  OpScope scope(*this, "batch_windows");
+  if (B < 0 || T < 0 || n_tokens <= T) {
+    fail("invalid shape B " + std::to_string(B) + ", T " + std::to_string(T) +
+         " over a corpus of " + std::to_string(n_tokens) + " tokens (needs n_tokens > T >= 0)");
+    return;
+  }
+  check(cuda::launch_batch_windows(stream_, corpus, n_tokens, seed, counters, B, T, inputs,
+                                   targets),
+        "batch_windows_kernel");
 }
 
 void CudaOps::advance(StepCounters* counters) {
