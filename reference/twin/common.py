@@ -93,3 +93,19 @@ def nonneg_int(value, what) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TwinError(f"recipe: {what} must be an integer >= 0, got {value!r}")
     return value
+
+
+def write_atomic(path, data: bytes) -> None:
+    """Writes PATH.tmp.<pid>, then renames it over PATH: no reader sees a partial file;
+    a TwinError naming PATH when that fails (the temporary file is removed)."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise TwinError(f"cannot write {path}: {e.strerror or e}")

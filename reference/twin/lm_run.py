@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from .common import TwinError, Unavailable, log, one_line
+from .common import TwinError, Unavailable, log, one_line, write_atomic
 from .recipe import Schedule, gpt_config
 from .text import TEXT_SETS, load_corpus
 
@@ -55,17 +55,7 @@ def dump_batches(args, info, recipe, device):
     corpus = _corpus(args, recipe, info)
     n = args.dump_steps
     arr = dump_batch_inputs(args.seed, n, cfg, corpus, device).astype("<i4", copy=False)
-    tmp = f"{args.dump_batches}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(arr.tobytes())
-        os.replace(tmp, args.dump_batches)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise TwinError(f"cannot write {args.dump_batches}: {e.strerror or e}")
+    write_atomic(args.dump_batches, arr.tobytes())
     log(f"dumped the inputs of steps 0..{n - 1} to {args.dump_batches}")
     info.update({"dumped_steps": n, "file": os.path.abspath(args.dump_batches),
                  "seed": args.seed, "shape": list(arr.shape), "dtype": "i32",

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from .common import SCHEMA, TwinError, Unavailable, log, one_line
+from .common import SCHEMA, TwinError, Unavailable, log, one_line, write_atomic
 from .recipe import Schedule, is_lm, load_recipe
 
 # Every row (available or not) carries every key, in this order; unknown values are null.
@@ -117,17 +117,7 @@ def dump_augmented(args):
     else:
         x = aug.epoch(args.dump_epoch, count=n)[:n]
     arr = x.detach().to("cpu").contiguous().numpy().astype("<f4", copy=False)
-    tmp = f"{args.dump_augmented}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(arr.tobytes())
-        os.replace(tmp, args.dump_augmented)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise TwinError(f"cannot write {args.dump_augmented}: {e.strerror or e}")
+    write_atomic(args.dump_augmented, arr.tobytes())
     log(f"dumped {n} samples of epoch {args.dump_epoch} to {args.dump_augmented}")
     info.update({"dumped": n, "file": os.path.abspath(args.dump_augmented),
                  "epoch": args.dump_epoch, "seed": args.seed,

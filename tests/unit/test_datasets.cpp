@@ -13,37 +13,16 @@
 #include "datasets/idx.h"
 #include "datasets/mnist.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/temp_dir.h"
 
 using namespace noeira;
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
 using noeira::test::ScopedEnv;
+using noeira::test::TempDir;
 
 namespace {
-
-// A fresh directory per test, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("noeira-datasets-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
 
 void write_bytes(const fs::path& p, const Bytes& bytes) {
   fs::create_directories(p.parent_path());

@@ -9,36 +9,12 @@
 #include "nn/loss.h"
 #include "nn/residual.h"
 #include "nn/sequential.h"
-#include "tests/support/module_rig.h"
+#include "tests/support/gradcheck.h"
 
 using namespace noeira;
 using noeira::test::grad_close;
+using noeira::test::check_module;
 using noeira::test::ModuleRig;
-
-namespace {
-
-// Checks up to `samples` entries of the input and of every parameter.
-void check_module(ModuleRig& rig, int samples = 24, float h = 1e-3f) {
-  const Tensor dx = rig.backward();
-  std::mt19937 pick(7);
-  auto check = [&](float* values, const float* grads, int64_t n, const std::string& what) {
-    for (int s = 0; s < samples; ++s) {
-      const int64_t i = std::uniform_int_distribution<int64_t>(0, n - 1)(pick);
-      const double numeric = rig.numeric(values + i, h);
-      INFO(what << "[" << i << "] analytic " << grads[i] << " numeric " << numeric);
-      CHECK(grad_close(grads[i], numeric));
-    }
-  };
-  REQUIRE_FALSE(dx.empty());
-  std::vector<float> dx_copy(dx.f32(), dx.f32() + dx.numel());
-  check(rig.input(), dx_copy.data(), rig.input_size(), rig.module().kind() + " d(input)");
-  for (const ParamInfo& p : rig.params().all()) {
-    std::vector<float> g(rig.grad(p), rig.grad(p) + p.grad.shape.numel());
-    check(rig.value(p), g.data(), p.value.shape.numel(), p.name);
-  }
-}
-
-}  // namespace
 
 TEST_CASE("Linear backward matches finite differences", "[gradcheck]") {
   std::mt19937 g(3);

@@ -14,39 +14,19 @@
 #include "datasets/data_files.h"
 #include "datasets/tinyshakespeare.h"
 #include "tests/support/scoped_env.h"
+#include "tests/support/temp_dir.h"
 
 using namespace noeira;
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using noeira::test::ScopedEnv;
+using noeira::test::TempDir;
 
 namespace {
 
 constexpr const char* kRelative = "tinyshakespeare/input.txt";
 constexpr const char* kSha256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed";
 constexpr int64_t kFileBytes = 1115394;
-
-// A fresh directory per test, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("noeira-tinyshakespeare-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 // The shared data: $NOEIRA_DATA as ctest sets it, else ../shared/data beside the source.
 fs::path shared_data() {
