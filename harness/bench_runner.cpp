@@ -34,6 +34,7 @@ TrainerOptions trainer_options(const VariantSpec& variant, uint64_t seed, const 
   o.seed = seed;
   o.use_train_cuda_graph = variant.graph;
   o.amp = variant.dtype == "bf16" ? BF16Policy : NoAMP;
+  o.host_batch = variant.host_batch;
   o.total_steps = st.total_steps;
   return o;
 }
@@ -60,9 +61,9 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
                                        const BenchSettings& st, const std::string& label) {
   TrainerOptions o = trainer_options(variant, seed, st);
   if (st.device == Device::kGpu) o.device_timers = {DeviceTimerKind::kEvent};  // CUPTI off
-  Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
+  Result<std::unique_ptr<TrainerCore>> made = make_trainer(recipe, data, o);
   if (!made) return made.error();
-  Trainer& t = **made;
+  TrainerCore& t = **made;
   DeviceStepTimer* events = t.device_timer(DeviceTimerKind::kEvent);
 
   std::vector<double> wall;
@@ -132,9 +133,9 @@ Status add_device_samples(const Recipe& recipe, const DataSplit& data,
   const int64_t timed = static_cast<int64_t>(wall_off.size()) * st.wall_block;
   TrainerOptions o = trainer_options(variant, seed, st);
   o.device_timers = {DeviceTimerKind::kCupti};  // made before any capture (trainer.h)
-  Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
+  Result<std::unique_ptr<TrainerCore>> made = make_trainer(recipe, data, o);
   if (!made) return made.error();
-  Trainer& t = **made;
+  TrainerCore& t = **made;
   std::string why;
   DeviceStepTimer* cupti = t.device_timer(DeviceTimerKind::kCupti, &why);
   if (!cupti) return make_error(why);

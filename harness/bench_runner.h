@@ -19,6 +19,7 @@ struct VariantSpec {
   std::string name;  // "eager", "graph", ...
   bool graph = false;
   std::string dtype = "fp32";
+  bool host_batch = false;  // gpt family: "host-batch", the batch built on the host
 };
 
 struct BenchSettings {

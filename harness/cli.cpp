@@ -30,7 +30,7 @@ std::function<int()> add_list_command(CLI::App& app) {
       if (r)
         std::printf("  %-13s %s [dataset %s, batch %lld, %s]\n", name.c_str(),
                     r->description.c_str(), r->dataset.c_str(), static_cast<long long>(r->batch),
-                    r->gpt_steps > 0 ? (std::to_string(r->gpt_steps) + " steps").c_str()
+                    r->gpt.steps > 0 ? (std::to_string(r->gpt.steps) + " steps").c_str()
                                      : (std::to_string(r->epochs) + " epochs").c_str());
       else
         std::printf("  %-13s (broken recipe: %s)\n", name.c_str(), r.error().message.c_str());

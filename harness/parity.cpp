@@ -36,12 +36,12 @@ ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const Benc
   o.seed = seed;
   steps = std::min(steps, steps_per_epoch(recipe, data));
   o.total_steps = steps;  // the twin's run is `steps` long too: same schedule
-  Result<std::unique_ptr<Trainer>> made = make_trainer(recipe, data, o);
+  Result<std::unique_ptr<TrainerCore>> made = make_trainer(recipe, data, o);
   if (!made) {
     out.note = "parity failed: " + made.error().message;
     return out;
   }
-  Trainer& t = **made;
+  TrainerCore& t = **made;
   const auto ckpt = twin.log_dir / "parity-step0.ckpt";
   if (Status s = t.save_checkpoint(ckpt); !s) {
     out.note = "parity failed: " + s.error().message;

@@ -12,6 +12,7 @@
 #include "harness/cli.h"
 #include "harness/cli_options.h"
 #include "harness/host_info.h"
+#include "harness/lm_work.h"
 #include "harness/number_format.h"
 #include "harness/parity.h"
 #include "harness/results.h"
@@ -106,16 +107,23 @@ int run_run(const RunOptions& o) {
   if (seeds.empty())
     for (int i = 0; i < o.seeds; ++i) seeds.push_back(static_cast<uint64_t>(i));
   // bf16 runs keep the fp32 variants in the matrix: their times are the baseline.
+  const bool lm = recipe->family == "gpt";
   std::vector<std::string> variants = o.variants;
   if (variants.empty()) {
     variants = {"eager", "graph"};
     if (o.dtype == "bf16") variants.insert(variants.end(), {"bf16", "bf16+graph"});
+    if (lm) variants.push_back("host-batch");
   }
-  for (const std::string& v : variants)
-    if (v != "eager" && v != "graph" && v != "bf16" && v != "bf16+graph")
+  for (const std::string& v : variants) {
+    if (v != "eager" && v != "graph" && v != "bf16" && v != "bf16+graph" && v != "host-batch")
       return report_error("--variants: unknown variant '" + v +
-                              "'; known: eager, graph, bf16, bf16+graph",
+                              "'; known: eager, graph, bf16, bf16+graph, host-batch (gpt family)",
                           kExitUsage);
+    if (v == "host-batch" && !lm)
+      return report_error("--variants: host-batch is a gpt-family variant (the batch built on the "
+                          "host); model " + recipe->name + " gathers its batches on the device",
+                          kExitUsage);
+  }
   std::vector<std::string> twin_modes;
   for (const std::string& m : o.twin) {
     if (m == "none") continue;
@@ -147,11 +155,25 @@ int run_run(const RunOptions& o) {
   Result<DataSplit> data = load_recipe_data(*recipe, dataset, source);
   if (!data) return report_error(data.error().message, kExitFailure);
   const int64_t spe = steps_per_epoch(*recipe, *data);
-  const int64_t total_steps = o.steps > 0 ? o.steps
-                              : o.quick && recipe->quick_max_steps > 0
-                                  ? recipe->quick_max_steps
-                                  : static_cast<int64_t>(o.quick ? recipe->quick_epochs : recipe->epochs) * spe;
-  const int64_t warmup = o.warmup >= 0 ? o.warmup : std::min<int64_t>(o.quick ? 5 : 20, total_steps / 4);
+  int64_t total_steps = o.steps > 0 ? o.steps
+                        : o.quick && recipe->quick_max_steps > 0
+                            ? recipe->quick_max_steps
+                            : static_cast<int64_t>(o.quick ? recipe->quick_epochs : recipe->epochs) * spe;
+  const LmWork work = lm ? lm_work(*recipe, data->corpus) : LmWork{};
+  if (lm && o.steps <= 0) {
+    total_steps = o.quick ? recipe->gpt.quick_steps : recipe->gpt.steps;
+    // The full recipe is a GPU job: a CPU times a bounded number of steps.
+    const int64_t cap = cpu_lm_step_cap(work, total_steps);
+    if (*device == Device::kCpu && total_steps > cap) {
+      std::printf("model %s: the full recipe (%lld steps of %s each) is a GPU job; on the CPU "
+                  "this run times the first %lld steps (--steps N to choose)\n",
+                  recipe->name.c_str(), static_cast<long long>(total_steps),
+                  format_flops(work.flops_per_step).c_str(), static_cast<long long>(cap));
+      total_steps = cap;
+    }
+  }
+  const int64_t warmup =
+      o.warmup >= 0 ? o.warmup : std::min<int64_t>(o.quick ? 5 : 20, std::max<int64_t>(total_steps / 4, 1));
   if (warmup >= total_steps)
     return report_error("--warmup " + std::to_string(warmup) + " leaves no timed steps out of " +
                             std::to_string(total_steps),
@@ -169,8 +191,9 @@ int run_run(const RunOptions& o) {
   st.wall_block = *device == Device::kGpu ? 10 : 1;
 
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
+  const std::string dataset_name = lm ? data->corpus.name : data->train.name;
   std::printf("noeira-bench run: model %s on %s, target %s, %s, seeds", recipe->name.c_str(),
-              data->train.name.c_str(), target.c_str(), o.dtype.c_str());
+              dataset_name.c_str(), target.c_str(), o.dtype.c_str());
   for (uint64_t s : seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
   std::printf(", %lld steps per run (warm-up %lld), %d CPU threads\n",
               static_cast<long long>(total_steps), static_cast<long long>(warmup), threads);
@@ -178,18 +201,26 @@ int run_run(const RunOptions& o) {
 
   // ---- Our variants. ----
   nlohmann::json bench = {{"model", recipe->name},
-                          {"dataset", data->train.name},
+                          {"dataset", dataset_name},
                           {"recipe", recipe->json},
                           {"recipe_hash", json_hash(recipe->json)},
                           {"variants", nlohmann::json::array()},
                           {"parity", nullptr},
                           {"seed_agreement", nullptr}};
+  if (lm) {
+    bench["tokens_per_step"] = work.tokens_per_step;
+    bench["flops_per_step"] = work.flops_per_step;
+    const nlohmann::json dev = device_info();
+    const std::string gpu_name = *device == Device::kGpu ? dev.value("name", "") : "";
+    const std::optional<double> p32 = peak_flops(gpu_name, "fp32"), p16 = peak_flops(gpu_name, "bf16");
+    if (p32 && p16) bench["peak_flops"] = {{"fp32", *p32}, {"bf16", *p16}, {"device", gpu_name}};
+  }
   bool our_failure = false;
   std::vector<VariantSpec> ran;  // our variants in bench["variants"] order, for the CUPTI pass
   for (const std::string& name : variants) {
     const bool graph = name == "graph" || name == "bf16+graph";
     const std::string dtype = name.rfind("bf16", 0) == 0 ? "bf16" : "fp32";
-    VariantSpec spec{name, graph, dtype};
+    VariantSpec spec{name, graph, dtype, name == "host-batch"};
     if (spec.graph && *device != Device::kGpu) {
       bench["variants"].push_back(unavailable_variant(
           name, dtype, target, "CUDA graphs need the gpu target"));
@@ -206,10 +237,12 @@ int run_run(const RunOptions& o) {
         break;
       }
       const auto& w = (*run)["timers"]["wall"];
-      std::fprintf(stderr, "  %s: %s ms/step, test top1 %s\n", label.c_str(),
-                   w.is_object() ? format_ms(w["median_ms"].get<double>()).c_str() : "-",
-                   (*run)["test_top1"].is_number()
-                       ? format_number("%.2f", (*run)["test_top1"].get<double>()).c_str()
+      const char* score = lm ? "val loss" : "test top1";
+      const auto& value = lm ? (*run)["test_loss"] : (*run)["test_top1"];
+      std::fprintf(stderr, "  %s: %s ms/step, %s %s\n", label.c_str(),
+                   w.is_object() ? format_ms(w["median_ms"].get<double>()).c_str() : "-", score,
+                   value.is_number()
+                       ? format_number(lm ? "%.4f" : "%.2f", value.get<double>()).c_str()
                        : "-");
       v["runs"].push_back(std::move(run).value());
     }
@@ -224,7 +257,7 @@ int run_run(const RunOptions& o) {
   // ---- The twin. ----
   TwinPlan tp;
   tp.recipe = recipe->path;
-  tp.data_dir = twin_data_dir(data->train.name, source);
+  tp.data_dir = twin_data_dir(dataset_name, source);
   tp.log_dir = log_dir;
   tp.dataset = dataset;
   tp.device = *device == Device::kGpu ? "cuda" : "cpu";
@@ -326,14 +359,17 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
   cmd->add_option("--target", o->target, "auto (gpu when a CUDA device is usable), cpu or gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
   cmd->add_option("--variants", o->variants,
-                  "Our variants: eager, graph, bf16, bf16+graph (default: those of --dtype "
-                  "the target supports; bf16 keeps the fp32 ones as a baseline)")
+                  "Our variants: eager, graph, bf16, bf16+graph, host-batch (gpt family: the "
+                  "batch built on the host) (default: those of --dtype the target supports; "
+                  "bf16 keeps the fp32 ones as a baseline)")
       ->delimiter(',');
   auto* seeds = cmd->add_option("--seeds", o->seeds, "Number of seeds (0..N-1)")
                     ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--seed-list", o->seed_list, "Explicit seeds, e.g. 1,2,3")->delimiter(',')
       ->excludes(seeds);
-  cmd->add_option("--steps", o->steps, "Training steps per run (default: the recipe's epochs)")
+  cmd->add_option("--steps", o->steps,
+                  "Training steps per run (default: the recipe's epochs or, gpt family, steps; "
+                  "on a CPU a gpt recipe is cut to a few steps)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "Untimed steps at the start of each run (default 20, quick 5)")
       ->check(CLI::NonNegativeNumber);

@@ -63,12 +63,28 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
     return "-";
   };
 
+  // Language models: throughput from the most precise timer, and the model FLOP
+  // utilisation where the GPU's peak is known.
+  const bool lm = b.contains("tokens_per_step");
+  const bool mfu = lm && b.contains("peak_flops") && b["peak_flops"].is_object();
+  auto step_ms = [&](const nlohmann::json& v) -> double {
+    for (const char* tn : {"device", "event", "wall"})
+      if (const nlohmann::json* t = timer_of(v, tn)) return (*t)["median_ms"].get<double>();
+    return 0.0;
+  };
+
   TableRows rows;
   std::vector<std::string> header = {"variant", "wall ms/step [q1-q3]"};
   if (gpu) header.insert(header.end(), {"device ms/step", "event ms/step"});
   header.insert(header.end(), {"cv", "n", "vs twin:eager"});
   if (any_bf16) header.push_back("vs eager");
-  header.insert(header.end(), {"test top1 %", "test loss"});
+  if (lm) {
+    header.insert(header.end(), {"tokens/s", "TFLOP/s"});
+    if (mfu) header.push_back("MFU");
+    header.push_back("val loss");
+  } else {
+    header.insert(header.end(), {"test top1 %", "test loss"});
+  }
   rows.push_back(header);
   std::string notes, overheads;
   for (const auto& v : b["variants"]) {
@@ -93,7 +109,19 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
     if (any_bf16) r.push_back(v["impl"] == "noeira" ? ratio_to(v, ours) : "-");
     if (const std::string o = cupti_overhead_cell(v); !o.empty())
       overheads += (overheads.empty() ? "" : ", ") + o;
-    r.push_back(seed_cell(v["summary"]["test_top1"], "%.2f"));
+    if (lm) {
+      const double ms = step_ms(v);
+      const double per_s = ms > 0.0 ? 1000.0 / ms : 0.0;
+      r.push_back(ms > 0.0 ? format_number("%.0f", per_s * b["tokens_per_step"].get<double>()) : "-");
+      const double flops = per_s * b["flops_per_step"].get<double>();
+      r.push_back(ms > 0.0 ? format_number("%.3g", flops / 1e12) : "-");
+      if (mfu) {
+        const double peak = b["peak_flops"].value(v["dtype"].get<std::string>(), 0.0);
+        r.push_back(ms > 0.0 && peak > 0.0 ? format_number("%.1f%%", 100.0 * flops / peak) : "-");
+      }
+    } else {
+      r.push_back(seed_cell(v["summary"]["test_top1"], "%.2f"));
+    }
     r.push_back(seed_cell(v["summary"]["test_loss"], "%.4f"));
     rows.push_back(r);
   }
@@ -103,6 +131,13 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   if (!overheads.empty())
     out += "CUPTI overhead (wall ms/step, device-timer pass with CUPTI on vs the timed run with "
            "it off): " + overheads + "\n";
+  if (lm)
+    out += "tokens/s and TFLOP/s from the median step (device timer where there is one, else "
+           "events, else wall); " + format_number("%.4g", b["flops_per_step"].get<double>() / 1e12) +
+           " TFLOP per step (6N + 12LHQT per token)" +
+           (mfu ? "; MFU against " + b["peak_flops"]["device"].get<std::string>() +
+                      "'s dense peak for the variant's dtype"
+                : std::string()) + "\n";
   if (!notes.empty()) out += "notes:\n" + notes;
   return out;
 }

@@ -11,13 +11,13 @@ DataSource make_data_source(const DataOptions& o) {
 }
 
 int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data) {
+  if (recipe.family == "gpt") return recipe.gpt.eval_interval;
   return epoch_steps(data.train.count, recipe.batch, recipe.drop_last);
 }
 
-Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,
-                                              const TrainerOptions& o) {
-  Result<std::unique_ptr<Module>> model = build_model(recipe);
-  if (!model) return model.error();
+namespace {
+
+TrainerConfig common_config(const Recipe& recipe, const TrainerOptions& o) {
   TrainerConfig cfg;
   cfg.device = o.device;
   cfg.threads = o.threads;
@@ -26,6 +26,46 @@ Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSp
   cfg.drop_last = recipe.drop_last;
   cfg.task = recipe.task;
   cfg.optimizer = recipe.optimizer;
+  cfg.init.kind = recipe.init;
+  cfg.use_train_cuda_graph = o.use_train_cuda_graph;
+  cfg.device_timers = o.device_timers;
+  cfg.amp = o.amp;
+  cfg.model_name = recipe.name;
+  cfg.recipe = recipe.json;
+  return cfg;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
+                                                               const DataSplit& data,
+                                                               const TrainerOptions& o) {
+  Result<std::unique_ptr<Module>> model =
+      build_gpt(recipe, static_cast<int64_t>(data.corpus.vocab.size()));
+  if (!model) return model.error();
+  TrainerConfig cfg = common_config(recipe, o);
+  cfg.init = gpt_init(recipe);
+  set_schedule(cfg.optimizer,
+               resolve_schedule(recipe.schedule, recipe.gpt.eval_interval,
+                                o.total_steps > 0 ? o.total_steps : recipe.gpt.steps));
+  AutoregressiveConfig lm;
+  lm.context = recipe.gpt.context;
+  lm.eval_interval = recipe.gpt.eval_interval;
+  lm.eval_windows = recipe.gpt.eval_windows;
+  lm.host_batch = o.host_batch;
+  return AutoregressiveTrainer::create(std::move(model).value(), cfg, lm, data.corpus);
+}
+
+Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
+                                                  const TrainerOptions& o) {
+  if (recipe.family == "gpt") {
+    Result<std::unique_ptr<AutoregressiveTrainer>> t = make_lm_trainer(recipe, data, o);
+    if (!t) return t.error();
+    return std::unique_ptr<TrainerCore>(std::move(t).value());
+  }
+  Result<std::unique_ptr<Module>> model = build_model(recipe);
+  if (!model) return model.error();
+  TrainerConfig cfg = common_config(recipe, o);
   const int64_t spe = steps_per_epoch(recipe, data);
   set_schedule(cfg.optimizer,
                resolve_schedule(recipe.schedule, spe,
@@ -38,13 +78,10 @@ Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSp
     for (size_t c = 0; c < data.fill.size() && c < AugmentSpec::kMaxChannels; ++c)
       a.fill[c] = data.fill[c];
   }
-  cfg.init.kind = recipe.init;
-  cfg.use_train_cuda_graph = o.use_train_cuda_graph;
-  cfg.device_timers = o.device_timers;
-  cfg.amp = o.amp;
-  cfg.model_name = recipe.name;
-  cfg.recipe = recipe.json;
-  return Trainer::create(std::move(model).value(), cfg, data.train, data.test);
+  Result<std::unique_ptr<Trainer>> t =
+      Trainer::create(std::move(model).value(), cfg, data.train, data.test);
+  if (!t) return t.error();
+  return std::unique_ptr<TrainerCore>(std::move(t).value());
 }
 
 }  // namespace noeira

@@ -7,6 +7,7 @@
 #include "datasets/data_files.h"
 #include "models/recipe.h"
 #include "models/recipe_data.h"
+#include "nn/training/autoregressive_trainer.h"
 #include "nn/training/trainer.h"
 
 namespace noeira {
@@ -25,18 +26,26 @@ struct TrainerOptions {
   bool use_train_cuda_graph = false;
   AmpPolicy amp = NoAMP;
   std::vector<DeviceTimerKind> device_timers;
-  // Steps the run will take: the length of a cosine schedule. 0 = the recipe's epochs.
+  // The gpt family: build each batch on the host (the baseline) instead of the device.
+  bool host_batch = false;
+  // Steps the run will take: the length of a cosine schedule. 0 = the recipe's epochs
+  // (the gpt family: its steps).
   // (A multistep schedule's milestones are in the recipe's epochs or steps, whatever the
   // run's length.)
   int64_t total_steps = 0;
 };
 
 // Training steps per epoch of a recipe on a data set (the last partial batch dropped
-// when the recipe says drop_last).
+// when the recipe says drop_last); for the gpt family, its eval_interval.
 int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data);
 
-// A model's trainer on already-loaded data (load it once, train several seeds).
-Result<std::unique_ptr<Trainer>> make_trainer(const Recipe& recipe, const DataSplit& data,
-                                              const TrainerOptions& o);
+// A model's trainer on already-loaded data (load it once, train several seeds): a
+// Trainer, or for the gpt family an AutoregressiveTrainer.
+Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
+                                                  const TrainerOptions& o);
+// The gpt family's trainer, typed (sampling, tests).
+Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
+                                                               const DataSplit& data,
+                                                               const TrainerOptions& o);
 
 }  // namespace noeira

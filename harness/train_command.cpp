@@ -1,5 +1,6 @@
 #include "harness/train_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -15,6 +16,8 @@ namespace {
 struct TrainOptions {
   std::string model = "mlp";
   int epochs = 0;  // 0 = the recipe's
+  int64_t steps = 0;  // the gpt family: 0 = the recipe's
+  bool host_batch = false;
   uint64_t seed = 0;
   DataOptions data;
   std::string save, resume;
@@ -24,11 +27,83 @@ struct TrainOptions {
   bool graph = false;
 };
 
+// The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
+// the validation loss and the throughput.
+int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& data,
+                 TrainerOptions to) {
+  const int64_t total = o.steps > 0 ? o.steps : recipe.gpt.steps;
+  to.total_steps = total;
+  to.host_batch = o.host_batch;
+  Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to);
+  if (!made) return report_error(made.error().message, kExitFailure);
+  AutoregressiveTrainer& t = **made;
+  if (!o.resume.empty()) {
+    if (Status s = t.load_checkpoint(o.resume); !s)
+      return report_error(s.error().message, kExitFailure);
+  }
+  const int64_t tokens_per_step = recipe.batch * t.context();
+  std::printf("noeira-bench train: model %s on %s (%zu-token vocabulary, %zu train / %zu val "
+              "tokens), target %s, %s, seed %llu, batch %lld x %lld tokens, %s batches\n",
+              recipe.name.c_str(), data.corpus.name.c_str(), data.corpus.vocab.size(),
+              data.corpus.train.size(), data.corpus.val.size(), t.backend_description().c_str(),
+              o.dtype.c_str(), static_cast<unsigned long long>(t.config().seed),
+              static_cast<long long>(recipe.batch), static_cast<long long>(t.context()),
+              o.host_batch ? "host-built" : "device-built");
+  std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
+              static_cast<long long>(t.params().count()), t.params().all().size(),
+              static_cast<long long>(t.eval_windows()));
+  std::printf("%s", t.plan().describe().c_str());
+  if (t.steps_done() > 0)
+    std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
+                static_cast<long long>(t.steps_done()));
+  if (t.steps_done() >= total)
+    std::printf("nothing to do: the checkpoint already has %lld steps (asked for %lld)\n",
+                static_cast<long long>(t.steps_done()), static_cast<long long>(total));
+  std::fflush(stdout);
+
+  while (t.steps_done() < total) {
+    const int64_t n = t.interval_steps(total);
+    Progress progress("steps " + std::to_string(t.steps_done() + 1) + "-" +
+                      std::to_string(t.steps_done() + n));
+    t.begin_epoch();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      t.train_step();
+      progress.update(i + 1, n);
+    }
+    t.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    progress.finish();
+    const EpochStats e = t.end_epoch(true);
+    std::printf("step %lld/%lld  train loss %.4f (last %.4f)  val loss %.4f  %.0f tokens/s  "
+                "%.2f ms/step\n",
+                static_cast<long long>(t.steps_done()), static_cast<long long>(total),
+                e.train_loss, e.step_losses.empty() ? 0.0 : e.step_losses.back(), e.test.loss,
+                s > 0 ? static_cast<double>(n * tokens_per_step) / s : 0.0,
+                1000.0 * s / static_cast<double>(n));
+    std::fflush(stdout);
+  }
+  if (!o.save.empty()) {
+    if (Status s = t.save_checkpoint(o.save); !s)
+      return report_error(s.error().message, kExitFailure);
+    std::printf("saved checkpoint %s (step %lld)\n", o.save.c_str(),
+                static_cast<long long>(t.steps_done()));
+  }
+  return kExitOk;
+}
+
 int run_train(const TrainOptions& o) {
   Result<Recipe> recipe = load_recipe_for_model(o.model);
   if (!recipe) return report_error(recipe.error().message, kExitUsage);
   Result<Device> device = resolve_target(o.target);
   if (!device) return report_error(device.error().message, kExitUsage);
+  const bool lm = recipe->family == "gpt";
+  if (lm && o.epochs > 0)
+    return report_error("model " + recipe->name + " trains for steps, not epochs: use --steps N",
+                        kExitUsage);
+  if (!lm && (o.steps > 0 || o.host_batch))
+    return report_error("--steps and --host-batch are for the gpt family; model " + recipe->name +
+                        " trains for --epochs", kExitUsage);
   const int epochs = o.epochs > 0 ? o.epochs : recipe->epochs;
 
   Result<DataSplit> data = load_recipe_data(*recipe, o.data.dataset, make_data_source(o.data));
@@ -40,10 +115,11 @@ int run_train(const TrainOptions& o) {
   to.seed = o.seed;
   to.use_train_cuda_graph = o.graph;
   to.amp = o.dtype == "bf16" ? BF16Policy : NoAMP;
+  if (lm) return run_train_lm(o, *recipe, *data, to);
   to.total_steps = static_cast<int64_t>(epochs) * steps_per_epoch(*recipe, *data);
-  Result<std::unique_ptr<Trainer>> made = make_trainer(*recipe, *data, to);
+  Result<std::unique_ptr<TrainerCore>> made = make_trainer(*recipe, *data, to);
   if (!made) return report_error(made.error().message, kExitFailure);
-  Trainer& trainer = **made;
+  TrainerCore& trainer = **made;
   if (!o.resume.empty()) {
     if (Status s = trainer.load_checkpoint(o.resume); !s)
       return report_error(s.error().message, kExitFailure);
@@ -97,11 +173,19 @@ int run_train(const TrainOptions& o) {
 std::function<int()> add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* cmd = app.add_subcommand("train", "Train one model and print per-epoch loss and "
-                                              "test top-1");
+                                              "test top-1 (gpt family: per-interval train and "
+                                              "validation loss, tokens/s)");
   cmd->add_option("--model", o->model, "Model (a recipe in models/recipes)")
       ->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "Epochs to train (default: the recipe's)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps,
+                  "gpt family: optimizer steps to train (default: the recipe's); the cosine "
+                  "schedule spans them")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--host-batch", o->host_batch,
+                "gpt family: build each batch on the host and copy it in (the baseline) "
+                "instead of on the device");
   cmd->add_option("--seed", o->seed, "Seed for init and shuffle")->capture_default_str();
   add_dataset_option(cmd, o->data.dataset);
   cmd->add_option("--data-dir", o->data.data_dir,

@@ -4,6 +4,7 @@
 
 #include "datasets/cifar10.h"
 #include "datasets/mnist.h"
+#include "datasets/tinyshakespeare.h"
 #include "harness/bench_runner.h"
 
 namespace noeira {
@@ -18,6 +19,10 @@ std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource
     Result<std::filesystem::path> p = *v == Cifar10Variant::kSubset
                                           ? locate(cifar10_subset_files().train, src)
                                           : locate_cifar10_batches(cifar10_files(), src);
+    if (p) return p->parent_path().parent_path();
+  }
+  if (dataset == "tinyshakespeare") {
+    Result<std::filesystem::path> p = locate(tinyshakespeare_file(), src);
     if (p) return p->parent_path().parent_path();
   }
   return src.data_dir ? *src.data_dir : default_cache_dir();

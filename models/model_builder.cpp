@@ -16,8 +16,8 @@ Result<std::unique_ptr<Module>> build_model(const Recipe& recipe) {
     return list.build({add_resnet_layer, add_conv_layer, add_mlp_layer}, family,
                       "resnet_stage, " + conv_layers);
   if (family == "gpt")
-    return make_error("model " + recipe.name + ": the gpt family trains with the "
-                      "AutoregressiveTrainer, which this build does not have yet");
+    return make_error("model " + recipe.name + ": a gpt-family model is built from its "
+                      "vocabulary (build_gpt)");
   return make_error("recipe " + recipe.path.string() + ": family '" + family +
                     "' is not mlp, convnet, resnet or gpt");
 }

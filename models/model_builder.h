@@ -10,6 +10,12 @@
 
 namespace noeira {
 
+// Every family but gpt, whose model needs the vocabulary size (build_gpt).
 Result<std::unique_ptr<Module>> build_model(const Recipe& recipe);
+
+// The gpt family (models/gpt.cpp): input (T) int32 ids, output (T, vocab) logits.
+Result<std::unique_ptr<Module>> build_gpt(const Recipe& recipe, int64_t vocab);
+// Its initialisation: normal(init_std), the c_proj weights init_std / sqrt(2 layers).
+InitConfig gpt_init(const Recipe& recipe);
 
 }  // namespace noeira

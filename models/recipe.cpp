@@ -36,18 +36,49 @@ Result<Recipe> load_recipe_for_model(const std::string& model) {
 namespace {
 
 // The GPT family (language models over a token corpus): its own sections ("model",
-// "steps", "eval_interval") instead of layers and epochs. Read far enough to list,
-// describe and refuse it clearly until the AutoregressiveTrainer lands.
+// "steps", "eval_interval") instead of layers and epochs.
 Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
   try {
     const auto& j = r.json;
+    r.task = Task::kLanguageModel;
     r.dataset = j.at("dataset").at("name").get<std::string>();
     r.batch = j.at("batch").get<int64_t>();
-    r.gpt_steps = j.at("steps").get<int64_t>();
-    const int64_t context = j.at("model").at("context").get<int64_t>();
-    if (r.batch <= 0 || r.gpt_steps <= 0 || context <= 0)
-      return make_error(where + ": batch, steps and model.context must be positive");
-    r.input_shape = Shape{context};
+    GptSpec& g = r.gpt;
+    const auto& m = j.at("model");
+    g.layers = m.at("layers").get<int64_t>();
+    g.heads = m.at("heads").get<int64_t>();
+    g.width = m.at("width").get<int64_t>();
+    g.context = m.at("context").get<int64_t>();
+    g.bias = m.value("bias", false);
+    g.tied_head = m.value("tied_head", true);
+    g.dropout = m.value("dropout", 0.0);
+    g.init_std = j.value("init_std", 0.02);
+    g.steps = j.at("steps").get<int64_t>();
+    g.eval_interval = j.value("eval_interval", g.steps);
+    g.eval_windows = j.value("eval_windows", int64_t{0});
+    g.quick_steps = j.contains("quick") ? j["quick"].value("steps", g.steps) : g.steps;
+    if (r.batch <= 0 || g.steps <= 0 || g.context <= 0 || g.layers <= 0 || g.heads <= 0 ||
+        g.width <= 0 || g.eval_interval <= 0 || g.quick_steps <= 0 || g.eval_windows < 0)
+      return make_error(where + ": batch, steps, eval_interval, quick.steps and model.layers, "
+                        "heads, width, context must be positive (eval_windows >= 0)");
+    if (g.width % g.heads != 0)
+      return make_error(where + ": model.width " + std::to_string(g.width) +
+                        " is not a multiple of model.heads " + std::to_string(g.heads));
+    if (!g.tied_head)
+      return make_error(where + ": model.tied_head false is not supported (the gpt family ties "
+                        "the LM head to the token embedding, as nanoGPT)");
+    if (g.dropout != 0.0)
+      return make_error(where + ": model.dropout " + std::to_string(g.dropout) +
+                        " is not supported yet in the gpt family; set it to 0");
+    if (!(g.init_std > 0.0)) return make_error(where + ": init_std must be positive");
+    if (j.value("init", "normal") != "normal")
+      return make_error(where + ": the gpt family initialises with \"normal\" (init_std)");
+    r.init = InitKind::kNormal;
+    r.input_shape = Shape{g.context};
+    if (j.contains("parity")) {
+      r.parity_steps = j["parity"].value("steps", r.parity_steps);
+      r.parity_bound = j["parity"].value("bound", r.parity_bound);
+    }
     NOEIRA_TRY(parse_optimizer(j.at("optimizer"), where, r.optimizer, r.schedule));
   } catch (const nlohmann::json::exception& e) {
     return make_error(where + ": missing or mistyped field (" + std::string(e.what()) + ")");

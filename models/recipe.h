@@ -15,12 +15,25 @@
 
 namespace noeira {
 
+// The gpt family's "model" section (nanoGPT's GPTConfig) and its run lengths.
+struct GptSpec {
+  int64_t layers = 0, heads = 0, width = 0, context = 0;
+  bool bias = false;
+  bool tied_head = true;
+  double dropout = 0.0;
+  double init_std = 0.02;      // normal init; the c_proj weights get init_std / sqrt(2 layers)
+  int64_t steps = 0;           // optimizer steps of the full recipe
+  int64_t eval_interval = 0;   // validation every this many steps and at the end
+  int64_t eval_windows = 0;    // fixed validation windows (0 = all that fit)
+  int64_t quick_steps = 0;     // --quick
+};
+
 struct Recipe {
   std::filesystem::path path;
   nlohmann::json json;  // the whole file, hashed into checkpoints
   std::string name;
   std::string description;
-  std::string family = "mlp";  // which builder reads "layers": mlp, convnet, resnet
+  std::string family = "mlp";  // which builder: mlp, convnet, resnet ("layers") or gpt ("model")
   Task task = Task::kClassification;
   std::string dataset;
   // dataset.normalize: x = (u8 / 255 - mean[c]) / std[c] for channel c; a recipe gives one
@@ -46,7 +59,7 @@ struct Recipe {
   // and the first steps are what still tells a bug from rounding.
   int64_t parity_early_steps = 0;
   double parity_early_bound = 1e-5;
-  int64_t gpt_steps = 0;  // the gpt family: optimizer steps of the full recipe
+  GptSpec gpt;  // the gpt family only
   int quick_epochs = 1;
   int64_t quick_max_steps = 0;  // 0 = whole epochs
   std::string quick_dataset;    // empty = the recipe's data set

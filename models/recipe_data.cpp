@@ -57,9 +57,23 @@ TensorDataset normalise(const ImageDataset& d, const Recipe& r, const std::vecto
 
 Result<DataSplit> load_recipe_data(const Recipe& recipe, const std::string& dataset_override,
                                    const DataSource& source) {
-  if (recipe.family == "gpt")
-    return make_error("model " + recipe.name + ": the gpt family trains on a token corpus with "
-                      "the AutoregressiveTrainer, which this build does not have yet");
+  if (recipe.family == "gpt") {
+    const std::string name = dataset_override.empty() ? recipe.dataset : dataset_override;
+    DataSplit d;
+    if (name == "tinyshakespeare") {
+      Result<TokenCorpus> c = load_tinyshakespeare(source);
+      if (!c) return c.error();
+      d.corpus = std::move(c).value();
+    } else if (std::filesystem::is_regular_file(name)) {
+      Result<TokenCorpus> c = read_token_corpus(name, std::filesystem::path(name).filename().string());
+      if (!c) return c.error();
+      d.corpus = std::move(c).value();
+    } else {
+      return make_error("model " + recipe.name + " trains on a text: tinyshakespeare or the "
+                        "path of a text file, not '" + name + "'");
+    }
+    return d;
+  }
   const std::string name = dataset_override.empty() ? recipe.dataset : dataset_override;
   // The shapes are checked before loading: a misfit must not cost a download.
   Result<ImageDatasetInfo> info = find_image_dataset(name);

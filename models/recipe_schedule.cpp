@@ -80,7 +80,13 @@ Status parse_optimizer(const nlohmann::json& o, const std::string& where, Optimi
     out.adam.eps = o.value("eps", 1e-8);
     out.adam.weight_decay = o.value("weight_decay", 0.0);
     out.adam.decoupled = out.kind == OptimizerKind::kAdamW;
+    out.decay_min_rank = o.value("decay_min_rank", 0);
+    if (out.decay_min_rank < 0)
+      return make_error(where + ": optimizer.decay_min_rank must not be negative");
   }
+  out.grad_clip = o.value("grad_clip", 0.0);
+  if (!(out.grad_clip >= 0.0))
+    return make_error(where + ": optimizer.grad_clip must not be negative (0 = no clipping)");
   return parse_schedule(o.value("schedule", nlohmann::json("constant")), where, schedule);
 }
 

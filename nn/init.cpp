@@ -22,6 +22,14 @@ const char* init_name(InitKind k) {
   return "?";
 }
 
+double InitConfig::std_for(const std::string& name) const {
+  for (const StdOverride& o : std_overrides)
+    if (name.size() >= o.suffix.size() &&
+        name.compare(name.size() - o.suffix.size(), o.suffix.size(), o.suffix) == 0)
+      return o.std;
+  return normal_std;
+}
+
 std::vector<float> init_values(const ParamInfo& p, uint32_t index, uint64_t seed,
                                const InitConfig& cfg) {
   const int64_t n = p.value.shape.numel();
@@ -33,6 +41,7 @@ std::vector<float> init_values(const ParamInfo& p, uint32_t index, uint64_t seed
   }
   auto word = [&](int64_t i) { return philox_word(seed, RngPurpose::kInit, index, i); };
   if (cfg.kind == InitKind::kNormal) {
+    const double std = cfg.std_for(p.name);
     // Box-Muller on word pairs, in double, rounded once.
     for (int64_t i = 0; i < n; ++i) {
       const int64_t k = i / 2;
@@ -40,7 +49,7 @@ std::vector<float> init_values(const ParamInfo& p, uint32_t index, uint64_t seed
       const double u2 = static_cast<double>(word(2 * k + 1) >> 8) / 16777216.0;
       const double r = std::sqrt(-2.0 * std::log(u1));
       const double z = (i % 2 == 0) ? r * std::cos(2.0 * M_PI * u2) : r * std::sin(2.0 * M_PI * u2);
-      w[static_cast<size_t>(i)] = static_cast<float>(z * cfg.normal_std);
+      w[static_cast<size_t>(i)] = static_cast<float>(z * std);
     }
     return w;
   }

@@ -8,7 +8,9 @@
 
 namespace noeira {
 
-enum class Task : uint8_t { kClassification, kRegression };
+// kLanguageModel: softmax cross-entropy over the vocabulary at every position, reported as
+// a mean per-token loss (no top-1).
+enum class Task : uint8_t { kClassification, kRegression, kLanguageModel };
 
 class Loss {
  public:

@@ -39,8 +39,9 @@ struct PlanContext {
   int64_t tail_rows = 0;
 
   PlanContext child(const std::string& name, bool needs_grad, DType in) const {
-    PlanContext c{plan, params, batch, needs_grad, prefix + name + ".", amp, in, scratch_f32,
-                  ops, workspace_bytes, tail_rows};
+    // An unnamed child shares its parent's prefix (GPT's embedding: "wte.weight").
+    PlanContext c{plan, params, batch, needs_grad, name.empty() ? prefix : prefix + name + ".",
+                  amp, in, scratch_f32, ops, workspace_bytes, tail_rows};
     return c;
   }
   void need_scratch(int64_t elems) const {

@@ -7,6 +7,7 @@
 
 #include "kernels/common/math.h"
 #include "nn/context.h"
+#include "nn/params.h"
 
 namespace noeira {
 
@@ -16,6 +17,11 @@ struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdam;
   AdamHyper adam;  // Adam and AdamW (adam.decoupled follows kind)
   SgdHyper sgd;
+  // Adam/AdamW: weight decay only on parameters of at least this rank (2 = matrices and
+  // embeddings, not LayerNorm weights or biases: nanoGPT's two groups); 0 = every one.
+  int decay_min_rank = 0;
+  // Global-norm gradient clipping before the update (torch's clip_grad_norm_); 0 = none.
+  double grad_clip = 0.0;
 };
 
 const char* optimizer_name(OptimizerKind k);
@@ -23,9 +29,15 @@ const char* optimizer_name(OptimizerKind k);
 class Optimizer {
  public:
   explicit Optimizer(OptimizerConfig cfg);
-  // Reserves the state buffers, each laid out like the parameter arena.
-  void plan(MemoryPlan& plan, size_t param_bytes);
+  // Reserves the state buffers, each laid out like the parameter arena, and the tables
+  // the decay groups and clipping need (filled by upload_tables once allocated).
+  void plan(MemoryPlan& plan, const ParamRegistry& params, Ops& ops);
+  void upload_tables(Ops& ops, const Arenas& arenas, const ParamRegistry& params) const;
+  // Clips (if asked), then updates every parameter; per-step values come from the counters.
   void step(Context& ctx);
+  // The last step's total gradient norm before clipping (device fp32), or null without
+  // clipping.
+  const float* grad_norm(const Arenas& arenas) const;
   const OptimizerConfig& config() const { return cfg_; }
   // Named state buffers ("adam.m", "adam.v" / "sgd.momentum"), for checkpoints.
   std::vector<std::pair<std::string, Slot>> state() const;
@@ -33,7 +45,11 @@ class Optimizer {
  private:
   OptimizerConfig cfg_;
   int64_t n_ = 0;  // floats in the parameter arena
+  int64_t n_params_ = 0;
   Slot s0_, s1_;
+  Slot decay_mask_;   // (n) 0/1 per element; only with decay groups
+  Slot segments_;     // (n_params + 1) int64 offsets of the parameters; only with clipping
+  Slot norm_, clip_ws_;
 };
 
 }  // namespace noeira

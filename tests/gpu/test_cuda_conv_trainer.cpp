@@ -25,7 +25,7 @@ Recipe short_resnet20() {
   return r;
 }
 
-std::unique_ptr<Trainer> gpu_trainer(const std::string& model, Device device, bool graph,
+std::unique_ptr<TrainerCore> gpu_trainer(const std::string& model, Device device, bool graph,
                                      AmpPolicy amp, uint64_t seed) {
   const Recipe r = model == "resnet20" ? short_resnet20() : recipe_named(model);
   const DataSplit data = head(recipe_data(model, "cifar10-subset"), 512, 200);
@@ -35,7 +35,7 @@ std::unique_ptr<Trainer> gpu_trainer(const std::string& model, Device device, bo
   o.seed = seed;
   o.use_train_cuda_graph = graph;
   o.amp = amp;
-  Result<std::unique_ptr<Trainer>> t = make_trainer(r, data, o);
+  Result<std::unique_ptr<TrainerCore>> t = make_trainer(r, data, o);
   if (!t) FAIL(t.error().message);
   return std::move(t).value();
 }

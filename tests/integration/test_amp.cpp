@@ -10,13 +10,13 @@ using namespace noeira::test;
 
 namespace {
 
-std::unique_ptr<Trainer> mlp_trainer(const DataSplit& data, uint64_t seed, AmpPolicy amp,
+std::unique_ptr<TrainerCore> mlp_trainer(const DataSplit& data, uint64_t seed, AmpPolicy amp,
                                      int threads = 1) {
   TrainerOptions o;
   o.seed = seed;
   o.threads = threads;
   o.amp = amp;
-  Result<std::unique_ptr<Trainer>> t = make_trainer(mlp_recipe(), data, o);
+  Result<std::unique_ptr<TrainerCore>> t = make_trainer(mlp_recipe(), data, o);
   if (!t) FAIL(t.error().message);
   return std::move(t).value();
 }

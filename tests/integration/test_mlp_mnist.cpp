@@ -9,11 +9,11 @@ using namespace noeira::test;
 
 namespace {
 
-std::unique_ptr<Trainer> trainer_on(const DataSplit& data, uint64_t seed, int threads) {
+std::unique_ptr<TrainerCore> trainer_on(const DataSplit& data, uint64_t seed, int threads) {
   TrainerOptions o;
   o.seed = seed;
   o.threads = threads;
-  Result<std::unique_ptr<Trainer>> t = make_trainer(mlp_recipe(), data, o);
+  Result<std::unique_ptr<TrainerCore>> t = make_trainer(mlp_recipe(), data, o);
   if (!t) FAIL(t.error().message);
   return std::move(t).value();
 }

@@ -42,13 +42,13 @@ inline DataSplit head(const DataSplit& d, int64_t train, int64_t test) {
   return s;
 }
 
-inline std::unique_ptr<Trainer> conv_trainer(const Recipe& r, const DataSplit& data, uint64_t seed,
+inline std::unique_ptr<TrainerCore> conv_trainer(const Recipe& r, const DataSplit& data, uint64_t seed,
                                              int threads, int64_t total_steps = 0) {
   TrainerOptions o;
   o.seed = seed;
   o.threads = threads;
   o.total_steps = total_steps;
-  Result<std::unique_ptr<Trainer>> t = make_trainer(r, data, o);
+  Result<std::unique_ptr<TrainerCore>> t = make_trainer(r, data, o);
   if (!t) FAIL(t.error().message);
   return std::move(t).value();
 }

@@ -1,7 +1,7 @@
-// The Trainer's checkpoints (docs/checkpoint-format.md): parameters, BatchNorm's running
+// The trainers' checkpoints (docs/checkpoint-format.md): parameters, BatchNorm's running
 // statistics and the optimizer state per parameter, with a header that a resume checks.
 #include "nn/checkpoint.h"
-#include "nn/training/trainer.h"
+#include "nn/training/trainer_core.h"
 
 namespace noeira {
 
@@ -23,7 +23,7 @@ nlohmann::json schedule_json(const LrSchedule& s) {
 
 }  // namespace
 
-nlohmann::json Trainer::checkpoint_meta() const {
+nlohmann::json TrainerCore::checkpoint_meta() const {
   const OptimizerConfig& o = cfg_.optimizer;
   nlohmann::json opt = {{"type", optimizer_name(o.kind)}};
   if (o.kind == OptimizerKind::kSgd)
@@ -38,7 +38,11 @@ nlohmann::json Trainer::checkpoint_meta() const {
                 {"eps", o.adam.eps},
                 {"weight_decay", o.adam.weight_decay},
                 {"schedule", schedule_json(o.adam.schedule)}});
-  return {{"format", "noeira-checkpoint"},
+  // Only when set, so that checkpoints written before these existed still resume.
+  if (o.kind != OptimizerKind::kSgd && o.decay_min_rank > 0)
+    opt["decay_min_rank"] = o.decay_min_rank;
+  if (o.grad_clip > 0.0) opt["grad_clip"] = o.grad_clip;
+  nlohmann::json meta = {{"format", "noeira-checkpoint"},
           {"model", cfg_.model_name},
           {"dataset", dataset_name_},
           {"recipe_hash", json_hash(cfg_.recipe)},
@@ -48,9 +52,11 @@ nlohmann::json Trainer::checkpoint_meta() const {
           {"batch", cfg_.batch},
           {"optimizer", opt},
           {"amp", amp_name(cfg_.amp)}};
+  meta.update(extra_meta());
+  return meta;
 }
 
-Status Trainer::save_checkpoint(const std::filesystem::path& path) const {
+Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   backend_.ops->synchronize();
   Checkpoint ck;
   ck.meta = checkpoint_meta();
@@ -74,13 +80,15 @@ Status Trainer::save_checkpoint(const std::filesystem::path& path) const {
   return write_checkpoint(path, ck);
 }
 
-Status Trainer::load_checkpoint(const std::filesystem::path& path) {
+Status TrainerCore::load_checkpoint(const std::filesystem::path& path) {
   Result<Checkpoint> r = read_checkpoint(path);
   if (!r) return r.error();
   const Checkpoint& ck = *r;
   const std::string where = "checkpoint " + path.string();
   const nlohmann::json mine = checkpoint_meta();
-  for (const char* key : {"model", "dataset", "recipe_hash", "optimizer", "amp"}) {
+  std::vector<std::string> keys = {"model", "dataset", "recipe_hash", "optimizer", "amp"};
+  for (const auto& [key, value] : extra_meta().items()) keys.push_back(key);
+  for (const std::string& key : keys) {
     if (!ck.meta.contains(key) || ck.meta.at(key) != mine.at(key))
       return make_error(where + ": " + key + " is " +
                         (ck.meta.contains(key) ? ck.meta.at(key).dump() : "missing") +

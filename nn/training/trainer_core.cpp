@@ -1,0 +1,230 @@
+#include "nn/training/trainer_core.h"
+
+#include <chrono>
+
+namespace noeira {
+
+TrainerCore::~TrainerCore() = default;
+
+Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg) {
+  cfg_ = cfg;
+  model_ = std::move(model);
+  Result<Backend> b = make_backend(cfg.device, cfg.threads);
+  if (!b) return b.error();
+  backend_ = std::move(b).value();
+  if (cfg_.batch <= 0) return make_error("batch must be positive");
+  if (cfg_.amp == BF16Policy && !backend_.ops->supports_bf16())
+    return make_error("--dtype bf16: the " + backend_.description +
+                      " backend has no bf16 ops in this build; use --dtype fp32");
+  params_.set_low_precision_copies(cfg_.amp == BF16Policy);
+  return {};
+}
+
+PlanContext TrainerCore::plan_context(int64_t tail_rows) {
+  return PlanContext{plan_,      params_,          cfg_.batch,          false,
+                     "",         cfg_.amp,         flow_dtype(cfg_.amp), &scratch_elems_,
+                     backend_.ops.get(), &workspace_bytes_, tail_rows};
+}
+
+Result<Shape> TrainerCore::plan_model(PlanContext& pc, const Shape& in) {
+  try {
+    return model_->plan(pc, in);
+  } catch (const PlanError& e) {
+    return make_error(e.what());
+  }
+}
+
+Status TrainerCore::allocate(int64_t history) {
+  Ops& ops = *backend_.ops;
+  optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer);
+  optimizer_->plan(plan_, params_, ops);
+  if (scratch_elems_ > 0)
+    scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems_}, DType::kF32);
+  workspace_ = plan_.reserve_bytes(MemCategory::kWorkspace, workspace_bytes_);
+  // The backend's reduction scratch (bias_grad's partial sums on the GPU), bound below.
+  reduction_bytes_ = ops.reduction_workspace_bytes();
+  reduction_ws_ = plan_.reserve_bytes(MemCategory::kWorkspace, reduction_bytes_);
+  counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
+  train_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
+  eval_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
+  loss_history_ = plan_.reserve(MemCategory::kScalars, Shape{history}, DType::kF32);
+  if (cfg_.amp == BF16Policy &&
+      plan_.bytes(MemCategory::kParamCopies) * 2 != plan_.bytes(MemCategory::kParams))
+    return make_error("internal: bf16 weight copies do not mirror the parameter arena");
+
+  // ---- Allocate once; nothing allocates after this line. ----
+  Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
+  if (!a) return a.error();
+  arenas_ = std::move(a).value();
+  ctx_ = std::make_unique<Context>(ops, arenas_, counters_, scratch_, workspace_, cfg_.seed);
+  if (reduction_ws_.valid())
+    NOEIRA_TRY(ops.bind_reduction_workspace(arenas_.ptr(reduction_ws_), reduction_bytes_));
+  return {};
+}
+
+Status TrainerCore::start() {
+  initialise_params();
+  initialise_buffers();
+  optimizer_->upload_tables(*backend_.ops, arenas_, params_);
+  refresh_param_copies();
+  write_counters();
+  // Timers before capture: CUPTI records only what runs after it is enabled.
+  for (DeviceTimerKind k : cfg_.device_timers) {
+    TimerSlot t{k, nullptr, ""};
+    t.timer = backend_.ops->make_device_timer(k, &t.why);
+    timers_.push_back(std::move(t));
+  }
+  if (cfg_.use_train_cuda_graph) {
+    Status captured = capture_step();
+    if (!captured) {
+      if (!cfg_.graph_fallback) return captured;
+      graph_fallback_reason_ = captured.error().message;
+    }
+  }
+  return {};
+}
+
+// Records one whole training step into a graph. Per-step values (batch offset, Adam
+// step, the batch windows) are read from the device counters, so one graph serves every step.
+Status TrainerCore::capture_step() {
+  Ops& ops = *backend_.ops;
+  if (!ops.supports_graphs())
+    return make_error("CUDA-graph capture needs the gpu target (this trainer runs on " +
+                      backend_.description + "); drop --graph or use --target gpu");
+  // One eager step first, undone afterwards: it loads every kernel and fills the GEMM
+  // algorithm cache, so nothing lazy happens during capture, and the run's results stay
+  // those of an eager run.
+  std::vector<std::vector<char>> saved;
+  const MemCategory kept[] = {MemCategory::kParams, MemCategory::kParamCopies,
+                              MemCategory::kOptimState, MemCategory::kBuffers};
+  for (MemCategory c : kept) {
+    saved.emplace_back(plan_.bytes(c));
+    if (!saved.back().empty()) ops.copy_to_host(saved.back().data(), arenas_.base(c), saved.back().size());
+  }
+  before_step();
+  enqueue_step();
+  ops.synchronize();
+  for (size_t i = 0; i < saved.size(); ++i)
+    if (!saved[i].empty()) ops.copy_to_device(arenas_.base(kept[i]), saved[i].data(), saved[i].size());
+  write_counters();
+  ops.synchronize();
+  NOEIRA_TRY(ops.begin_capture());
+  enqueue_step();
+  Result<std::unique_ptr<StepGraph>> g = ops.end_capture();
+  if (!g) return make_error("capturing the training step failed: " + g.error().message);
+  graph_ = std::move(g).value();
+  return {};
+}
+
+DeviceStepTimer* TrainerCore::device_timer(DeviceTimerKind kind, std::string* why) const {
+  for (const TimerSlot& t : timers_)
+    if (t.kind == kind) {
+      if (!t.timer && why) *why = t.why;
+      return t.timer.get();
+    }
+  if (why) *why = "not requested";
+  return nullptr;
+}
+
+void TrainerCore::initialise_params() {
+  const auto& all = params_.all();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::vector<float> w = init_values(all[i], static_cast<uint32_t>(i), cfg_.seed, cfg_.init);
+    backend_.ops->copy_to_device(arenas_.ptr(all[i].value), w.data(), w.size() * sizeof(float));
+  }
+}
+
+// Module buffers (BatchNorm's running statistics) start at their declared values.
+void TrainerCore::initialise_buffers() {
+  for (const BufferInfo& b : params_.buffers()) {
+    const std::vector<float> v(static_cast<size_t>(b.value.shape.numel()), b.init);
+    backend_.ops->copy_to_device(arenas_.ptr(b.value), v.data(), v.size() * sizeof(float));
+  }
+}
+
+// BF16Policy: the bf16 weight copies follow the fp32 masters (one flat cast; the copy
+// arena has the parameter arena's layout at half the size).
+void TrainerCore::refresh_param_copies() {
+  if (cfg_.amp != BF16Policy) return;
+  const auto n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
+  backend_.ops->cast(ConstView{arenas_.base(MemCategory::kParams), DType::kF32, n},
+                     View{arenas_.base(MemCategory::kParamCopies), DType::kBF16, n});
+}
+
+void TrainerCore::write_counters(int64_t batch_in_epoch) {
+  const StepCounters c{step_, batch_in_epoch};
+  backend_.ops->copy_to_device(arenas_.ptr(counters_), &c, sizeof c);
+}
+
+void TrainerCore::train_step() {
+  before_step();
+  if (graph_)
+    graph_->replay();
+  else
+    enqueue_step();
+  ++step_;
+}
+
+EvalStats TrainerCore::read_stats(const Slot& slot) const {
+  LossStats st{};
+  backend_.ops->copy_to_host(&st, arenas_.ptr(slot), sizeof st);
+  EvalStats e;
+  e.count = st.count;
+  e.loss = st.count ? st.loss_sum / static_cast<double>(st.count) : 0.0;
+  e.top1 = cfg_.task == Task::kClassification && st.count
+               ? 100.0 * static_cast<double>(st.correct) / static_cast<double>(st.count)
+               : 0.0;
+  return e;
+}
+
+EpochStats TrainerCore::end_epoch(bool evaluate_test) {
+  Ops& ops = *backend_.ops;
+  ops.synchronize();
+  EpochStats s;
+  s.epoch = ++epoch_;
+  s.steps = step_ - epoch_first_step_;
+  const EvalStats train = read_stats(train_stats_);
+  s.train_loss = train.loss;
+  s.train_top1 = train.top1;
+  s.step_losses.resize(static_cast<size_t>(s.steps));
+  ops.copy_to_host(s.step_losses.data(), arenas_.ptr(loss_history_),
+                   s.step_losses.size() * sizeof(float));
+  s.seconds = epoch_seconds_;
+  if (evaluate_test) s.test = evaluate();
+  return s;
+}
+
+void TrainerCore::synchronize() { backend_.ops->synchronize(); }
+
+EpochStats TrainerCore::train_epoch(const std::function<void(int64_t, int64_t)>& on_step) {
+  begin_epoch();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps_per_epoch_; ++i) {
+    train_step();
+    if (on_step) on_step(i + 1, steps_per_epoch_);
+  }
+  backend_.ops->synchronize();
+  epoch_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return end_epoch();
+}
+
+std::vector<EpochStats> TrainerCore::train(int epochs,
+                                           const std::function<void(const EpochStats&)>& on_epoch,
+                                           const std::function<void(int64_t, int64_t)>& on_step) {
+  std::vector<EpochStats> out;
+  while (epoch_ < epochs) {
+    out.push_back(train_epoch(on_step));
+    if (on_epoch) on_epoch(out.back());
+  }
+  return out;
+}
+
+std::vector<float> TrainerCore::param_values(size_t index) const {
+  const ParamInfo& p = params_.all().at(index);
+  std::vector<float> v(static_cast<size_t>(p.value.shape.numel()));
+  backend_.ops->copy_to_host(v.data(), arenas_.ptr(p.value), v.size() * sizeof(float));
+  return v;
+}
+
+}  // namespace noeira

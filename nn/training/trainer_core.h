@@ -1,0 +1,176 @@
+// What every trainer shares (Trainer for image and tabular data, AutoregressiveTrainer for
+// language models): the backend, the model's parameters and optimizer state in one arena per
+// category, the device step counters, the captured step, the device timers, checkpoints,
+// and the epoch loop. A derived trainer plans its data and batch buffers, says how one
+// step is enqueued (enqueue_step) and how it evaluates; the core does the rest.
+//
+// An "epoch" is the unit between two read-backs of the device accumulators: a pass over
+// the data set for the Trainer, an evaluation interval for the AutoregressiveTrainer.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/amp.h"
+#include "nn/backend.h"
+#include "nn/context.h"
+#include "nn/init.h"
+#include "nn/loss.h"
+#include "nn/module.h"
+#include "nn/optimizer.h"
+#include "nn/training/augmenter.h"
+
+namespace noeira {
+
+struct TrainerConfig {
+  Device device = Device::kCpu;
+  int threads = 0;  // CPU: 0 = every core this process may use
+  uint64_t seed = 0;
+  int64_t batch = 128;
+  bool drop_last = true;
+  Task task = Task::kClassification;
+  OptimizerConfig optimizer;
+  InitConfig init;
+  AmpPolicy amp = NoAMP;
+  // Random crop + flip of the training images before every epoch (nn/training/augmenter.h);
+  // its count and image shape are filled in from the data set.
+  std::optional<AugmentSpec> augment;
+  bool use_train_cuda_graph = false;
+  bool graph_fallback = false;   // if capture fails: run eager (true) or fail create (false)
+  // Device step timers to create before any capture (CUPTI must be enabled first).
+  std::vector<DeviceTimerKind> device_timers;
+  std::string model_name;        // goes into checkpoints
+  nlohmann::json recipe;         // hashed into checkpoints; resuming checks it
+};
+
+struct EvalStats {
+  double loss = 0.0;  // mean per-sample (per-token for language models) loss
+  double top1 = 0.0;  // percent; 0 for regression and language models
+  int64_t count = 0;  // samples (tokens) evaluated
+};
+
+struct EpochStats {
+  int epoch = 0;  // 1-based
+  int64_t steps = 0;
+  double train_loss = 0.0;
+  double train_top1 = 0.0;
+  EvalStats test;
+  std::vector<float> step_losses;  // batch mean loss of every step of the epoch
+  double seconds = 0.0;            // host wall time of the epoch's training steps
+};
+
+class TrainerCore {
+ public:
+  virtual ~TrainerCore();
+
+  // Whole epochs. `on_step(step_in_epoch, steps)` is for progress output only.
+  std::vector<EpochStats> train(int epochs,
+                                const std::function<void(const EpochStats&)>& on_epoch = {},
+                                const std::function<void(int64_t, int64_t)>& on_step = {});
+  EpochStats train_epoch(const std::function<void(int64_t, int64_t)>& on_step = {});
+  // The held-out loss (and top-1): the test set, or the fixed validation windows.
+  virtual EvalStats evaluate() = 0;
+
+  // The pieces of an epoch, for timers: begin_epoch prepares it (shuffle, counters);
+  // train_step enqueues one step (no host synchronisation); end_epoch reads the
+  // accumulators back and, unless told otherwise, evaluates. An epoch may end early.
+  virtual void begin_epoch() = 0;
+  void train_step();
+  EpochStats end_epoch(bool evaluate_test = true);
+  void synchronize();
+
+  Status save_checkpoint(const std::filesystem::path& path) const;
+  Status load_checkpoint(const std::filesystem::path& path);
+
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int epochs_done() const { return epoch_; }
+  int64_t steps_done() const { return step_; }
+  const MemoryPlan& plan() const { return plan_; }
+  const ParamRegistry& params() const { return params_; }
+  const TrainerConfig& config() const { return cfg_; }
+  const std::string& backend_description() const { return backend_.description; }
+  Ops& ops() const { return *backend_.ops; }
+  // Whether steps replay a captured CUDA graph, and why not if one was asked for.
+  bool graph_active() const { return graph_ != nullptr; }
+  const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
+  // A timer requested in TrainerConfig::device_timers, or null (then `why` says why).
+  DeviceStepTimer* device_timer(DeviceTimerKind kind, std::string* why = nullptr) const;
+  // Parameter values on the host, in registration order (for tests and the twin).
+  std::vector<float> param_values(size_t index) const;
+
+ protected:
+  TrainerCore() = default;
+  // The backend for cfg (before build).
+  Status open(std::unique_ptr<Module> model, const TrainerConfig& cfg);
+  // A PlanContext for the model at the top level (batch rows, tail rows for evaluation's
+  // last partial batch), collecting scratch and workspace sizes into the core.
+  PlanContext plan_context(int64_t tail_rows);
+  // Plans the model; a PlanError becomes an Error.
+  Result<Shape> plan_model(PlanContext& pc, const Shape& in);
+  // After the derived trainer reserved its own buffers: the optimizer, the shared scratch
+  // and workspace, counters, accumulators and a loss history of `history` steps; then
+  // allocates every arena (nothing allocates after this).
+  Status allocate(int64_t history);
+  // After the data is uploaded: parameters, buffers, optimizer tables, counters, timers,
+  // and the captured step if asked for.
+  Status start();
+
+  // One training step, enqueued. Per-step values come from the device counters.
+  virtual void enqueue_step() = 0;
+  // Host work before each step that a captured graph cannot hold (the host-batch
+  // baseline's copy); nothing by default.
+  virtual void before_step() {}
+  // Keys a derived trainer adds to the checkpoint header; resuming compares each of them.
+  virtual nlohmann::json extra_meta() const { return nlohmann::json::object(); }
+
+  void write_counters(int64_t batch_in_epoch = 0);
+  void refresh_param_copies();
+  // Reads the LossStats at `slot` back: mean loss, top-1 percent (0 unless classification).
+  EvalStats read_stats(const Slot& slot) const;
+
+  TrainerConfig cfg_;
+  Backend backend_;
+  std::unique_ptr<Module> model_;
+  std::unique_ptr<Loss> loss_;
+  std::unique_ptr<Optimizer> optimizer_;
+  MemoryPlan plan_;
+  ParamRegistry params_;
+  Arenas arenas_;
+  std::unique_ptr<Context> ctx_;
+  std::string dataset_name_;  // goes into checkpoints
+  int64_t steps_per_epoch_ = 0;
+  Slot scratch_;    // shared fp32 scratch (bf16 GEMM results)
+  Slot workspace_;  // shared op workspace (convolutions, BatchNorm, attention)
+  Slot counters_, train_stats_, eval_stats_, loss_history_;
+
+  int epoch_ = 0;      // epochs completed
+  int64_t step_ = 0;   // optimizer steps taken (host mirror of the device counter)
+  int64_t epoch_first_step_ = 0;
+  double epoch_seconds_ = 0.0;
+
+ private:
+  Status capture_step();
+  void initialise_params();
+  void initialise_buffers();
+  nlohmann::json checkpoint_meta() const;
+
+  int64_t scratch_elems_ = 0;
+  size_t workspace_bytes_ = 0;
+  Slot reduction_ws_;
+  size_t reduction_bytes_ = 0;
+  std::unique_ptr<StepGraph> graph_;
+  std::string graph_fallback_reason_;
+  struct TimerSlot {
+    DeviceTimerKind kind;
+    std::unique_ptr<DeviceStepTimer> timer;
+    std::string why;
+  };
+  std::vector<TimerSlot> timers_;
+};
+
+}  // namespace noeira
