@@ -13,6 +13,7 @@
 #include "harness/micro_command.h"
 #include "harness/report_command.h"
 #include "harness/run_command.h"
+#include "harness/sample_command.h"
 #include "harness/train_command.h"
 #include "models/recipe.h"
 
@@ -82,6 +83,7 @@ int run_cli(int argc, char** argv) {
   std::vector<std::function<int()>> commands;
   commands.push_back(add_run_command(app, command_line));
   commands.push_back(add_train_command(app));
+  commands.push_back(add_sample_command(app));
   commands.push_back(add_list_command(app));
   commands.push_back(add_env_command(app));
   commands.push_back(add_compare_command(app));

@@ -1,5 +1,6 @@
 #include "harness/train_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -32,7 +33,9 @@ struct TrainOptions {
 int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& data,
                  TrainerOptions to) {
   const int64_t total = o.steps > 0 ? o.steps : recipe.gpt.steps;
-  to.total_steps = total;
+  // The schedule spans the recipe's steps (or more, if asked for more), whatever --steps
+  // stops at: a run stopped at step N and resumed ends exactly as one uninterrupted run.
+  to.total_steps = std::max(total, recipe.gpt.steps);
   to.host_batch = o.host_batch;
   Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to);
   if (!made) return report_error(made.error().message, kExitFailure);
@@ -180,8 +183,9 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--epochs", o->epochs, "Epochs to train (default: the recipe's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o->steps,
-                  "gpt family: optimizer steps to train (default: the recipe's); the cosine "
-                  "schedule spans them")
+                  "gpt family: train until this many optimizer steps (default: the recipe's); "
+                  "the learning-rate schedule spans the recipe's steps (or --steps if more), "
+                  "so a stopped run resumes exactly")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--host-batch", o->host_batch,
                 "gpt family: build each batch on the host and copy it in (the baseline) "

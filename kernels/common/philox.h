@@ -56,6 +56,7 @@ enum class RngPurpose : uint32_t {
   kDropout = 3,      // stream = step
   kBatchWindow = 4,  // autoregressive window starts; stream = step
   kAugment = 5,      // crop/flip; stream = epoch
+  kSample = 6,       // text sampling (noeira-bench sample); stream = generated token index
 };
 
 // Key = seed, counter = (index, stream, purpose). `index` counts 4-word blocks.

@@ -14,7 +14,7 @@
 //   cpu_norm.cpp         BatchNorm2d
 //   cpu_image_misc.cpp   shortcut, dropout, augment_crop_flip
 //   cpu_sequence.cpp     embedding, LayerNorm, clip_grad_norm
-//   cpu_attention.cpp    causal self-attention (loops per batch and head)
+//   cpu_attention.cpp    causal self-attention (per (batch, head): oneDNN GEMMs + fused causal softmax)
 //   cpu_batch_windows.cpp  batch_windows (the autoregressive batch, rows of the corpus)
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes

@@ -146,11 +146,14 @@ cudaError_t launch_embedding_backward(cudaStream_t stream, const int32_t* ids, C
   const char* op = "embedding_backward";
   expect_elems(op, rows * C, {dy});
   if (rows * C == 0) return cudaSuccess;
-  if (T <= 0 || rows > INT_MAX || V < 0 || V >= INT_MAX || !workspace)
+  // The workspace serves dwte's sort only: dwpe alone needs none (as CudaOps checks).
+  if (T <= 0 || rows > INT_MAX || V < 0 || V >= INT_MAX || (dwte && !workspace))
     return cudaErrorInvalidValue;
   size_t temp = 0;
-  if (const cudaError_t e = cub_temp_bytes(rows, &temp); e != cudaSuccess) return e;
-  const EmbLayout l = emb_layout(workspace, rows);
+  if (dwte) {
+    if (const cudaError_t e = cub_temp_bytes(rows, &temp); e != cudaSuccess) return e;
+  }
+  const EmbLayout l = dwte ? emb_layout(workspace, rows) : EmbLayout{};
   return dispatch_float(op, {dy}, [&](auto storage) {
     using S = typename decltype(storage)::type;
     if (dwte) {

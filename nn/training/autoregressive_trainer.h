@@ -54,6 +54,9 @@ class AutoregressiveTrainer final : public TrainerCore {
   Status build(const AutoregressiveConfig& lm, const TokenCorpus& corpus);
   void enqueue_step() override;
   void before_step() override;
+  int epochs_after_end() const override {
+    return static_cast<int>(step_ / lm_.eval_interval);
+  }
   nlohmann::json extra_meta() const override;
 
   AutoregressiveConfig lm_;

@@ -181,7 +181,8 @@ EpochStats TrainerCore::end_epoch(bool evaluate_test) {
   Ops& ops = *backend_.ops;
   ops.synchronize();
   EpochStats s;
-  s.epoch = ++epoch_;
+  epoch_ = epochs_after_end();
+  s.epoch = epoch_;
   s.steps = step_ - epoch_first_step_;
   const EvalStats train = read_stats(train_stats_);
   s.train_loss = train.loss;

@@ -85,7 +85,11 @@ class TrainerCore {
   void synchronize();
 
   Status save_checkpoint(const std::filesystem::path& path) const;
-  Status load_checkpoint(const std::filesystem::path& path);
+  // kResume: everything (parameters, buffers, optimizer state, step), checked against this
+  // run's model, data, recipe, optimizer and dtype. kWeights: parameters and buffers only,
+  // for inference (sampling): the optimizer, its schedule and the dtype may differ.
+  enum class LoadMode : uint8_t { kResume, kWeights };
+  Status load_checkpoint(const std::filesystem::path& path, LoadMode mode = LoadMode::kResume);
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int epochs_done() const { return epoch_; }
@@ -125,6 +129,10 @@ class TrainerCore {
   // Host work before each step that a captured graph cannot hold (the host-batch
   // baseline's copy); nothing by default.
   virtual void before_step() {}
+  // The epochs completed once the current one ends (end_epoch): one more by default; the
+  // AutoregressiveTrainer counts whole evaluation intervals, so that a run split by a
+  // resume counts the same as one that was not.
+  virtual int epochs_after_end() const { return epoch_ + 1; }
   // Keys a derived trainer adds to the checkpoint header; resuming compares each of them.
   virtual nlohmann::json extra_meta() const { return nlohmann::json::object(); }
 

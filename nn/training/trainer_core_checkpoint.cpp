@@ -9,8 +9,11 @@ namespace {
 
 nlohmann::json schedule_json(const LrSchedule& s) {
   switch (s.kind) {
-    case ScheduleKind::kCosine:
-      return {{"type", "cosine"}, {"steps", s.cosine_steps}, {"warmup_steps", s.warmup_steps}};
+    case ScheduleKind::kCosine: {
+      nlohmann::json j = {{"type", "cosine"}, {"steps", s.cosine_steps}, {"warmup_steps", s.warmup_steps}};
+      if (s.min_lr != 0.0) j["min_lr"] = s.min_lr;  // only when set: older checkpoints resume
+      return j;
+    }
     case ScheduleKind::kMultiStep: {
       nlohmann::json m = nlohmann::json::array();
       for (int i = 0; i < s.n_milestones; ++i) m.push_back(s.milestones[i]);
@@ -80,20 +83,25 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   return write_checkpoint(path, ck);
 }
 
-Status TrainerCore::load_checkpoint(const std::filesystem::path& path) {
+Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode mode) {
+  const bool resume = mode == LoadMode::kResume;
   Result<Checkpoint> r = read_checkpoint(path);
   if (!r) return r.error();
   const Checkpoint& ck = *r;
   const std::string where = "checkpoint " + path.string();
   const nlohmann::json mine = checkpoint_meta();
-  std::vector<std::string> keys = {"model", "dataset", "recipe_hash", "optimizer", "amp"};
-  for (const auto& [key, value] : extra_meta().items()) keys.push_back(key);
+  std::vector<std::string> keys = {"model", "dataset", "recipe_hash"};
+  if (resume) keys.insert(keys.end(), {"optimizer", "amp"});
+  const nlohmann::json extra = extra_meta();  // items() must not outlive it
+  for (const auto& [key, value] : extra.items()) keys.push_back(key);
   for (const std::string& key : keys) {
     if (!ck.meta.contains(key) || ck.meta.at(key) != mine.at(key))
       return make_error(where + ": " + key + " is " +
                         (ck.meta.contains(key) ? ck.meta.at(key).dump() : "missing") +
                         " but this run has " + mine.at(key).dump() +
-                        "; resume with the model, data set, recipe and optimizer it was saved with");
+                        (resume ? "; resume with the model, data set, recipe and optimizer it was "
+                                  "saved with"
+                                : "; use the model, data set and recipe it was saved with"));
   }
   // Check every tensor and the header first, copy afterwards: a refused checkpoint leaves
   // the trainer as it was.
@@ -115,10 +123,13 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path) {
   for (const ParamInfo& p : params_.all()) NOEIRA_TRY(plan_copy(p.name, p.value, 0, p.value.shape));
   for (const BufferInfo& b : params_.buffers())
     NOEIRA_TRY(plan_copy(b.name, b.value, 0, b.value.shape));
-  for (const auto& [state_name, slot] : optimizer_->state())
-    for (const ParamInfo& p : params_.all())
-      NOEIRA_TRY(plan_copy(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
-  if (ck.tensors.size() != copies.size())
+  size_t optim_tensors = 0;
+  for (const CheckpointTensor& t : ck.tensors) optim_tensors += t.group == "optim" ? 1 : 0;
+  if (resume)
+    for (const auto& [state_name, slot] : optimizer_->state())
+      for (const ParamInfo& p : params_.all())
+        NOEIRA_TRY(plan_copy(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
+  if (ck.tensors.size() != copies.size() + (resume ? 0 : optim_tensors))
     return make_error(where + ": holds tensors this model does not have");
   uint64_t seed = 0;
   int epoch = 0;
@@ -133,6 +144,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path) {
 
   for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
   refresh_param_copies();
+  if (!resume) return {};
   cfg_.seed = seed;  // the run continues its own RNG streams
   ctx_->set_seed(seed);
   epoch_ = epoch;

@@ -323,6 +323,40 @@ TEST_CASE("attention: causal softmax forward and backward against double; bf16; 
   CHECK(same_bits(bf1.dqkv, bf.dqkv));
 }
 
+TEST_CASE("attention: 1, 2 and 3 threads agree bit for bit on a T tail, fp32 and bf16",
+          "[seq-ops]") {
+  // T 37: no multiple of any block or vector width; 12 (b, h) pairs over 2 and 3 threads.
+  // T 100: two causal row blocks (the second a tail).
+  for (const int64_t T_ : {int64_t{37}, int64_t{100}}) {
+    const int64_t B = 3, C = 48, nh = 4;
+    INFO("T " << T_);
+    const Vec qkv = random_vec(B * T_ * 3 * C, 51, -2.0f, 2.0f);
+    const Vec dout = random_vec(B * T_ * C, 52);
+    const AttOut f1 = run_attention<float>(1, qkv, dout, B, T_, C, nh);
+    const AttOut b1 = run_attention<bf16_t>(1, qkv, dout, B, T_, C, nh);
+    const Dvec dout_d(dout.begin(), dout.end());
+    const AttRef ref = attention_ref(Dvec(qkv.begin(), qkv.end()), &dout_d, B, T_, C, nh);
+    CHECK(rel_error(f1.out, ref.out) < 1e-5);
+    CHECK(rel_error(f1.att, ref.att) < 1e-5);
+    CHECK(rel_error(f1.dqkv, ref.dqkv) < 1e-4);
+    bool masked_zero = true;
+    for (int64_t r = 0; r < B * nh * T_; ++r)
+      for (int64_t j = r % T_ + 1; j < T_; ++j) masked_zero &= f1.att[r * T_ + j] == 0.0f;
+    CHECK(masked_zero);
+    for (const int threads : {2, 3}) {
+      INFO("threads " << threads);
+      const AttOut f = run_attention<float>(threads, qkv, dout, B, T_, C, nh);
+      CHECK(same_bits(f.out, f1.out));
+      CHECK(same_bits(f.att, f1.att));
+      CHECK(same_bits(f.dqkv, f1.dqkv));
+      const AttOut b = run_attention<bf16_t>(threads, qkv, dout, B, T_, C, nh);
+      CHECK(same_bits(b.out, b1.out));
+      CHECK(same_bits(b.att, b1.att));
+      CHECK(same_bits(b.dqkv, b1.dqkv));
+    }
+  }
+}
+
 TEST_CASE("attention: backward matches finite differences of a scalar loss", "[seq-ops]") {
   const int64_t B = 1, T_ = 3, C = 4, nh = 2;
   const Vec qkv = random_vec(B * T_ * 3 * C, 41), w = random_vec(B * T_ * C, 42);
