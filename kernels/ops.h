@@ -300,6 +300,16 @@ class Ops {
   // att = softmax(q k^T / sqrt(hd) with future positions masked) in fp32, kept in att
   // (B, nh, T, T, fp32; masked entries 0) for backward; out (B, T, C) = att v, heads
   // concatenated. workspace: attention_workspace_bytes.
+  //
+  // att holds attention_saved_floats(B, T, nh, dtype) floats: by default B * nh * T * T,
+  // the probabilities above. A backend may keep something smaller there and then att does
+  // not hold the probabilities (only its own backward reads it): CUDA's bf16 path (a fused
+  // flash-style kernel, kernels/cuda/flash_attention.cu) keeps each query row's log-sum-exp
+  // of the scaled, masked scores, B * nh * T floats.
+  virtual int64_t attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const {
+    (void)dtype;
+    return B * nh * T * T;
+  }
   virtual size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                            DType dtype) const {
     (void)B;

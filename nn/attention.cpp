@@ -16,7 +16,16 @@ Shape CausalSelfAttention::plan(PlanContext& pc, const Shape& in) {
   const Shape qkv = c_attn_->plan(ca, in);  // (T, 3C)
   const DType flow = c_attn_->out_dtype();
   y_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), flow);
-  att_ = pc.plan.reserve(MemCategory::kActivations, Shape{pc.batch, heads_, T_, T_}, DType::kF32);
+  // What the backend's attention keeps for backward (Ops::attention_saved_floats): the
+  // (B, nh, T, T) probabilities by default, less on backends that recompute them.
+  const int64_t saved = pc.ops ? pc.ops->attention_saved_floats(pc.batch, T_, heads_, flow)
+                               : pc.batch * heads_ * T_ * T_;
+  const Shape probs{pc.batch, heads_, T_, T_}, rows{pc.batch, heads_, T_};
+  att_ = pc.plan.reserve(MemCategory::kActivations,
+                         saved == probs.numel() ? probs
+                         : saved == rows.numel() ? rows
+                                                 : Shape{saved},
+                         DType::kF32);
   dqkv_ = pc.plan.reserve(MemCategory::kActivations, qkv.with_batch(pc.batch), flow);
   if (pc.ops) {
     pc.need_workspace(pc.ops->attention_workspace_bytes(pc.batch, T_, C_, heads_, flow));

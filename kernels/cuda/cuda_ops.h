@@ -135,6 +135,9 @@ class CudaOps final : public Ops {
   void layernorm_backward(ConstView dy, ConstView x, const float* gamma, const float* mean,
                           const float* rstd, View dx, float* dgamma, float* dbeta, int64_t N,
                           int64_t C, void* workspace) override;
+  // bf16: the fused flash kernels (kernels/cuda/flash_attention.h) keep the per-row
+  // log-sum-exp, B * nh * T floats; fp32: the probabilities.
+  int64_t attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const override;
   size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                    DType dtype) const override;
   void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T, int64_t C,

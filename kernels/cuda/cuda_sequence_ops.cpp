@@ -12,9 +12,13 @@
 //   backward: dout copied per head; datt = dout v^T; dv = att^T dout; dS = softmax
 //             backward in place over datt (times scale); dq = dS k; dk = dS^T q; the
 //             three copied out into dqkv (B, T, 3C).
+// bf16 views (1 <= hd <= 128) take the fused flash-style kernels instead
+// (kernels/cuda/flash_attention.h): no T x T buffer, att holds the per-row log-sum-exp
+// (attention_saved_floats), the workspace holds the backward's D = rowsum(dO * O).
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/op_scope.h"
 #include "kernels/cuda/sequence_kernels.h"
@@ -116,17 +120,51 @@ void CudaOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
 
 // ---- Attention ----
 
+int64_t CudaOps::attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const {
+  return dtype == DType::kBF16 ? B * nh * T : B * nh * T * T;
+}
+
 size_t CudaOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
-                                          DType /*dtype*/) const {
+                                          DType dtype) const {
   if (!attention_problem(B, T, C, nh).empty()) return 0;
+  if (dtype == DType::kBF16) {
+    // 0 (the op then fails) for head sizes the flash kernels do not take.
+    if (!cuda::flash_attention_supported(C / nh) || B > 65535 || nh > 65535) return 0;
+    return cuda::flash_attention_workspace_bytes(B, T, nh);
+  }
   return cuda::attention_workspace_bytes(B, T, C, nh);
 }
+
+namespace {
+
+std::string flash_problem(int64_t B, int64_t C, int64_t nh) {
+  // Heads and batch ride on grid y and z.
+  if (B > 65535 || nh > 65535)
+    return "bf16 attention on CUDA takes at most 65535 sequences and 65535 heads per call, not B " +
+           std::to_string(B) + ", nh " + std::to_string(nh);
+  if (cuda::flash_attention_supported(C / nh)) return {};
+  return "bf16 attention on CUDA takes head sizes 1.." +
+         std::to_string(cuda::kFlashMaxHeadDim) + ", not " + std::to_string(C / nh) +
+         " (C " + std::to_string(C) + ", nh " + std::to_string(nh) + ")";
+}
+
+}  // namespace
 
 void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T,
                                 int64_t C, int64_t nh, void* workspace) {
   OpScope scope(*this, "attention_forward");
   expect_dtype("attention_forward", qkv.dtype, {out});
   if (const std::string p = attention_problem(B, T, C, nh); !p.empty()) return fail(p);
+  if (qkv.dtype == DType::kBF16) {
+    if (const std::string p = flash_problem(B, C, nh); !p.empty()) return fail(p);
+    if (B * T * C == 0) return;
+    expect_elems("attention_forward", 3 * B * T * C, {qkv});
+    expect_elems("attention_forward", B * T * C, {out});
+    check(cuda::launch_flash_attention_forward(stream_, qkv.as<bf16_t>(), out.as<bf16_t>(), att,
+                                               B, T, C, nh, attention_scale(C / nh)),
+          "flash_forward_kernel");
+    return;
+  }
   if (B * T * C == 0) return;
   if (!workspace)
     return fail("no workspace; plan attention_workspace_bytes(B, T, C, nh, dtype) bytes");
@@ -154,6 +192,19 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
   OpScope scope(*this, "attention_backward");
   expect_dtype("attention_backward", qkv.dtype, {dout, dqkv});
   if (const std::string p = attention_problem(B, T, C, nh); !p.empty()) return fail(p);
+  if (qkv.dtype == DType::kBF16) {
+    if (const std::string p = flash_problem(B, C, nh); !p.empty()) return fail(p);
+    if (B * T * C == 0) return;
+    if (!workspace)
+      return fail("no workspace; plan attention_workspace_bytes(B, T, C, nh, dtype) bytes");
+    expect_elems("attention_backward", 3 * B * T * C, {qkv, dqkv});
+    expect_elems("attention_backward", B * T * C, {dout});
+    check(cuda::launch_flash_attention_backward(stream_, dout.as<bf16_t>(), qkv.as<bf16_t>(),
+                                                att, dqkv.as<bf16_t>(), B, T, C, nh,
+                                                attention_scale(C / nh), workspace),
+          "flash_backward_dq_kernel, flash_backward_dkdv_kernel");
+    return;
+  }
   if (B * T * C == 0) return;
   if (!workspace)
     return fail("no workspace; plan attention_workspace_bytes(B, T, C, nh, dtype) bytes");

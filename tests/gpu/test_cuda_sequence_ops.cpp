@@ -10,6 +10,7 @@
 
 #if defined(NOEIRA_WITH_CUDA)
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <type_traits>
 #include <utility>
@@ -187,16 +188,20 @@ TEST_CASE("cuda: attention forward and backward match the CPU, fp32 and bf16", "
     const int64_t btc = s.B * s.T * s.C, att_n = s.B * s.nh * s.T * s.T;
     const std::vector<float> qkv0 = random_floats(3 * btc, 30, -2.0f, 2.0f);
     const std::vector<float> dout0 = random_floats(btc, 31);
-    DeviceWorkspace ws(gpu, gpu.ops->attention_workspace_bytes(s.B, s.T, s.C, s.nh,
-                                                               DType::kF32));
-    std::vector<double> hws =
-        host_workspace(cpu.attention_workspace_bytes(s.B, s.T, s.C, s.nh, DType::kF32));
     for (int bf = 0; bf < 2; ++bf) {
       INFO("bf16 " << bf);
+      const DType dtype = bf ? DType::kBF16 : DType::kF32;
       const double tol = bf ? 1e-2 : 1e-5;
+      DeviceWorkspace ws(gpu, gpu.ops->attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype));
+      REQUIRE(gpu.ops->attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype) > 0);
+      std::vector<double> hws =
+          host_workspace(cpu.attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype));
       std::vector<float> out_cpu, dqkv_cpu, out_gpu, dqkv_gpu;
       std::vector<float> att_cpu(att_n);
-      DeviceArray<float> att(gpu, att_n);
+      // fp32: the probabilities; bf16 (the flash kernels): each row's log-sum-exp.
+      const int64_t saved = gpu.ops->attention_saved_floats(s.B, s.T, s.nh, dtype);
+      CHECK(saved == (bf ? s.B * s.nh * s.T : att_n));
+      DeviceArray<float> att(gpu, saved);
       auto run = [&](auto tag) {
         using S = typename decltype(tag)::type;
         std::vector<S> qkvs(3 * btc), douts(btc), outs(btc), dqkvs(3 * btc);
@@ -225,15 +230,144 @@ TEST_CASE("cuda: attention forward and backward match the CPU, fp32 and bf16", "
         run(StorageTag<bf16_t>{});
       else
         run(StorageTag<float>{});
-      const std::vector<float> att_gpu = att.download();
-      CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
-      // Masked entries are exactly 0.
-      bool masked_zero = true;
-      for (int64_t r = 0; r < s.B * s.nh * s.T; ++r)
-        for (int64_t j = r % s.T + 1; j < s.T; ++j) masked_zero &= att_gpu[r * s.T + j] == 0.0f;
-      CHECK(masked_zero);
+      if (!bf) {  // bf16's att holds the log-sum-exp (the flash test checks it)
+        const std::vector<float> att_gpu = att.download();
+        CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
+        // Masked entries are exactly 0.
+        bool masked_zero = true;
+        for (int64_t r = 0; r < s.B * s.nh * s.T; ++r)
+          for (int64_t j = r % s.T + 1; j < s.T; ++j)
+            masked_zero &= att_gpu[r * s.T + j] == 0.0f;
+        CHECK(masked_zero);
+      }
       CHECK(rel_error(out_gpu, out_cpu) < tol);
       CHECK(rel_error(dqkv_gpu, dqkv_cpu) < tol);
+    }
+  }
+#endif
+}
+
+#if defined(NOEIRA_WITH_CUDA)
+namespace {
+
+// Every element within abs + rel * |want| (bf16 outputs against the CPU's fp32 math on
+// the same bf16 inputs, rounded once: a rounding flip is one bf16 ulp, 2^-8 relative).
+bool all_close(const std::vector<float>& got, const std::vector<float>& want, double rel,
+               double abs) {
+  REQUIRE(got.size() == want.size());
+  for (size_t e = 0; e < got.size(); ++e) {
+    const double d = std::abs(static_cast<double>(got[e]) - want[e]);
+    if (!(d <= abs + rel * std::abs(static_cast<double>(want[e])))) {
+      UNSCOPED_INFO("element " << e << ": got " << got[e] << ", want " << want[e]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Row (b, h, i)'s log-sum-exp of the scaled causal scores, in double, from bf16 qkv.
+std::vector<float> reference_lse(const std::vector<bf16_t>& qkv, int64_t B, int64_t T,
+                                 int64_t C, int64_t nh) {
+  const int64_t hd = C / nh;
+  const double scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  std::vector<float> lse(B * nh * T);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<double> s(i + 1);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j <= i; ++j) {
+          double dot = 0.0;
+          for (int64_t d = 0; d < hd; ++d)
+            dot += static_cast<double>(load_f32(qkv[(b * T + i) * 3 * C + h * hd + d])) *
+                   load_f32(qkv[(b * T + j) * 3 * C + C + h * hd + d]);
+          s[j] = dot * scale;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j <= i; ++j) sum += std::exp(s[j] - mx);
+        lse[(b * nh + h) * T + i] = static_cast<float>(mx + std::log(sum));
+      }
+  return lse;
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("cuda: bf16 flash attention matches the CPU, repeats its bits and replays captured",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend(/*tf32=*/false);
+  CpuOps cpu(1);
+  for (const int64_t hd : {int64_t{32}, int64_t{64}}) {
+    // One row; a key-tile tail; exactly one 64-row tile; several tiles and a tail.
+    for (const int64_t T : {int64_t{1}, int64_t{37}, int64_t{64}, int64_t{100}}) {
+      const int64_t B = 2, nh = 3, C = nh * hd, btc = B * T * C;
+      INFO("hd " << hd << " T " << T);
+      const uint32_t seed = static_cast<uint32_t>(100 + hd + T);
+      const std::vector<bf16_t> qkv0 = random_bf16(3 * btc, seed, -2.0f, 2.0f);
+      const std::vector<bf16_t> dout0 = random_bf16(btc, seed + 1);
+
+      // The CPU: fp32 math on the same bf16 inputs, rounded once.
+      std::vector<bf16_t> out_cpu(btc), dqkv_cpu(3 * btc);
+      std::vector<float> att_cpu(B * nh * T * T);
+      std::vector<double> hws =
+          host_workspace(cpu.attention_workspace_bytes(B, T, C, nh, DType::kBF16));
+      cpu.attention_forward(view_of(qkv0), view_of(out_cpu), att_cpu.data(), B, T, C, nh,
+                            hws.data());
+      cpu.attention_backward(view_of(dout0), view_of(qkv0), att_cpu.data(), view_of(dqkv_cpu),
+                             B, T, C, nh, hws.data());
+
+      REQUIRE(gpu.ops->attention_saved_floats(B, T, nh, DType::kBF16) == B * nh * T);
+      const size_t ws_bytes = gpu.ops->attention_workspace_bytes(B, T, C, nh, DType::kBF16);
+      REQUIRE(ws_bytes > 0);
+      DeviceWorkspace ws(gpu, ws_bytes);
+      DeviceArray<bf16_t> qkv(gpu, qkv0), dout(gpu, dout0), out(gpu, btc), dqkv(gpu, 3 * btc);
+      DeviceArray<float> lse(gpu, B * nh * T);
+      auto pass = [&] {
+        gpu.ops->attention_forward(qkv.view(), out.view(), lse.get(), B, T, C, nh, ws.get());
+        gpu.ops->attention_backward(dout.view(), qkv.view(), lse.get(), dqkv.view(), B, T, C,
+                                    nh, ws.get());
+      };
+      // Garbage in the outputs first: every element must be overwritten.
+      auto scribble = [&] {
+        out.upload(random_bf16(btc, seed + 2, -9.0f, 9.0f));
+        dqkv.upload(random_bf16(3 * btc, seed + 3, -9.0f, 9.0f));
+        lse.upload(random_floats(B * nh * T, seed + 4, -9.0f, 9.0f));
+      };
+
+      scribble();
+      pass();
+      const std::vector<bf16_t> out1 = out.download(), dqkv1 = dqkv.download();
+      const std::vector<float> lse1 = lse.download();
+      CHECK(all_close(to_f32(out1), to_f32(out_cpu), 2e-2, 1e-2));
+      CHECK(all_close(to_f32(dqkv1), to_f32(dqkv_cpu), 2e-2, 1e-2));
+      CHECK(rel_error(to_f32(out1), to_f32(out_cpu)) < 1e-2);
+      CHECK(rel_error(to_f32(dqkv1), to_f32(dqkv_cpu)) < 1e-2);
+      CHECK(all_close(lse1, reference_lse(qkv0, B, T, C, nh), 1e-5, 1e-4));
+      CHECK_FALSE(has_nan(to_f32(dqkv1)));
+
+      // Run to run: the same bytes.
+      scribble();
+      pass();
+      CHECK(out.download() == out1);
+      CHECK(dqkv.download() == dqkv1);
+      CHECK(same_bytes(lse.download(), lse1));
+
+      // Captured: the replay writes the eager bytes.
+      REQUIRE(gpu.ops->begin_capture().ok());
+      pass();
+      Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+      REQUIRE(graph.ok());
+      for (int replay = 0; replay < 2; ++replay) {
+        INFO("replay " << replay);
+        scribble();
+        (*graph)->replay();
+        CHECK(out.download() == out1);
+        CHECK(dqkv.download() == dqkv1);
+        CHECK(same_bytes(lse.download(), lse1));
+      }
     }
   }
 #endif

@@ -357,6 +357,13 @@ TEST_CASE("attention: 1, 2 and 3 threads agree bit for bit on a T tail, fp32 and
   }
 }
 
+TEST_CASE("attention: the CPU saves the (B, nh, T, T) probabilities, fp32 and bf16",
+          "[seq-ops]") {
+  const CpuOps ops(1);
+  CHECK(ops.attention_saved_floats(2, 5, 3, DType::kF32) == 2 * 3 * 5 * 5);
+  CHECK(ops.attention_saved_floats(2, 5, 3, DType::kBF16) == 2 * 3 * 5 * 5);
+}
+
 TEST_CASE("attention: backward matches finite differences of a scalar loss", "[seq-ops]") {
   const int64_t B = 1, T_ = 3, C = 4, nh = 2;
   const Vec qkv = random_vec(B * T_ * 3 * C, 41), w = random_vec(B * T_ * C, 42);
