@@ -39,6 +39,9 @@ std::function<int()> add_list_command(CLI::App& app) {
     std::printf("datasets:\n");
     for (const ImageDatasetInfo& d : image_datasets())
       std::printf("  %-15s %s\n", d.name.c_str(), d.description.c_str());
+    std::printf("  %-15s %s\n", "tinyshakespeare",
+                "TinyShakespeare (text, 1,115,394 characters, 65-character vocabulary; 90% train "
+                "/ 10% validation): the gpt family");
     return kExitOk;
   };
 }
