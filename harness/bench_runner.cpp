@@ -1,8 +1,11 @@
 #include "harness/bench_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 
+#include "harness/number_format.h"
 #include "harness/progress.h"
 
 namespace noeira {
@@ -228,6 +231,43 @@ nlohmann::json summarize_runs(const nlohmann::json& runs) {
           {"cupti_overhead", overhead},
           {"test_top1", seed_stats(top1)},
           {"test_loss", seed_stats(loss)}};
+}
+
+nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
+                                   const std::string& target, const std::string& why) {
+  nlohmann::json v = new_variant(name, "noeira", dtype, target);
+  v["available"] = false;
+  v["unavailable_reason"] = why;
+  v["summary"] = summarize_runs(v["runs"]);
+  return v;
+}
+
+void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
+                      const std::vector<VariantSpec>& ran, const BenchSettings& st,
+                      nlohmann::json& variants) {
+  for (auto& v : variants) {
+    const auto spec = std::find_if(ran.begin(), ran.end(),
+                                   [&](const VariantSpec& s) { return v["name"] == s.name; });
+    if (spec == ran.end() || v["runs"].empty()) continue;
+    for (auto& run : v["runs"]) {
+      const uint64_t seed = run["seed"].get<uint64_t>();
+      const std::string label = spec->name + " seed " + std::to_string(seed) + " (CUPTI pass)";
+      if (Status s = add_device_samples(recipe, data, *spec, seed, st, label, run); !s) {
+        std::fprintf(stderr, "  %s: no device timer: %s\n", label.c_str(),
+                     s.error().message.c_str());
+        continue;
+      }
+      const auto& o = run["cupti_overhead"];
+      const std::string ms = format_ms(run["timers"]["device"]["median_ms"].get<double>());
+      const std::string slower =
+          o.is_object() && o["ratio"].is_number()
+              ? format_number("%+.1f%%", 100.0 * (o["ratio"].get<double>() - 1.0))
+              : "-";
+      std::fprintf(stderr, "  %s: device %s ms/step; wall with CUPTI on vs off: %s\n",
+                   label.c_str(), ms.c_str(), slower.c_str());
+    }
+    v["summary"] = summarize_runs(v["runs"]);
+  }
 }
 
 }  // namespace noeira

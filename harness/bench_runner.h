@@ -62,6 +62,17 @@ nlohmann::json cupti_overhead_json(const std::vector<double>& wall_on_ms,
 nlohmann::json new_variant(const std::string& name, const std::string& impl,
                            const std::string& dtype, const std::string& target);
 
+// A variants[] entry for one of our variants that cannot run here (`why`), summarised.
+nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
+                                   const std::string& target, const std::string& why);
+
+// Fills timers.device and cupti_overhead of every run of our variants (`ran`: the specs
+// of the entries of `variants` we ran), then their summaries. A failed pass leaves the
+// run's device timer null and says why on stderr.
+void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
+                      const std::vector<VariantSpec>& ran, const BenchSettings& st,
+                      nlohmann::json& variants);
+
 // variants[].summary from its runs: timers pooled across seeds, seed statistics, and the
 // CUPTI overhead over the pooled samples (null where no run has one).
 nlohmann::json summarize_runs(const nlohmann::json& runs);

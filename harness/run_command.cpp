@@ -56,46 +56,6 @@ std::string utc_now() {
   return buf;
 }
 
-nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
-                                   const std::string& target, const std::string& why) {
-  nlohmann::json v = new_variant(name, "noeira", dtype, target);
-  v["available"] = false;
-  v["unavailable_reason"] = why;
-  v["summary"] = summarize_runs(v["runs"]);
-  return v;
-}
-
-// Fills timers.device and cupti_overhead of every run of our variants (`ran`: the specs
-// of the entries of `variants` we ran), then their summaries. A failed pass leaves the
-// run's device timer null and says why on stderr.
-void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
-                      const std::vector<VariantSpec>& ran, const BenchSettings& st,
-                      nlohmann::json& variants) {
-  for (auto& v : variants) {
-    const auto spec = std::find_if(ran.begin(), ran.end(),
-                                   [&](const VariantSpec& s) { return v["name"] == s.name; });
-    if (spec == ran.end() || v["runs"].empty()) continue;
-    for (auto& run : v["runs"]) {
-      const uint64_t seed = run["seed"].get<uint64_t>();
-      const std::string label = spec->name + " seed " + std::to_string(seed) + " (CUPTI pass)";
-      if (Status s = add_device_samples(recipe, data, *spec, seed, st, label, run); !s) {
-        std::fprintf(stderr, "  %s: no device timer: %s\n", label.c_str(),
-                     s.error().message.c_str());
-        continue;
-      }
-      const auto& o = run["cupti_overhead"];
-      const std::string ms = format_ms(run["timers"]["device"]["median_ms"].get<double>());
-      const std::string slower =
-          o.is_object() && o["ratio"].is_number()
-              ? format_number("%+.1f%%", 100.0 * (o["ratio"].get<double>() - 1.0))
-              : "-";
-      std::fprintf(stderr, "  %s: device %s ms/step; wall with CUPTI on vs off: %s\n",
-                   label.c_str(), ms.c_str(), slower.c_str());
-    }
-    v["summary"] = summarize_runs(v["runs"]);
-  }
-}
-
 int run_run(const RunOptions& o) {
   // ---- Validate everything before any work. ----
   Result<Recipe> recipe = load_recipe_for_model(o.model);
