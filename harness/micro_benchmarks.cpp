@@ -178,7 +178,7 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
     const StepCounters counters{0, 0};
     for (auto _ : state) {
       if (xent)
-        sh->ops->softmax_xent(logits, static_cast<const int32_t*>((*p)[1]), B, C, dlogits,
+        sh->ops->softmax_xent(logits, static_cast<const int32_t*>((*p)[1]), B, C, 0.0f, dlogits,
                               &stats, history, &counters);
       else
         sh->ops->mse(logits, static_cast<const float*>((*p)[1]), B, C, dlogits, &stats, history,

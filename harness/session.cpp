@@ -27,6 +27,8 @@ TrainerConfig common_config(const Recipe& recipe, const TrainerOptions& o) {
   cfg.task = recipe.task;
   cfg.optimizer = recipe.optimizer;
   cfg.init.kind = recipe.init;
+  cfg.init.normal_std = recipe.init_std;
+  cfg.label_smoothing = static_cast<float>(recipe.label_smoothing);
   cfg.use_train_cuda_graph = o.use_train_cuda_graph;
   cfg.device_timers = o.device_timers;
   cfg.amp = o.amp;

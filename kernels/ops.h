@@ -131,15 +131,18 @@ class Ops {
   // chunk sums in chunk order (kernels/common/column_sum.h; one chunk while no reduction
   // workspace is bound).
   virtual void bias_grad(ConstView dy, float* db, int64_t M, int64_t N) = 0;
-  // Fused stable softmax + cross-entropy over logits(B,C) with int32 labels(B) in [0, C).
-  // Accumulates into *stats: loss_sum += the B per-row losses, correct += top-1 hits
-  // (ties: the lowest index), count += B. Overwrites loss_history[batch_in_epoch] with the
-  // batch mean when loss_history is not null, and dlogits (logits' dtype, may be empty)
-  // with (softmax - onehot) / B. Row math in fp32; the batch sum in double: in row order
-  // on the CPU; on CUDA per block in warp order, then the block sums in a fixed tree.
+  // Fused stable softmax + cross-entropy over logits(B,C) with int32 labels(B) in [0, C)
+  // and label smoothing eps in [0, 1) (torch's label_smoothing; 0 = plain one-hot).
+  // Accumulates into *stats: loss_sum += the B per-row losses (kernels/common/math.h
+  // xent_row_loss; with eps > 0 it needs each row's logit sum: in column order on the CPU,
+  // lane-strided then a warp tree on CUDA), correct += top-1 hits (ties: the lowest
+  // index), count += B. Overwrites loss_history[batch_in_epoch] with the batch mean when
+  // loss_history is not null, and dlogits (logits' dtype, may be empty) with (softmax -
+  // smoothed_target) / B. Row math in fp32; the batch sum in double: in row order on the
+  // CPU; on CUDA per block in warp order, then the block sums in a fixed tree.
   virtual void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
-                            View dlogits, LossStats* stats, float* loss_history,
-                            const StepCounters* counters) = 0;
+                            float label_smoothing, View dlogits, LossStats* stats,
+                            float* loss_history, const StepCounters* counters) = 0;
   // Mean squared error of pred(B,D) against fp32 target(B,D). Accumulates loss_sum += sum
   // of squared errors / D (each sample's mean) and count += B; overwrites
   // loss_history[batch_in_epoch] (when not null) with sum / (B*D), and dpred (pred's
@@ -240,6 +243,13 @@ class Ops {
   virtual void dropout(ConstView x, View y, float p, uint64_t seed, uint32_t layer,
                        const StepCounters* counters) = 0;
 
+  // Overwrites y (B, N, D) with x (B, C, H, W)'s patches (kernels/common/image_shapes.h
+  // PatchShape: y[i] = x[s.patch_source(i)]), a copy in x's dtype.
+  virtual void patchify(const PatchShape& s, ConstView x, View y) = 0;
+  // Its backward, the inverse permutation: overwrites dx (B, C, H, W) with
+  // dx[s.patch_source(i)] = dy[i].
+  virtual void unpatchify(const PatchShape& s, ConstView dy, View dx) = 0;
+
   // Overwrites dst (n, C, H, W) fp32 with the random crop + flip of src (same shape, fp32;
   // never modified) for epoch `epoch` (kernels/common/augment.h). Runs between epochs,
   // eagerly, like the shuffle.
@@ -295,11 +305,24 @@ class Ops {
                                   const float* mean, const float* rstd, View dx, float* dgamma,
                                   float* dbeta, int64_t N, int64_t C, void* workspace) = 0;
 
-  // Causal multi-head self-attention's core. qkv (B, T, 3C) holds q, k, v as consecutive
-  // blocks of C per row, each split into nh heads of hd = C / nh (nanoGPT's layout). Per head:
-  // att = softmax(q k^T / sqrt(hd) with future positions masked) in fp32, kept in att
-  // (B, nh, T, T, fp32; masked entries 0) for backward; out (B, T, C) = att v, heads
-  // concatenated. workspace: attention_workspace_bytes.
+  // A ViT's token assembly: overwrites y (B, N + 1, C) with y[b][0] = cls + pos[0] and
+  // y[b][1 + i] = x[b][i] + pos[1 + i] for x (B, N, C); cls (C) and pos (N + 1, C) fp32, the
+  // sum in fp32 rounded once into y's dtype (x's). Its backward is copy_token_rows (dx)
+  // and bias_grad (dpos over the batch; dcls over the batch of token 0's rows).
+  virtual void class_token_forward(ConstView x, const float* cls, const float* pos, View y,
+                                   int64_t B, int64_t N, int64_t C) = 0;
+  // For each b < B and t < count: dst[b][dst_t0 + t] = src[b][src_t0 + t], rows of C
+  // elements, src (B, src_T, C) and dst (B, dst_T, C) of one dtype; dst's other rows are
+  // left as they are. (Selecting the class token, routing gradients around it.)
+  virtual void copy_token_rows(ConstView src, int64_t src_T, int64_t src_t0, View dst,
+                               int64_t dst_T, int64_t dst_t0, int64_t count, int64_t B,
+                               int64_t C) = 0;
+
+  // Multi-head self-attention's core, causal (GPT) or not (ViT). qkv (B, T, 3C) holds q, k,
+  // v as consecutive blocks of C per row, each split into nh heads of hd = C / nh
+  // (nanoGPT's layout). Per head: att = softmax(q k^T / sqrt(hd), future positions masked
+  // when causal) in fp32, kept in att (B, nh, T, T, fp32; masked entries 0) for backward;
+  // out (B, T, C) = att v, heads concatenated. workspace: attention_workspace_bytes.
   //
   // att holds attention_saved_floats(B, T, nh, dtype) floats: by default B * nh * T * T,
   // the probabilities above. A backend may keep something smaller there and then att does
@@ -320,10 +343,11 @@ class Ops {
     return 0;
   }
   virtual void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T,
-                                 int64_t C, int64_t nh, void* workspace) = 0;
-  // Overwrites dqkv (B, T, 3C) from dout (B, T, C), the forward's qkv and att.
+                                 int64_t C, int64_t nh, bool causal, void* workspace) = 0;
+  // Overwrites dqkv (B, T, 3C) from dout (B, T, C), the forward's qkv and att (the same
+  // `causal`).
   virtual void attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
-                                  int64_t B, int64_t T, int64_t C, int64_t nh,
+                                  int64_t B, int64_t T, int64_t C, int64_t nh, bool causal,
                                   void* workspace) = 0;
 
   // Global-norm gradient clipping as torch's clip_grad_norm_: each parameter's 2-norm (its

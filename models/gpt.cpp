@@ -6,7 +6,7 @@
 
 #include "models/model_builder.h"
 #include "nn/embedding.h"
-#include "nn/gpt_block.h"
+#include "nn/transformer_block.h"
 #include "nn/layernorm.h"
 #include "nn/sequential.h"
 #include "nn/tied_head.h"
@@ -23,7 +23,7 @@ Result<std::unique_ptr<Module>> build_gpt(const Recipe& recipe, int64_t vocab) {
   const Embedding& wte = *embedding;
   model->add("", std::move(embedding));  // (B, T) ids -> (B, T, C)
   for (int64_t i = 0; i < g.layers; ++i)
-    model->add("h." + std::to_string(i), std::make_unique<GptBlock>(g.heads, g.bias));
+    model->add("h." + std::to_string(i), std::make_unique<TransformerBlock>(g.heads, g.bias));
   model->add("ln_f", std::make_unique<LayerNorm>(1e-5f, g.bias));
   model->add("", std::make_unique<TiedLmHead>(wte));  // (B, T, C) -> (B, T, V)
   return std::unique_ptr<Module>(std::move(model));

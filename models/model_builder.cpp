@@ -15,11 +15,12 @@ Result<std::unique_ptr<Module>> build_model(const Recipe& recipe) {
   if (family == "resnet")
     return list.build({add_resnet_layer, add_conv_layer, add_mlp_layer}, family,
                       "resnet_stage, " + conv_layers);
+  if (family == "vit") return build_vit(recipe);
   if (family == "gpt")
     return make_error("model " + recipe.name + ": a gpt-family model is built from its "
                       "vocabulary (build_gpt)");
   return make_error("recipe " + recipe.path.string() + ": family '" + family +
-                    "' is not mlp, convnet, resnet or gpt");
+                    "' is not mlp, convnet, resnet, vit or gpt");
 }
 
 }  // namespace noeira

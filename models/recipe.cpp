@@ -53,6 +53,7 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
     g.tied_head = m.value("tied_head", true);
     g.dropout = m.value("dropout", 0.0);
     g.init_std = j.value("init_std", 0.02);
+    r.init_std = g.init_std;
     g.steps = j.at("steps").get<int64_t>();
     g.eval_interval = j.value("eval_interval", g.steps);
     g.eval_windows = j.value("eval_windows", int64_t{0});
@@ -84,6 +85,33 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
     return make_error(where + ": missing or mistyped field (" + std::string(e.what()) + ")");
   }
   return r;
+}
+
+// The vit family's "model" section; the image input must split into whole patches.
+Status parse_vit_model(Recipe& r, const std::string& where) {
+  const auto& m = r.json.at("model");
+  VitSpec& v = r.vit;
+  v.patch = m.at("patch").get<int64_t>();
+  v.width = m.at("width").get<int64_t>();
+  v.heads = m.at("heads").get<int64_t>();
+  v.mlp_ratio = m.value("mlp_ratio", int64_t{4});
+  v.layers = m.at("layers").get<int64_t>();
+  v.bias = m.value("bias", true);
+  if (v.patch <= 0 || v.width <= 0 || v.heads <= 0 || v.mlp_ratio <= 0 || v.layers <= 0)
+    return make_error(where + ": model.patch, width, heads, mlp_ratio and layers must be positive");
+  if (v.width % v.heads != 0)
+    return make_error(where + ": model.width " + std::to_string(v.width) +
+                      " is not a multiple of model.heads " + std::to_string(v.heads));
+  const Shape& in = r.input_shape;
+  if (in.rank != 3 || in[1] % v.patch != 0 || in[2] % v.patch != 0)
+    return make_error(where + ": the vit family needs input_shape [C, H, W] with H and W "
+                      "multiples of model.patch (" + std::to_string(v.patch) + "), got " +
+                      in.str());
+  if (r.init != InitKind::kNormal)
+    return make_error(where + ": the vit family initialises with \"normal\" (init_std)");
+  if (r.task != Task::kClassification)
+    return make_error(where + ": the vit family is a classifier (task \"classification\")");
+  return {};
 }
 
 }  // namespace
@@ -173,9 +201,19 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
     Result<InitKind> init = parse_init_kind(j.value("init", "kaiming_uniform"));
     if (!init) return make_error(where + ": " + init.error().message);
     r.init = *init;
+    r.init_std = j.value("init_std", 0.02);
+    if (!(r.init_std > 0.0)) return make_error(where + ": init_std must be positive");
+    r.label_smoothing = j.value("label_smoothing", 0.0);
+    if (!(r.label_smoothing >= 0.0 && r.label_smoothing < 1.0))
+      return make_error(where + ": label_smoothing must be in [0, 1)");
+    if (r.label_smoothing != 0.0 && r.task != Task::kClassification)
+      return make_error(where + ": label_smoothing applies to classification only");
     NOEIRA_TRY(parse_optimizer(j.at("optimizer"), where, r.optimizer, r.schedule));
-    if (!j.at("layers").is_array() || j["layers"].empty())
+    if (r.family == "vit") {
+      NOEIRA_TRY(parse_vit_model(r, where));
+    } else if (!j.at("layers").is_array() || j["layers"].empty()) {
       return make_error(where + ": 'layers' must be a non-empty list");
+    }
   } catch (const nlohmann::json::exception& e) {
     return make_error(where + ": missing or mistyped field (" + std::string(e.what()) + ")");
   }

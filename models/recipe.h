@@ -28,12 +28,21 @@ struct GptSpec {
   int64_t quick_steps = 0;     // --quick
 };
 
+// The vit family's "model" section (a Vision Transformer on images): p x p patches, width C,
+// heads, MLP hidden = mlp_ratio C, layers encoder blocks; bias for the blocks' Linear and
+// LayerNorm layers and the final LayerNorm (the patch embedding and the head always have one).
+struct VitSpec {
+  int64_t patch = 0, width = 0, heads = 0, mlp_ratio = 4, layers = 0;
+  bool bias = true;
+};
+
 struct Recipe {
   std::filesystem::path path;
   nlohmann::json json;  // the whole file, hashed into checkpoints
   std::string name;
   std::string description;
-  std::string family = "mlp";  // which builder: mlp, convnet, resnet ("layers") or gpt ("model")
+  // Which builder: mlp, convnet, resnet ("layers"), gpt or vit ("model").
+  std::string family = "mlp";
   Task task = Task::kClassification;
   std::string dataset;
   // dataset.normalize: x = (u8 / 255 - mean[c]) / std[c] for channel c; a recipe gives one
@@ -47,6 +56,8 @@ struct Recipe {
   OptimizerConfig optimizer;  // its schedule is resolved per run (resolve_schedule)
   ScheduleSpec schedule;
   InitKind init = InitKind::kKaimingUniform;
+  double init_std = 0.02;        // init "normal": the weights' standard deviation
+  double label_smoothing = 0.0;  // softmax cross-entropy's, in [0, 1)
   // augment: random crop with this many pixels of padding (0 = none) and horizontal flips.
   int augment_crop_pad = 0;
   bool augment_flip = false;
@@ -60,6 +71,7 @@ struct Recipe {
   int64_t parity_early_steps = 0;
   double parity_early_bound = 1e-5;
   GptSpec gpt;  // the gpt family only
+  VitSpec vit;  // the vit family only
   int quick_epochs = 1;
   int64_t quick_max_steps = 0;  // 0 = whole epochs
   std::string quick_dataset;    // empty = the recipe's data set

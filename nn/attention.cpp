@@ -2,8 +2,8 @@
 
 namespace noeira {
 
-Shape CausalSelfAttention::plan(PlanContext& pc, const Shape& in) {
-  const std::string name = pc.where("CausalSelfAttention");
+Shape SelfAttention::plan(PlanContext& pc, const Shape& in) {
+  const std::string name = pc.where("SelfAttention");
   if (in.rank != 2) throw PlanError(name + ": input " + in.str() + " is not a sequence (T, C)");
   T_ = in[0];
   C_ = in[1];
@@ -38,19 +38,20 @@ Shape CausalSelfAttention::plan(PlanContext& pc, const Shape& in) {
   return out;
 }
 
-Tensor CausalSelfAttention::forward(Context& ctx, const Tensor& x) {
+Tensor SelfAttention::forward(Context& ctx, const Tensor& x) {
   const int64_t B = x.rows();
   qkv_ = c_attn_->forward(ctx, x);  // (B, T, 3C)
   Tensor y = ctx.view(y_, B);      // (B, T, C)
-  ctx.ops().attention_forward(qkv_, y, ctx.f32(att_), B, T_, C_, heads_, ctx.workspace());
+  ctx.ops().attention_forward(qkv_, y, ctx.f32(att_), B, T_, C_, heads_, causal_,
+                              ctx.workspace());
   return c_proj_->forward(ctx, y);
 }
 
-Tensor CausalSelfAttention::backward(Context& ctx, const Tensor& dy) {
+Tensor SelfAttention::backward(Context& ctx, const Tensor& dy) {
   const int64_t B = qkv_.rows();
   const Tensor dyy = c_proj_->backward(ctx, dy);  // d(attention output) (B, T, C)
   Tensor dqkv = ctx.view(dqkv_, B);
-  ctx.ops().attention_backward(dyy, qkv_, ctx.f32(att_), dqkv, B, T_, C_, heads_,
+  ctx.ops().attention_backward(dyy, qkv_, ctx.f32(att_), dqkv, B, T_, C_, heads_, causal_,
                                ctx.workspace());
   return c_attn_->backward(ctx, dqkv);
 }

@@ -12,7 +12,8 @@ Tensor SoftmaxCrossEntropy::run(Context& ctx, const Tensor& out, const Tensor& t
   const int64_t classes = out.shape[out.shape.rank - 1];
   const int64_t rows = out.numel() / classes;
   Tensor d = with_grad ? ctx.view(dout_, out.rows()) : Tensor{};
-  ctx.ops().softmax_xent(out, target.i32(), rows, classes, d, stats, history, ctx.counters());
+  ctx.ops().softmax_xent(out, target.i32(), rows, classes, label_smoothing_, d, stats, history,
+                         ctx.counters());
   return d;
 }
 
@@ -25,9 +26,9 @@ Tensor MeanSquaredError::run(Context& ctx, const Tensor& out, const Tensor& targ
   return d;
 }
 
-std::unique_ptr<Loss> make_loss(Task task) {
+std::unique_ptr<Loss> make_loss(Task task, float label_smoothing) {
   if (task == Task::kRegression) return std::make_unique<MeanSquaredError>();
-  return std::make_unique<SoftmaxCrossEntropy>();
+  return std::make_unique<SoftmaxCrossEntropy>(label_smoothing);
 }
 
 }  // namespace noeira

@@ -29,14 +29,21 @@ class Loss {
   Slot dout_;
 };
 
-// Stable softmax + cross-entropy over the last dimension; targets are int32 classes.
+// Stable softmax + cross-entropy over the last dimension; targets are int32 classes. With
+// label smoothing eps (torch's label_smoothing) the target is (1 - eps) onehot + eps / K,
+// in training and evaluation alike (as a torch loss module is used for both).
 class SoftmaxCrossEntropy final : public Loss {
  public:
+  explicit SoftmaxCrossEntropy(float label_smoothing = 0.0f)
+      : label_smoothing_(label_smoothing) {}
   std::string kind() const override { return "softmax_cross_entropy"; }
   Shape target_shape(const Shape&) const override { return Shape{}; }
   DType target_dtype() const override { return DType::kI32; }
   Tensor run(Context& ctx, const Tensor& out, const Tensor& target, LossStats* stats,
              float* history, bool with_grad) override;
+
+ private:
+  float label_smoothing_;
 };
 
 // Mean squared error over every output element; targets have the output's shape.
@@ -49,6 +56,7 @@ class MeanSquaredError final : public Loss {
              float* history, bool with_grad) override;
 };
 
-std::unique_ptr<Loss> make_loss(Task task);
+// label_smoothing: softmax cross-entropy only (classification and language models).
+std::unique_ptr<Loss> make_loss(Task task, float label_smoothing = 0.0f);
 
 }  // namespace noeira

@@ -78,6 +78,29 @@ struct ShortcutShape {
   NOEIRA_SHAPE_ORDER(ShortcutShape)
 };
 
+// Non-overlapping p x p patches (a ViT's patch embedding): x (B, C, H, W) -> y (B, N, D),
+// N = (H / p) (W / p) patches in row-major patch order, each flattened as (c, ky, kx), so
+// D = C p p in the order of a stride-p convolution's (Cout, C, p, p) weight: Linear(D -> E)
+// on the patches is that convolution. H and W are multiples of p.
+struct PatchShape {
+  int64_t batch = 0, channels = 0, height = 0, width = 0, patch = 1;
+
+  NOEIRA_HD int64_t grid_w() const { return width / patch; }
+  NOEIRA_HD int64_t patches() const { return (height / patch) * (width / patch); }
+  NOEIRA_HD int64_t patch_elems() const { return channels * patch * patch; }
+  int64_t elems() const { return batch * channels * height * width; }  // x and y alike
+  // The index in x of element i of y: y[i] = x[patch_source(i)], a permutation.
+  NOEIRA_HD int64_t patch_source(int64_t i) const {
+    const int64_t D = patch_elems(), N = patches();
+    const int64_t d = i % D, n = (i / D) % N, b = i / (D * N);
+    const int64_t pp = patch * patch;
+    const int64_t c = d / pp, ky = (d % pp) / patch, kx = d % patch;
+    const int64_t py = n / grid_w(), px = n % grid_w();
+    return ((b * channels + c) * height + py * patch + ky) * width + px * patch + kx;
+  }
+  NOEIRA_SHAPE_ORDER(PatchShape)
+};
+
 // Random crop with `pad` pixels of padding on every side, then a horizontal flip, per
 // sample of a (n, C, H, W) fp32 image set (kernels/common/augment.h draws them). Pixels
 // that fall into the padding take fill[c]: zero in pixel space is -mean[c] / std[c] once

@@ -48,6 +48,24 @@ NOEIRA_HD float act_grad(Act a, float pre, float post) {
   }
 }
 
+// Softmax cross-entropy with label smoothing eps over K classes (torch's
+// label_smoothing): the target is (1 - eps) onehot(y) + eps / K. Class j's target weight,
+// which the gradient (softmax_j - target_j) / B subtracts; eps = 0 gives the one-hot 1 / 0.
+NOEIRA_HD float smoothed_target(int64_t j, int64_t y, float eps, int64_t K) {
+  return (j == y ? 1.0f - eps : 0.0f) + eps / static_cast<float>(K);
+}
+
+// One row's loss from its log-sum-exp pieces: nll = log(sum) + zmax - z_y, and with eps > 0
+// also the uniform part log(sum) + zmax - zsum / K (zsum = the row's logits summed), mixed
+// in double as torch's (1 - eps) nll + eps smooth. eps = 0 returns nll exactly.
+NOEIRA_HD double xent_row_loss(float log_sum, float zmax, float z_y, float zsum, float eps,
+                               int64_t K) {
+  const double nll = static_cast<double>(log_sum + zmax - z_y);
+  if (eps == 0.0f) return nll;
+  const double smooth = static_cast<double>(log_sum + zmax - zsum / static_cast<float>(K));
+  return (1.0 - static_cast<double>(eps)) * nll + static_cast<double>(eps) * smooth;
+}
+
 // ---- Optimizers. Hyper-parameters are the recipe's decimal values (double); every
 // ---- derived constant (1 - beta, bias corrections, step size) is computed in double and
 // ---- rounded to fp32 once, as torch.optim does with its Python-float scalars, and the

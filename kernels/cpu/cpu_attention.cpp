@@ -1,6 +1,6 @@
-// CpuOps' causal self-attention core (contract: kernels/ops.h). Per (batch, head) pair the
-// two big products of each pass are GEMMs (oneDNN matmul, fp32), with a fused causal
-// softmax between them. OpenMP spreads the (b, h) pairs; one thread computes a whole pair
+// CpuOps' self-attention core, causal or not (contract: kernels/ops.h). Per (batch, head)
+// pair the two big products of each pass are GEMMs (oneDNN matmul, fp32), with a fused
+// (masked) softmax between them. OpenMP spreads the (b, h) pairs; one thread computes a whole pair
 // in a fixed order, so 1 and N threads agree bit for bit.
 //
 // Per thread, the workspace holds the pair's q, k, v (and dout) copied to contiguous fp32
@@ -11,7 +11,7 @@
 // The GEMMs (DESIGN.md rule 3): one oneDNN matmul primitive per product and shape, created
 // single-threaded (onednn::OneThread) outside any parallel region and cached for the
 // process, with per-thread memory objects whose data handles are set per call (a Plan per
-// (threads, T, hd); attention_workspace_bytes makes it, so a model's plan creates
+// (threads, T, hd, causal); attention_workspace_bytes makes it, so a model's plan creates
 // everything before the first step and the passes allocate nothing). Each runs
 // single-threaded inside the parallel region, each thread with its own stream and its own
 // scratchpad (user scratchpad mode, in the workspace). A primitive's reduction order
@@ -21,18 +21,19 @@
 // Row blocking for causality: rows i of S = q k^T are cut into fixed blocks of kRowBlock;
 // block [i0, i1) needs keys j < i1 only, so each block is its own GEMM over the first i1
 // columns (likewise for att v, dout v^T, dS k), and dV, dK, whose rows j take sums over
-// i >= j, start their sums at the block's first row. The cuts depend on T only.
+// i >= j, start their sums at the block's first row. The cuts depend on T only. Without
+// the mask (causal = false) every block spans all T keys and dV, dK sum over every row.
 //
 // What is computed (hd = C / nh, scale = float(1 / sqrt(double(hd))), fp32 throughout,
 // GEMM sums in oneDNN's order for the shape; "lanes": kLanes interleaved partial results
 // combined in lane order, see row_max):
 //   forward:   S = (q k^T) * scale (oneDNN's output scale on the fp32 dot product: the
 //              twin's (q @ k^T) * scale), then per row i, fused:
-//              mx = max_{j<=i} S_ij (lanes; max is exact in any order);
-//              e_j = expf(S_ij - mx); sum = sum_{j<=i} e_j (j order);
-//              att_ij = e_j / sum; att_ij = 0 for j > i;  out = att v, rounded once.
-//   backward:  dv = att^T dout; datt = dout v^T; r_i = sum_{j <= i} datt_ij att_ij (lanes);
-//              dS_ij = (att_ij * (datt_ij - r_i)) * scale for j <= i, else 0;
+//              mx = max_{j<n_i} S_ij (lanes; max is exact in any order), n_i = i + 1
+//              when causal, else T; e_j = expf(S_ij - mx); sum = sum_{j<n_i} e_j (j order);
+//              att_ij = e_j / sum; att_ij = 0 for j >= n_i;  out = att v, rounded once.
+//   backward:  dv = att^T dout; datt = dout v^T; r_i = sum_{j<n_i} datt_ij att_ij (lanes);
+//              dS_ij = (att_ij * (datt_ij - r_i)) * scale for j < n_i, else 0;
 //              dq = dS k; dk = dS^T q; each rounded once.
 #include <omp.h>
 
@@ -92,9 +93,11 @@ struct Slot {
 };
 
 // Every product of one (b, h) pair for sequence length T and head size hd: index [blk] is
-// the causal row block blk (rows [blk * kRowBlock, min(T, (blk + 1) * kRowBlock))).
+// the row block blk (rows [blk * kRowBlock, min(T, (blk + 1) * kRowBlock))), which sees
+// keys [0, key_end(blk)); key block blk's dV, dK sum rows [grad_begin(blk), T).
 struct Plan {
   int64_t T = 0, hd = 0, blocks = 0;
+  bool causal = true;
   std::vector<Slot> s;    // S[rows, :i1] = scale q[rows] k[:i1]^T
   std::vector<Slot> o;    // out[rows] = att[rows, :i1] v[:i1]
   std::vector<Slot> da;   // datt[rows, :i1] = dout[rows] v[:i1]^T
@@ -110,7 +113,8 @@ struct GemmCache {
   std::mutex mu;
   std::map<Key, std::unique_ptr<Gemm>> gemms;  // entries stay put
   std::vector<std::unique_ptr<dnnl::stream>> streams;
-  std::map<std::tuple<int, int64_t, int64_t>, std::unique_ptr<Plan>> plans;  // threads, T, hd
+  std::map<std::tuple<int, int64_t, int64_t, bool>, std::unique_ptr<Plan>>
+      plans;  // threads, T, hd, causal
 };
 
 GemmCache& gemm_cache() {
@@ -140,20 +144,25 @@ const Gemm& gemm_of(GemmCache& cache, bool ta, bool tb, int64_t M, int64_t N, in
 
 int64_t block_begin(int64_t blk) { return blk * kRowBlock; }
 int64_t block_end(int64_t blk, int64_t T) { return std::min(T, (blk + 1) * kRowBlock); }
+int64_t key_end(const Plan& p, int64_t blk) { return p.causal ? block_end(blk, p.T) : p.T; }
+int64_t grad_begin(const Plan& p, int64_t blk) { return p.causal ? block_begin(blk) : 0; }
+// Keys row i attends to: [0, visible(i)).
+int64_t visible(const Plan& p, int64_t i) { return p.causal ? i + 1 : p.T; }
 
-// The plan for (threads, T, hd): created the first time with every primitive, memory
+// The plan for (threads, T, hd, causal): created the first time with every primitive, memory
 // object and stream for `threads`, then looked up. Outside parallel regions only. One
 // caller at a time (streams and memory objects are shared). A oneDNN failure stops the
 // process.
-const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd) {
+const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool causal) {
   GemmCache& cache = gemm_cache();
   std::lock_guard<std::mutex> lock(cache.mu);
-  const auto key = std::make_tuple(threads, T, hd);
+  const auto key = std::make_tuple(threads, T, hd, causal);
   if (auto it = cache.plans.find(key); it != cache.plans.end()) return *it->second;
   auto owned = std::make_unique<Plan>();
   Plan& p = *owned;
   p.T = T;
   p.hd = hd;
+  p.causal = causal;
   p.blocks = (T + kRowBlock - 1) / kRowBlock;
   const float scale = attention_scale(hd);
   try {
@@ -176,12 +185,13 @@ const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd) {
       return sl;
     };
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), i1 = block_end(blk, T), rows = i1 - i0;
-      p.s.push_back(slot(gemm_of(cache, false, true, rows, i1, hd, hd, hd, T, scale)));
-      p.o.push_back(slot(gemm_of(cache, false, false, rows, hd, i1, T, hd, hd, 1.0f)));
-      p.da.push_back(slot(gemm_of(cache, false, true, rows, i1, hd, hd, hd, T, 1.0f)));
-      p.dq.push_back(slot(gemm_of(cache, false, false, rows, hd, i1, T, hd, hd, 1.0f)));
-      const Gemm& dkv = gemm_of(cache, true, false, rows, hd, T - i0, T, hd, hd, 1.0f);
+      const int64_t i0 = block_begin(blk), rows = block_end(blk, T) - i0;
+      const int64_t keys = key_end(p, blk), g0 = grad_begin(p, blk);
+      p.s.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, scale)));
+      p.o.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));
+      p.da.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, 1.0f)));
+      p.dq.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));
+      const Gemm& dkv = gemm_of(cache, true, false, rows, hd, T - g0, T, hd, hd, 1.0f);
       p.dk.push_back(slot(dkv));
       p.dv.push_back(slot(dkv));
     }
@@ -326,14 +336,15 @@ void attention_forward_impl(int threads, const Plan& p, const S* qkv, S* out, fl
       run(p.s[bk], thread, stream, slab.scratch, q + i0 * hd, k, att + i0 * T);
       for (int64_t i = i0; i < i1; ++i) {
         float* a = att + i * T;
-        const float mx = row_max(a, i + 1);
+        const int64_t n = visible(p, i);
+        const float mx = row_max(a, n);
         float sum = 0.0f;
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = 0; j < n; ++j) {
           a[j] = expf(a[j] - mx);
           sum += a[j];
         }
-        for (int64_t j = 0; j <= i; ++j) a[j] /= sum;
-        for (int64_t j = i + 1; j < T; ++j) a[j] = 0.0f;
+        for (int64_t j = 0; j < n; ++j) a[j] /= sum;
+        for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
       }
       run(p.o[bk], thread, stream, slab.scratch, att + i0 * T, v, o + i0 * hd);
     }
@@ -374,19 +385,20 @@ void attention_backward_impl(int threads, const Plan& p, const S* dout, const S*
       for (int64_t i = i0; i < i1; ++i) {
         const float* a = att + i * T;
         float* dsi = ds + i * T;
-        const float r = row_dot(dsi, a, i + 1);
-        for (int64_t j = 0; j <= i; ++j) dsi[j] = (a[j] * (dsi[j] - r)) * scale;
-        for (int64_t j = i + 1; j < i1; ++j) dsi[j] = 0.0f;
-        for (int64_t j = i1; j < T; ++j) dsi[j] = 0.0f;  // read by dk's GEMMs
+        const int64_t n = visible(p, i);
+        const float r = row_dot(dsi, a, n);
+        for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - r)) * scale;
+        for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;  // past the block's keys: read by dk's GEMMs
       }
       run(p.dq[bk], thread, stream, slab.scratch, ds + i0 * T, k, dq + i0 * hd);
     }
-    // dv and dk by row block of keys j: sums over rows i >= the block's first row.
+    // dv and dk by row block of keys j: sums over rows i >= grad_begin (the block's first
+    // row when causal, as the rows above it do not see these keys; else every row).
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t j0 = block_begin(blk);
+      const int64_t j0 = block_begin(blk), g0 = grad_begin(p, blk);
       const size_t bk = static_cast<size_t>(blk);
-      run(p.dv[bk], thread, stream, slab.scratch, att + j0 * T + j0, go + j0 * hd, dv + j0 * hd);
-      run(p.dk[bk], thread, stream, slab.scratch, ds + j0 * T + j0, q + j0 * hd, dk + j0 * hd);
+      run(p.dv[bk], thread, stream, slab.scratch, att + g0 * T + j0, go + g0 * hd, dv + j0 * hd);
+      run(p.dk[bk], thread, stream, slab.scratch, ds + g0 * T + j0, q + g0 * hd, dk + j0 * hd);
     }
     S* dst = dqkv + b * T * 3 * C + h * hd;
     store_rows(dq, T, hd, dst, 3 * C);
@@ -402,17 +414,20 @@ size_t CpuOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_
   (void)B;
   if (T <= 0 || nh <= 0 || C <= 0 || C % nh != 0) return 0;
   // Creates the primitives now (plan time), so the first step allocates nothing for them.
-  const Plan& p = plan_of("attention_workspace_bytes", threads_, T, C / nh);
-  return thread_bytes(p) * static_cast<size_t>(threads_) + onednn::kAlign;
+  // Both masks' plans (a model may use either): the larger workspace serves both.
+  const Plan& causal = plan_of("attention_workspace_bytes", threads_, T, C / nh, true);
+  const Plan& full = plan_of("attention_workspace_bytes", threads_, T, C / nh, false);
+  return std::max(thread_bytes(causal), thread_bytes(full)) * static_cast<size_t>(threads_) +
+         onednn::kAlign;
 }
 
 void CpuOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T,
-                               int64_t C, int64_t nh, void* workspace) {
+                               int64_t C, int64_t nh, bool causal, void* workspace) {
   const char* op = "attention_forward";
   expect_elems(op, B * T * 3 * C, {qkv});
   expect_elems(op, B * T * C, {out});
   if (B <= 0 || T <= 0) return;
-  const Plan& p = plan_of(op, threads_, T, C / nh);
+  const Plan& p = plan_of(op, threads_, T, C / nh, causal);
   dispatch_float(op, {qkv, out}, [&](auto storage) {
     using S = typename decltype(storage)::type;
     attention_forward_impl(threads_, p, qkv.as<S>(), out.as<S>(), att, B, C, nh, workspace);
@@ -420,12 +435,13 @@ void CpuOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, i
 }
 
 void CpuOps::attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
-                                int64_t B, int64_t T, int64_t C, int64_t nh, void* workspace) {
+                                int64_t B, int64_t T, int64_t C, int64_t nh, bool causal,
+                                void* workspace) {
   const char* op = "attention_backward";
   expect_elems(op, B * T * C, {dout});
   expect_elems(op, B * T * 3 * C, {qkv, dqkv});
   if (B <= 0 || T <= 0) return;
-  const Plan& p = plan_of(op, threads_, T, C / nh);
+  const Plan& p = plan_of(op, threads_, T, C / nh, causal);
   dispatch_float(op, {dout, qkv, dqkv}, [&](auto storage) {
     using S = typename decltype(storage)::type;
     attention_backward_impl(threads_, p, dout.as<S>(), qkv.as<S>(), att, dqkv.as<S>(), B, C,

@@ -24,8 +24,9 @@ void bias_grad_impl(int threads, const T* dy, float* db, int64_t M, int64_t N) {
 
 // Stable softmax + cross-entropy; the batch loss is summed in double, in row order.
 template <class T>
-void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_t C, T* dlogits,
-                       LossStats* stats, float* loss_history, const StepCounters* counters) {
+void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_t C, float eps,
+                       T* dlogits, LossStats* stats, float* loss_history,
+                       const StepCounters* counters) {
   double loss_sum = 0.0;
   int64_t correct = 0;
   const float inv_b = 1.0f / static_cast<float>(B);
@@ -37,14 +38,20 @@ void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_
       if (load_f32(z[j]) > zmax) zmax = load_f32(z[j]), argmax = j;
     float sum = 0.0f;
     for (int64_t j = 0; j < C; ++j) sum += std::exp(load_f32(z[j]) - zmax);
+    float zsum = 0.0f;  // only label smoothing reads it
+    if (eps != 0.0f)
+      for (int64_t j = 0; j < C; ++j) zsum += load_f32(z[j]);
     const int32_t y = labels[i];
-    loss_sum += static_cast<double>(std::log(sum) + zmax - load_f32(z[y]));
+    const bool valid = y >= 0 && y < C;  // a bad label gives a NaN loss, never a stray read
+    loss_sum += valid ? xent_row_loss(std::log(sum), zmax, load_f32(z[y]), zsum, eps, C)
+                      : static_cast<double>(NAN);
     correct += (argmax == y);
     if (dlogits) {
       const float inv_sum = 1.0f / sum;
       T* d = dlogits + i * C;
       for (int64_t j = 0; j < C; ++j)
-        store_f32(d[j], (std::exp(load_f32(z[j]) - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b);
+        store_f32(d[j], (std::exp(load_f32(z[j]) - zmax) * inv_sum - smoothed_target(j, y, eps, C)) *
+                            inv_b);
     }
   }
   stats->loss_sum += loss_sum;
@@ -82,14 +89,14 @@ void CpuOps::bias_grad(ConstView dy, float* db, int64_t M, int64_t N) {
 }
 
 void CpuOps::softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
-                          View dlogits, LossStats* stats, float* loss_history,
-                          const StepCounters* counters) {
+                          float label_smoothing, View dlogits, LossStats* stats,
+                          float* loss_history, const StepCounters* counters) {
   const char* op = "softmax_xent";
   expect_elems(op, B * C, {logits, dlogits});
   dispatch_float(op, {logits, dlogits}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    softmax_xent_impl(logits.as<T>(), labels, B, C, dlogits.as<T>(), stats, loss_history,
-                      counters);
+    softmax_xent_impl(logits.as<T>(), labels, B, C, label_smoothing, dlogits.as<T>(), stats,
+                      loss_history, counters);
   });
 }
 

@@ -14,7 +14,8 @@
 //   cpu_norm.cpp         BatchNorm2d
 //   cpu_image_misc.cpp   shortcut, dropout, augment_crop_flip
 //   cpu_sequence.cpp     embedding, LayerNorm, clip_grad_norm
-//   cpu_attention.cpp    causal self-attention (per (batch, head): oneDNN GEMMs + fused causal softmax)
+//   cpu_attention.cpp    self-attention (per (batch, head): oneDNN GEMMs + fused softmax)
+//   cpu_tokens.cpp       patchify, the class token, token-row copies (ViT)
 //   cpu_batch_windows.cpp  batch_windows (the autoregressive batch, rows of the corpus)
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
@@ -50,8 +51,9 @@ class CpuOps final : public Ops {
   void add(ConstView a, ConstView b, View y) override;
   void cast(ConstView x, View y) override;
   void bias_grad(ConstView dy, float* db, int64_t M, int64_t N) override;
-  void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C, View dlogits,
-                    LossStats* stats, float* loss_history, const StepCounters* counters) override;
+  void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
+                    float label_smoothing, View dlogits, LossStats* stats, float* loss_history,
+                    const StepCounters* counters) override;
   void mse(ConstView pred, const float* target, int64_t B, int64_t D, View dpred,
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
@@ -106,10 +108,16 @@ class CpuOps final : public Ops {
   size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                    DType dtype) const override;
   void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T, int64_t C,
-                         int64_t nh, void* workspace) override;
+                         int64_t nh, bool causal, void* workspace) override;
   void attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
-                          int64_t B, int64_t T, int64_t C, int64_t nh,
+                          int64_t B, int64_t T, int64_t C, int64_t nh, bool causal,
                           void* workspace) override;
+  void patchify(const PatchShape& s, ConstView x, View y) override;
+  void unpatchify(const PatchShape& s, ConstView dy, View dx) override;
+  void class_token_forward(ConstView x, const float* cls, const float* pos, View y, int64_t B,
+                           int64_t N, int64_t C) override;
+  void copy_token_rows(ConstView src, int64_t src_T, int64_t src_t0, View dst, int64_t dst_T,
+                       int64_t dst_t0, int64_t count, int64_t B, int64_t C) override;
   size_t clip_workspace_bytes(int64_t n_segments) const override;
   void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments, float max_norm,
                       float* norm, void* workspace) override;

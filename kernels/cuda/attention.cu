@@ -1,8 +1,8 @@
 // The kernels around the attention GEMMs (sequence_kernels.h): layout changes between the
 // interface's (B, T, 3C) / (B, T, C) and per-head fp32 (B, nh, T, hd) buffers (one thread
-// per element), and the causal softmax forward and backward (one warp per row, the orders
-// of kernels/cpu/cpu_attention.cpp with the lane sums folded by a butterfly). The GEMMs
-// themselves run in CudaOps (cuda_sequence_ops.cpp) through cuBLASLt.
+// per element), and the softmax forward and backward, causal or not (one warp per row,
+// the orders of kernels/cpu/cpu_attention.cpp with the lane sums folded by a butterfly).
+// The GEMMs themselves run in CudaOps (cuda_sequence_ops.cpp) through cuBLASLt.
 #include <cmath>
 
 #include "kernels/cuda/launch.cuh"
@@ -63,37 +63,43 @@ __global__ void from_heads_kernel(const float* src, T* y, int parts, int64_t B, 
   }
 }
 
-__global__ void causal_softmax_kernel(float* att, int64_t rows, int64_t T_, float scale) {
+// Row r = (b, h, i) sees keys j < end: end = i + 1 when causal, T otherwise (no mask).
+__device__ __forceinline__ int64_t visible_keys(int64_t r, int64_t T_, bool causal) {
+  return causal ? r % T_ + 1 : T_;
+}
+
+__global__ void attention_softmax_kernel(float* att, int64_t rows, int64_t T_, float scale,
+                                         bool causal) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
        r < rows; r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
     float* a = att + r * T_;
-    const int64_t i = r % T_;  // the query's position: keys 0 .. i are visible
+    const int64_t end = visible_keys(r, T_, causal);  // keys 0 .. end - 1 are visible
     float mx = -INFINITY;
     // __fmul_rn: the scaled score is rounded before the subtraction (no FMA contraction),
     // as the twin's (q @ k^T) * scale and the CPU's loop round it.
-    for (int64_t j = lane; j <= i; j += 32) mx = fmaxf(mx, __fmul_rn(a[j], scale));
+    for (int64_t j = lane; j < end; j += 32) mx = fmaxf(mx, __fmul_rn(a[j], scale));
     mx = warp_max(mx);
     float sum = 0.0f;
-    for (int64_t j = lane; j <= i; j += 32) sum += expf(__fmul_rn(a[j], scale) - mx);
+    for (int64_t j = lane; j < end; j += 32) sum += expf(__fmul_rn(a[j], scale) - mx);
     sum = warp_sum(sum);
     for (int64_t j = lane; j < T_; j += 32)
-      a[j] = j <= i ? expf(__fmul_rn(a[j], scale) - mx) / sum : 0.0f;
+      a[j] = j < end ? expf(__fmul_rn(a[j], scale) - mx) / sum : 0.0f;
   }
 }
 
-__global__ void causal_softmax_backward_kernel(const float* att, float* datt, int64_t rows,
-                                               int64_t T_, float scale) {
+__global__ void attention_softmax_backward_kernel(const float* att, float* datt, int64_t rows,
+                                                  int64_t T_, float scale, bool causal) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
        r < rows; r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
     const float* a = att + r * T_;
     float* g = datt + r * T_;
-    const int64_t i = r % T_;
+    const int64_t end = visible_keys(r, T_, causal);
     float dot = 0.0f;
-    for (int64_t j = lane; j <= i; j += 32) dot += g[j] * a[j];
+    for (int64_t j = lane; j < end; j += 32) dot += g[j] * a[j];
     dot = warp_sum(dot);
-    for (int64_t j = lane; j < T_; j += 32) g[j] = j <= i ? (a[j] * (g[j] - dot)) * scale : 0.0f;
+    for (int64_t j = lane; j < T_; j += 32) g[j] = j < end ? (a[j] * (g[j] - dot)) * scale : 0.0f;
   }
 }
 
@@ -170,18 +176,18 @@ cudaError_t launch_heads_to_qkv(cudaStream_t stream, const float* src, View dqkv
   return from_heads(stream, "attention (heads to dqkv)", src, dqkv, 3, B, T, C, nh);
 }
 
-cudaError_t launch_causal_softmax(cudaStream_t stream, float* att, int64_t rows, int64_t T,
-                                  float scale) {
+cudaError_t launch_attention_softmax(cudaStream_t stream, float* att, int64_t rows, int64_t T,
+                                     float scale, bool causal) {
   if (rows == 0 || T == 0) return cudaSuccess;
-  causal_softmax_kernel<<<row_blocks(rows), kBlock, 0, stream>>>(att, rows, T, scale);
+  attention_softmax_kernel<<<row_blocks(rows), kBlock, 0, stream>>>(att, rows, T, scale, causal);
   return cudaGetLastError();
 }
 
-cudaError_t launch_causal_softmax_backward(cudaStream_t stream, const float* att, float* datt,
-                                           int64_t rows, int64_t T, float scale) {
+cudaError_t launch_attention_softmax_backward(cudaStream_t stream, const float* att, float* datt,
+                                              int64_t rows, int64_t T, float scale, bool causal) {
   if (rows == 0 || T == 0) return cudaSuccess;
-  causal_softmax_backward_kernel<<<row_blocks(rows), kBlock, 0, stream>>>(att, datt, rows, T,
-                                                                          scale);
+  attention_softmax_backward_kernel<<<row_blocks(rows), kBlock, 0, stream>>>(att, datt, rows, T,
+                                                                             scale, causal);
   return cudaGetLastError();
 }
 

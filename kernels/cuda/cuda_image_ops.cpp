@@ -1,6 +1,6 @@
 // CudaOps' image ops (contracts in kernels/ops.h): convolutions through cuDNN
-// (cudnn_conv.h), pooling, BatchNorm, the shortcut, dropout and augmentation through our
-// kernels (image_kernels.h). Each op names itself for error messages, checks its shape
+// (cudnn_conv.h), pooling, BatchNorm, the shortcut, dropout, a ViT's patches and
+// augmentation through our kernels (image_kernels.h). Each op names itself for error messages, checks its shape
 // (a bad one is a programming error: it stops the process, or fails the capture), and
 // enqueues on the backend's stream.
 #include <cstdint>
@@ -56,6 +56,15 @@ std::string shortcut_problem(const ShortcutShape& s) {
     return "invalid shortcut " + std::to_string(s.batch) + "x" + std::to_string(s.in_channels) +
            "x" + std::to_string(s.height) + "x" + std::to_string(s.width) + " -> " +
            std::to_string(s.out_channels) + " channels, stride " + std::to_string(s.stride);
+  return {};
+}
+
+std::string patch_problem(const PatchShape& s) {
+  if (s.batch < 0 || s.channels < 0 || s.height < 0 || s.width < 0 || s.patch <= 0 ||
+      s.height % s.patch != 0 || s.width % s.patch != 0)
+    return "invalid patches of " + std::to_string(s.batch) + "x" + std::to_string(s.channels) +
+           "x" + std::to_string(s.height) + "x" + std::to_string(s.width) + " images, patch " +
+           std::to_string(s.patch) + " (H and W must be multiples of the patch size)";
   return {};
 }
 
@@ -190,6 +199,22 @@ void CudaOps::dropout(ConstView x, View y, float p, uint64_t seed, uint32_t laye
   if (!(p >= 0.0f && p < 1.0f))
     return fail("the drop probability " + std::to_string(p) + " is outside [0, 1)");
   check(cuda::launch_dropout(stream_, x, y, p, seed, layer, counters), "dropout_kernel");
+}
+
+// ---- Patches ----
+
+void CudaOps::patchify(const PatchShape& s, ConstView x, View y) {
+  OpScope scope(*this, "patchify");
+  if (const std::string p = patch_problem(s); !p.empty()) return fail(p);
+  if (s.elems() > 0 && (x.empty() || y.empty())) return fail("a missing operand (x or y)");
+  check(cuda::launch_patchify(stream_, s, x, y), "patchify_kernel");
+}
+
+void CudaOps::unpatchify(const PatchShape& s, ConstView dy, View dx) {
+  OpScope scope(*this, "unpatchify");
+  if (const std::string p = patch_problem(s); !p.empty()) return fail(p);
+  if (s.elems() > 0 && (dy.empty() || dx.empty())) return fail("a missing operand (dy or dx)");
+  check(cuda::launch_unpatchify(stream_, s, dy, dx), "unpatchify_kernel");
 }
 
 void CudaOps::augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst,

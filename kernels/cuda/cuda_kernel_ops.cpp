@@ -59,11 +59,14 @@ void CudaOps::bias_grad(ConstView dy, float* db, int64_t M, int64_t N) {
 }
 
 void CudaOps::softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
-                           View dlogits, LossStats* stats, float* loss_history,
-                           const StepCounters* counters) {
+                           float label_smoothing, View dlogits, LossStats* stats,
+                           float* loss_history, const StepCounters* counters) {
   OpScope scope(*this, "softmax_xent");
-  check(cuda::launch_softmax_xent(stream_, logits, labels, B, C, dlogits, stats, loss_history,
-                                  counters, loss_partials_),
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    return fail("the label smoothing " + std::to_string(label_smoothing) +
+                " is outside [0, 1)");
+  check(cuda::launch_softmax_xent(stream_, logits, labels, B, C, label_smoothing, dlogits, stats,
+                                  loss_history, counters, loss_partials_),
         "softmax_xent_kernel");
 }
 

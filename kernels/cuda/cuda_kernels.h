@@ -51,11 +51,14 @@ inline constexpr int kMaxLossBlocks = 1024;
 cudaError_t launch_bias_grad(cudaStream_t stream, ConstView dy, float* db, int64_t M, int64_t N,
                              float* partials, size_t partial_bytes);
 // Ops::softmax_xent and Ops::mse, fp32 or bf16 logits / predictions. `partials` holds
-// kMaxLossBlocks entries of backend-owned scratch.
+// kMaxLossBlocks entries of backend-owned scratch. softmax_xent: one warp per row; with
+// label_smoothing > 0 the row's logit sum is taken lane-strided (lane l: z[l], z[l + 32],
+// ... in order) and folded by a butterfly, like the sum of exponentials; the caller
+// (CudaOps) checks label_smoothing in [0, 1).
 cudaError_t launch_softmax_xent(cudaStream_t stream, ConstView logits, const int32_t* labels,
-                                int64_t B, int64_t C, View dlogits, LossStats* stats,
-                                float* loss_history, const StepCounters* counters,
-                                LossPartial* partials);
+                                int64_t B, int64_t C, float label_smoothing, View dlogits,
+                                LossStats* stats, float* loss_history,
+                                const StepCounters* counters, LossPartial* partials);
 cudaError_t launch_mse(cudaStream_t stream, ConstView pred, const float* target, int64_t B,
                        int64_t D, View dpred, LossStats* stats, float* loss_history,
                        const StepCounters* counters, LossPartial* partials);

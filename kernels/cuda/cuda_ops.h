@@ -65,8 +65,9 @@ class CudaOps final : public Ops {
   void add(ConstView a, ConstView b, View y) override;
   void cast(ConstView x, View y) override;
   void bias_grad(ConstView dy, float* db, int64_t M, int64_t N) override;
-  void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C, View dlogits,
-                    LossStats* stats, float* loss_history, const StepCounters* counters) override;
+  void softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
+                    float label_smoothing, View dlogits, LossStats* stats, float* loss_history,
+                    const StepCounters* counters) override;
   void mse(ConstView pred, const float* target, int64_t B, int64_t D, View dpred,
            LossStats* stats, float* loss_history, const StepCounters* counters) override;
   void adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamHyper& h,
@@ -116,6 +117,8 @@ class CudaOps final : public Ops {
   void shortcut_backward(const ShortcutShape& s, ConstView dy, View dx) override;
   void dropout(ConstView x, View y, float p, uint64_t seed, uint32_t layer,
                const StepCounters* counters) override;
+  void patchify(const PatchShape& s, ConstView x, View y) override;
+  void unpatchify(const PatchShape& s, ConstView dy, View dx) override;
   void augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst, uint64_t seed,
                          uint32_t epoch) override;
 
@@ -135,15 +138,20 @@ class CudaOps final : public Ops {
   void layernorm_backward(ConstView dy, ConstView x, const float* gamma, const float* mean,
                           const float* rstd, View dx, float* dgamma, float* dbeta, int64_t N,
                           int64_t C, void* workspace) override;
+  void class_token_forward(ConstView x, const float* cls, const float* pos, View y, int64_t B,
+                           int64_t N, int64_t C) override;
+  void copy_token_rows(ConstView src, int64_t src_T, int64_t src_t0, View dst, int64_t dst_T,
+                       int64_t dst_t0, int64_t count, int64_t B, int64_t C) override;
   // bf16: the fused flash kernels (kernels/cuda/flash_attention.h) keep the per-row
   // log-sum-exp, B * nh * T floats; fp32: the probabilities.
   int64_t attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const override;
   size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                    DType dtype) const override;
   void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T, int64_t C,
-                         int64_t nh, void* workspace) override;
+                         int64_t nh, bool causal, void* workspace) override;
   void attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv, int64_t B,
-                          int64_t T, int64_t C, int64_t nh, void* workspace) override;
+                          int64_t T, int64_t C, int64_t nh, bool causal,
+                          void* workspace) override;
   size_t clip_workspace_bytes(int64_t n_segments) const override;
   void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments, float max_norm,
                       float* norm, void* workspace) override;

@@ -1,5 +1,6 @@
 // CudaOps' sequence ops (contracts in kernels/ops.h, "Sequences"; orders and workspaces in
-// sequence_kernels.h): embedding, LayerNorm, the attention core and global-norm clipping.
+// sequence_kernels.h): embedding, LayerNorm, a ViT's token rows, the attention core and
+// global-norm clipping.
 // Each op names itself for error messages, checks its shape (a bad one is a programming
 // error: it stops the process, or fails the capture) and enqueues on the backend's stream.
 //
@@ -7,8 +8,10 @@
 // buffers in the workspace (widening bf16), so every product is one strided-batched fp32
 // cuBLASLt GEMM over the B * nh heads (TF32 when the backend's switch is on), its
 // algorithm chosen once per shape by GemmLt and reused by eager and captured runs:
-//   forward:  att = q k^T (the raw product), then the causal softmax in place (scale,
-//             mask, max, exp, sum, divide), o = att v, o copied out into (B, T, C).
+//   forward:  att = q k^T (the raw product), then the softmax in place (scale, the causal
+//             mask when asked, max, exp, sum, divide), o = att v, o copied out into
+//             (B, T, C). Without the mask the GEMMs are the same; only the softmax rows
+//             see every key (att has no zero entries then).
 //   backward: dout copied per head; datt = dout v^T; dv = att^T dout; dS = softmax
 //             backward in place over datt (times scale); dq = dS k; dk = dS^T q; the
 //             three copied out into dqkv (B, T, 3C).
@@ -118,6 +121,37 @@ void CudaOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
         "layernorm_backward kernels");
 }
 
+// ---- A ViT's token rows ----
+
+void CudaOps::class_token_forward(ConstView x, const float* cls, const float* pos, View y,
+                                  int64_t B, int64_t N, int64_t C) {
+  OpScope scope(*this, "class_token_forward");
+  if (B < 0 || N < 0 || C < 0)
+    return fail("invalid shape B " + std::to_string(B) + ", N " + std::to_string(N) + ", C " +
+                std::to_string(C));
+  if (B * (N + 1) * C > 0 && (y.empty() || (B * N * C > 0 && x.empty()) || !cls || !pos))
+    return fail("a missing operand (x, cls, pos and y are all needed)");
+  check(cuda::launch_class_token_forward(stream_, x, cls, pos, y, B, N, C),
+        "class_token_forward_kernel");
+}
+
+void CudaOps::copy_token_rows(ConstView src, int64_t src_T, int64_t src_t0, View dst,
+                              int64_t dst_T, int64_t dst_t0, int64_t count, int64_t B,
+                              int64_t C) {
+  OpScope scope(*this, "copy_token_rows");
+  if (B < 0 || C < 0 || count < 0 || src_t0 < 0 || dst_t0 < 0 || src_t0 + count > src_T ||
+      dst_t0 + count > dst_T)
+    return fail("invalid rows: " + std::to_string(count) + " from token " +
+                std::to_string(src_t0) + " of " + std::to_string(src_T) + " to token " +
+                std::to_string(dst_t0) + " of " + std::to_string(dst_T) + " (B " +
+                std::to_string(B) + ", C " + std::to_string(C) + ")");
+  if (B * count * C > 0 && (src.empty() || dst.empty()))
+    return fail("a missing operand (src and dst are both needed)");
+  check(cuda::launch_copy_token_rows(stream_, src, src_T, src_t0, dst, dst_T, dst_t0, count, B,
+                                     C),
+        "copy_token_rows_kernel");
+}
+
 // ---- Attention ----
 
 int64_t CudaOps::attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const {
@@ -151,7 +185,7 @@ std::string flash_problem(int64_t B, int64_t C, int64_t nh) {
 }  // namespace
 
 void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T,
-                                int64_t C, int64_t nh, void* workspace) {
+                                int64_t C, int64_t nh, bool causal, void* workspace) {
   OpScope scope(*this, "attention_forward");
   expect_dtype("attention_forward", qkv.dtype, {out});
   if (const std::string p = attention_problem(B, T, C, nh); !p.empty()) return fail(p);
@@ -161,7 +195,7 @@ void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, 
     expect_elems("attention_forward", 3 * B * T * C, {qkv});
     expect_elems("attention_forward", B * T * C, {out});
     check(cuda::launch_flash_attention_forward(stream_, qkv.as<bf16_t>(), out.as<bf16_t>(), att,
-                                               B, T, C, nh, attention_scale(C / nh)),
+                                               B, T, C, nh, attention_scale(C / nh), causal),
           "flash_forward_kernel");
     return;
   }
@@ -178,8 +212,8 @@ void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, 
   run_gemm({.trans_a = false, .trans_b = true, .M = T, .N = T, .K = hd, .alpha = 1.0f,
             .A = q, .lda = hd, .B = k, .ldb = hd, .beta = 0.0f, .C = att, .ldc = T,
             .batch = heads, .stride_a = head, .stride_b = head, .stride_c = T * T});
-  check(cuda::launch_causal_softmax(stream_, att, heads * T, T, attention_scale(hd)),
-        "causal_softmax_kernel");
+  check(cuda::launch_attention_softmax(stream_, att, heads * T, T, attention_scale(hd), causal),
+        "attention_softmax_kernel");
   // o (T, hd) = att (T, T) v (T, hd) per head
   run_gemm({.trans_a = false, .trans_b = false, .M = T, .N = hd, .K = T, .alpha = 1.0f,
             .A = att, .lda = T, .B = v, .ldb = hd, .beta = 0.0f, .C = w.o_h, .ldc = hd,
@@ -188,7 +222,8 @@ void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, 
 }
 
 void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
-                                 int64_t B, int64_t T, int64_t C, int64_t nh, void* workspace) {
+                                 int64_t B, int64_t T, int64_t C, int64_t nh, bool causal,
+                                 void* workspace) {
   OpScope scope(*this, "attention_backward");
   expect_dtype("attention_backward", qkv.dtype, {dout, dqkv});
   if (const std::string p = attention_problem(B, T, C, nh); !p.empty()) return fail(p);
@@ -201,7 +236,7 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
     expect_elems("attention_backward", B * T * C, {dout});
     check(cuda::launch_flash_attention_backward(stream_, dout.as<bf16_t>(), qkv.as<bf16_t>(),
                                                 att, dqkv.as<bf16_t>(), B, T, C, nh,
-                                                attention_scale(C / nh), workspace),
+                                                attention_scale(C / nh), causal, workspace),
           "flash_backward_dq_kernel, flash_backward_dkdv_kernel");
     return;
   }
@@ -227,9 +262,9 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
   run_gemm({.trans_a = true, .trans_b = false, .M = T, .N = hd, .K = T, .alpha = 1.0f,
             .A = att, .lda = T, .B = go, .ldb = hd, .beta = 0.0f, .C = dv, .ldc = hd,
             .batch = heads, .stride_a = T * T, .stride_b = head, .stride_c = head});
-  check(cuda::launch_causal_softmax_backward(stream_, att, w.datt, heads * T, T,
-                                             attention_scale(hd)),
-        "causal_softmax_backward_kernel");
+  check(cuda::launch_attention_softmax_backward(stream_, att, w.datt, heads * T, T,
+                                                attention_scale(hd), causal),
+        "attention_softmax_backward_kernel");
   // dq (T, hd) = dS (T, T) k (T, hd)
   run_gemm({.trans_a = false, .trans_b = false, .M = T, .N = hd, .K = T, .alpha = 1.0f,
             .A = w.datt, .lda = T, .B = k, .ldb = hd, .beta = 0.0f, .C = dq, .ldc = hd,

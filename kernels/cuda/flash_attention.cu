@@ -1,11 +1,12 @@
-// Fused, flash-style causal attention for bf16 storage: design, orders and workspace in
-// flash_attention.h. Plain fp32 FMAs on bf16 operands staged in shared memory (no tensor
-// cores yet). Each owned row r of a block is served by the 4 consecutive threads
-// 4r .. 4r + 3 ("quad" t = 0..3): for scores, quad t takes the other tile's rows t, t + 4,
-// t + 8, ...; for the row's output vector, quad t takes the dimension pairs
+// Fused, flash-style attention (causal or not) for bf16 storage: design, orders and
+// workspace in flash_attention.h. Plain fp32 FMAs on bf16 operands staged in shared memory
+// (no tensor cores yet). Each owned row r of a block is served by the 4 consecutive
+// threads 4r .. 4r + 3 ("quad" t = 0..3): for scores, quad t takes the other tile's rows t,
+// t + 4, t + 8, ...; for the row's output vector, quad t takes the dimension pairs
 // (2t + 8p, 2t + 8p + 1), p = 0 .. HD / 8 - 1. Reductions over the quad are butterflies
 // (xor 1, then 2), which leave the same bits in all four lanes (fp32 addition and max are
-// commutative), so every quantity has one order, fixed by T, hd and the tile sizes.
+// commutative), so every quantity has one order, fixed by T, hd, the tile sizes and
+// `causal`.
 #include <cmath>
 #include <type_traits>
 
@@ -80,9 +81,34 @@ struct FlashArgs {
   float scale;
 };
 
+// The mask is a template argument (CAUSAL): each kernel is compiled for both cases, and
+// neither pays a run-time test for the other. Without the mask every key of [0, T) is
+// visible.
+
+// Whether query i sees key j: both inside [0, T) (tiles are padded past T with zero rows,
+// which must not count; when causal, j <= i < T implies it), and j <= i when causal.
+template <bool CAUSAL>
+__device__ __forceinline__ bool visible(int i, int j, int T) {
+  return CAUSAL ? j <= i && i < T : i < T && j < T;
+}
+
+// The end of the key range a query tile [q0, q_end) visits: up to its last row (the
+// diagonal) when causal, every key when not.
+template <bool CAUSAL>
+__device__ __forceinline__ int key_end(int q_end, int T) {
+  return CAUSAL ? q_end : T;
+}
+
+// The first query tile (of kBC rows) a key tile starting at k0 meets: the one holding k0
+// when causal (earlier queries see none of its keys), the first when not.
+template <bool CAUSAL>
+__device__ __forceinline__ int query_begin(int k0) {
+  return CAUSAL ? k0 / kBC * kBC : 0;
+}
+
 // ---- forward ----
 
-template <int HD, int BR>
+template <int HD, int BR, bool CAUSAL>
 __global__ void __launch_bounds__(4 * BR) flash_forward_kernel(FlashArgs a) {
   constexpr int LD = Tile<HD>::kLd, PLD = kBC + 1, NC = kBC / 4, NP = HD / 8;
   __shared__ __align__(16) bf16_t sQ[BR * LD];
@@ -99,8 +125,8 @@ __global__ void __launch_bounds__(4 * BR) flash_forward_kernel(FlashArgs a) {
   float m = -INFINITY, l = 0.0f, o[2 * NP];
 #pragma unroll
   for (int k = 0; k < 2 * NP; ++k) o[k] = 0.0f;
-  const int q_end = min(q0 + BR, T);
-  for (int k0 = 0; k0 < q_end; k0 += kBC) {
+  const int k_end = key_end<CAUSAL>(min(q0 + BR, T), T);
+  for (int k0 = 0; k0 < k_end; k0 += kBC) {
     __syncthreads();  // the previous tiles are read
     load_tile<HD>(sK, base + C, stride, k0, kBC, T, hd);
     load_tile<HD>(sV, base + 2 * C, stride, k0, kBC, T, hd);
@@ -111,7 +137,7 @@ __global__ void __launch_bounds__(4 * BR) flash_forward_kernel(FlashArgs a) {
     for (int c = 0; c < NC; ++c) {
       const int jl = quad + 4 * c, j = k0 + jl;
       const float dot = dot_row<HD>(sQ + r * LD, sK + jl * LD);
-      s[c] = (j <= i && i < T) ? __fmul_rn(dot, a.scale) : -INFINITY;
+      s[c] = visible<CAUSAL>(i, j, T) ? __fmul_rn(dot, a.scale) : -INFINITY;
       mt = fmaxf(mt, s[c]);
     }
     const float m_new = fmaxf(m, quad_max(mt));
@@ -155,7 +181,7 @@ __global__ void __launch_bounds__(4 * BR) flash_forward_kernel(FlashArgs a) {
 // ---- backward ----
 
 // Kernel 1: D (pass 1) and dq (pass 2) for the block's query tile.
-template <int HD, int BR>
+template <int HD, int BR, bool CAUSAL>
 __global__ void __launch_bounds__(4 * BR) flash_backward_dq_kernel(FlashArgs a) {
   constexpr int LD = Tile<HD>::kLd, PLD = kBC + 1, NC = kBC / 4, NP = HD / 8;
   __shared__ __align__(16) bf16_t sQ[BR * LD];
@@ -174,7 +200,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dq_kernel(FlashArgs a) 
   load_tile<HD>(sQ, base, stride, q0, BR, T, hd);
   load_tile<HD>(sO, gbase, C, q0, BR, T, hd);
   const float lse = i < T ? a.lse_in[row + i] : 0.0f;
-  const int q_end = min(q0 + BR, T);
+  const int k_end = key_end<CAUSAL>(min(q0 + BR, T), T);
 
   // P_ij and dP_ij for the quad's keys of the staged tile (0 where masked).
   auto probs = [&](int k0, float* pr, float* dp) {
@@ -182,7 +208,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dq_kernel(FlashArgs a) 
     for (int c = 0; c < NC; ++c) {
       const int jl = quad + 4 * c, j = k0 + jl;
       const float s = __fmul_rn(dot_row<HD>(sQ + r * LD, sK + jl * LD), a.scale);
-      const bool live = j <= i && i < T;
+      const bool live = visible<CAUSAL>(i, j, T);
       pr[c] = live ? expf(s - lse) : 0.0f;
       dp[c] = live ? dot_row<HD>(sO + r * LD, sV + jl * LD) : 0.0f;
     }
@@ -190,7 +216,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dq_kernel(FlashArgs a) 
 
   // Pass 1: D_i = sum_j P_ij dP_ij.
   float dsum = 0.0f;
-  for (int k0 = 0; k0 < q_end; k0 += kBC) {
+  for (int k0 = 0; k0 < k_end; k0 += kBC) {
     __syncthreads();
     load_tile<HD>(sK, base + C, stride, k0, kBC, T, hd);
     load_tile<HD>(sV, base + 2 * C, stride, k0, kBC, T, hd);
@@ -207,7 +233,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dq_kernel(FlashArgs a) 
   float dq[2 * NP];
 #pragma unroll
   for (int k = 0; k < 2 * NP; ++k) dq[k] = 0.0f;
-  for (int k0 = 0; k0 < q_end; k0 += kBC) {
+  for (int k0 = 0; k0 < k_end; k0 += kBC) {
     __syncthreads();
     load_tile<HD>(sK, base + C, stride, k0, kBC, T, hd);
     load_tile<HD>(sV, base + 2 * C, stride, k0, kBC, T, hd);
@@ -242,7 +268,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dq_kernel(FlashArgs a) 
 }
 
 // Kernel 2: dk and dv for the block's key tile (reads kernel 1's D).
-template <int HD, int BR>
+template <int HD, int BR, bool CAUSAL>
 __global__ void __launch_bounds__(4 * BR) flash_backward_dkdv_kernel(FlashArgs a) {
   constexpr int LD = Tile<HD>::kLd, PLD = kBC + 1, NC = kBC / 4, NP = HD / 8;
   __shared__ __align__(16) bf16_t sK[BR * LD];
@@ -266,7 +292,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dkdv_kernel(FlashArgs a
   float dk[2 * NP], dv[2 * NP];
 #pragma unroll
   for (int k = 0; k < 2 * NP; ++k) dk[k] = dv[k] = 0.0f;
-  for (int q0 = k0 / kBC * kBC; q0 < T; q0 += kBC) {
+  for (int q0 = query_begin<CAUSAL>(k0); q0 < T; q0 += kBC) {
     __syncthreads();
     load_tile<HD>(sQ, base, stride, q0, kBC, T, hd);
     load_tile<HD>(sO, gbase, C, q0, kBC, T, hd);
@@ -279,7 +305,7 @@ __global__ void __launch_bounds__(4 * BR) flash_backward_dkdv_kernel(FlashArgs a
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const int il = quad + 4 * c, i = q0 + il;
-      const bool live = j <= i && i < T;
+      const bool live = visible<CAUSAL>(i, j, T);
       float p = 0.0f, ds = 0.0f;
       if (live) {
         const float s = __fmul_rn(dot_row<HD>(sQ + il * LD, sK + r * LD), a.scale);
@@ -335,6 +361,15 @@ cudaError_t with_head_dim(int64_t hd, F&& f) {
   return f(std::integral_constant<int, 128>{}, std::integral_constant<int, 32>{});
 }
 
+// Calls f(HD constant, BR constant, CAUSAL constant).
+template <class F>
+cudaError_t with_shape(int64_t hd, bool causal, F&& f) {
+  return with_head_dim(hd, [&](auto hd_c, auto br_c) {
+    if (causal) return f(hd_c, br_c, std::true_type{});
+    return f(hd_c, br_c, std::false_type{});
+  });
+}
+
 bool launchable(int64_t B, int64_t T, int64_t C, int64_t nh) {
   const int64_t hd = nh > 0 ? C / nh : 0;
   return flash_attention_supported(hd) && C % nh == 0 && B <= 65535 && nh <= 65535 &&
@@ -364,16 +399,17 @@ size_t flash_attention_workspace_bytes(int64_t B, int64_t T, int64_t nh) {
 
 cudaError_t launch_flash_attention_forward(cudaStream_t stream, const bf16_t* qkv, bf16_t* out,
                                            float* lse, int64_t B, int64_t T, int64_t C,
-                                           int64_t nh, float scale) {
+                                           int64_t nh, float scale, bool causal) {
   if (B * T * C == 0) return cudaSuccess;
   if (!launchable(B, T, C, nh)) return cudaErrorInvalidValue;
   FlashArgs a = args(T, C, nh, scale);
   a.qkv = qkv;
   a.out = out;
   a.lse_out = lse;
-  return with_head_dim(C / nh, [&](auto hd_c, auto br_c) {
+  return with_shape(C / nh, causal, [&](auto hd_c, auto br_c, auto causal_c) {
     constexpr int HD = decltype(hd_c)::value, BR = decltype(br_c)::value;
-    flash_forward_kernel<HD, BR><<<grid_of(T, BR, nh, B), 4 * BR, 0, stream>>>(a);
+    constexpr bool CAUSAL = decltype(causal_c)::value;
+    flash_forward_kernel<HD, BR, CAUSAL><<<grid_of(T, BR, nh, B), 4 * BR, 0, stream>>>(a);
     return cudaGetLastError();
   });
 }
@@ -381,7 +417,7 @@ cudaError_t launch_flash_attention_forward(cudaStream_t stream, const bf16_t* qk
 cudaError_t launch_flash_attention_backward(cudaStream_t stream, const bf16_t* dout,
                                             const bf16_t* qkv, const float* lse, bf16_t* dqkv,
                                             int64_t B, int64_t T, int64_t C, int64_t nh,
-                                            float scale, void* workspace) {
+                                            float scale, bool causal, void* workspace) {
   if (B * T * C == 0) return cudaSuccess;
   if (!launchable(B, T, C, nh) || !workspace) return cudaErrorInvalidValue;
   auto base = reinterpret_cast<uintptr_t>(workspace);
@@ -392,11 +428,12 @@ cudaError_t launch_flash_attention_backward(cudaStream_t stream, const bf16_t* d
   a.dqkv = dqkv;
   a.lse_in = lse;
   a.D = reinterpret_cast<float*>(base);
-  return with_head_dim(C / nh, [&](auto hd_c, auto br_c) {
+  return with_shape(C / nh, causal, [&](auto hd_c, auto br_c, auto causal_c) {
     constexpr int HD = decltype(hd_c)::value, BR = decltype(br_c)::value;
-    flash_backward_dq_kernel<HD, BR><<<grid_of(T, BR, nh, B), 4 * BR, 0, stream>>>(a);
+    constexpr bool CAUSAL = decltype(causal_c)::value;
+    flash_backward_dq_kernel<HD, BR, CAUSAL><<<grid_of(T, BR, nh, B), 4 * BR, 0, stream>>>(a);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    flash_backward_dkdv_kernel<HD, BR><<<grid_of(T, BR, nh, B), 4 * BR, 0, stream>>>(a);
+    flash_backward_dkdv_kernel<HD, BR, CAUSAL><<<grid_of(T, BR, nh, B), 4 * BR, 0, stream>>>(a);
     return cudaGetLastError();
   });
 }

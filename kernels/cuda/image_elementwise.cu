@@ -1,6 +1,7 @@
 // The image ops that compute each output element by itself: the option-A shortcut and its
-// backward, dropout (mask drawn from Philox, kernels/common/philox.h) and the random crop
-// + flip (kernels/common/augment.h). One thread per output element, grid-stride loops;
+// backward, dropout (mask drawn from Philox, kernels/common/philox.h), a ViT's patches
+// and their inverse (kernels/common/image_shapes.h PatchShape) and the random crop + flip
+// (kernels/common/augment.h). One thread per output element, grid-stride loops;
 // results depend on neither the launch shape nor scheduling.
 #include "kernels/common/augment.h"
 #include "kernels/common/philox.h"
@@ -64,6 +65,19 @@ __global__ void dropout_kernel(const T* x, T* y, int64_t n, float p, uint64_t se
   }
 }
 
+// y[i] = x[s.patch_source(i)]: a gather, the stored bits unchanged.
+template <class T>
+__global__ void patchify_kernel(const T* x, T* y, PatchShape s, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = x[s.patch_source(i)];
+}
+
+// dx[s.patch_source(i)] = dy[i]: patch_source is a permutation, so every element of dx is
+// written by exactly one thread (no two writes meet, no atomics).
+template <class T>
+__global__ void unpatchify_kernel(const T* dy, T* dx, PatchShape s, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) dx[s.patch_source(i)] = dy[i];
+}
+
 // dst(i, c, y, x) = src(i, c, source pixel) or fill[c] in the padding.
 __global__ void augment_kernel(AugmentSpec spec, const float* src, float* dst, uint64_t seed,
                                uint32_t epoch) {
@@ -117,6 +131,30 @@ cudaError_t launch_dropout(cudaStream_t stream, ConstView x, View y, float p, ui
     using T = typename decltype(storage)::type;
     dropout_kernel<<<grid_for(y.n), kBlock, 0, stream>>>(x.as<T>(), y.as<T>(), y.n, p, seed,
                                                           layer, counters);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_patchify(cudaStream_t stream, const PatchShape& s, ConstView x, View y) {
+  const char* op = "patchify";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {x, y});
+  if (n == 0) return cudaSuccess;
+  return dispatch_float(op, {x, y}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    patchify_kernel<<<grid_for(n), kBlock, 0, stream>>>(x.as<T>(), y.as<T>(), s, n);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_unpatchify(cudaStream_t stream, const PatchShape& s, ConstView dy, View dx) {
+  const char* op = "unpatchify";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {dy, dx});
+  if (n == 0) return cudaSuccess;
+  return dispatch_float(op, {dy, dx}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    unpatchify_kernel<<<grid_for(n), kBlock, 0, stream>>>(dy.as<T>(), dx.as<T>(), s, n);
     return cudaGetLastError();
   });
 }

@@ -86,7 +86,7 @@ cudaError_t launch_channel_bias_add(cudaStream_t stream, const float* in, const 
 cudaError_t launch_channel_bias_grad(cudaStream_t stream, ConstView dy, int64_t B, int64_t C,
                                      int64_t S, float* db, void* partials);
 
-// ---- image_elementwise.cu: one thread per output element ----
+// ---- image_elementwise.cu: one thread per output element (unpatchify: per input) ----
 cudaError_t launch_shortcut_forward(cudaStream_t stream, const ShortcutShape& s, ConstView x,
                                     View y);
 cudaError_t launch_shortcut_backward(cudaStream_t stream, const ShortcutShape& s, ConstView dy,
@@ -94,6 +94,11 @@ cudaError_t launch_shortcut_backward(cudaStream_t stream, const ShortcutShape& s
 // The step is read from counters->step on the device.
 cudaError_t launch_dropout(cudaStream_t stream, ConstView x, View y, float p, uint64_t seed,
                            uint32_t layer, const StepCounters* counters);
+// Ops::patchify (a gather, one thread per element of y) and Ops::unpatchify (the inverse
+// permutation as a scatter, one thread per element of dy: each element of dx is written
+// once); fp32 or bf16, the stored bits copied. The caller (CudaOps) checks the shape.
+cudaError_t launch_patchify(cudaStream_t stream, const PatchShape& s, ConstView x, View y);
+cudaError_t launch_unpatchify(cudaStream_t stream, const PatchShape& s, ConstView dy, View dx);
 cudaError_t launch_augment_crop_flip(cudaStream_t stream, const AugmentSpec& spec,
                                      const float* src, float* dst, uint64_t seed,
                                      uint32_t epoch);

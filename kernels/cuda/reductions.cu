@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/common/column_sum.h"
+#include "kernels/common/math.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/dispatch.h"
@@ -83,10 +84,13 @@ __device__ void warp_argmax(float& v, int64_t& idx) {
 
 // One warp per row: max, sum of exponentials, loss, dlogits. Each block writes the sum
 // of its rows' losses (in warp order) to partials[blockIdx.x]; loss_finish adds those.
-// T is the logits' and dlogits' storage (fp32 or bf16); the math is fp32.
+// T is the logits' and dlogits' storage (fp32 or bf16); the math is fp32. Label smoothing
+// eps > 0 (uniform over the grid, so every lane takes the same branch) also sums the
+// row's logits: lane l adds z[l], z[l + 32], ... in order, the lanes folded by warp_sum;
+// eps = 0 skips that sum and gives the plain one-hot bits (kernels/common/math.h).
 template <class T>
 __global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int64_t B,
-                                    int64_t C, T* dlogits, LossPartial* partials) {
+                                    int64_t C, float eps, T* dlogits, LossPartial* partials) {
   __shared__ double warp_loss[kLossWarps];
   __shared__ long long warp_correct[kLossWarps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -105,18 +109,25 @@ __global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int6
     float sum = 0.0f;
     for (int64_t j = lane; j < C; j += 32) sum += expf(load_f32(z[j]) - zmax);
     sum = warp_sum(sum);
+    float zsum = 0.0f;
+    if (eps > 0.0f) {
+      for (int64_t j = lane; j < C; j += 32) zsum += load_f32(z[j]);
+      zsum = warp_sum(zsum);
+    }
     const int32_t y = labels[row];
     const bool valid = y >= 0 && y < C;  // a bad label gives a NaN loss, never a stray read
     if (lane == 0) {
-      loss += valid ? static_cast<double>(logf(sum) + zmax - load_f32(z[y]))
+      loss += valid ? xent_row_loss(logf(sum), zmax, load_f32(z[y]), zsum, eps, C)
                     : static_cast<double>(NAN);
       correct += (arg == y);
     }
     if (dlogits) {
       const float inv_sum = 1.0f / sum;
       T* d = dlogits + row * C;  // (C)
-      for (int64_t j = lane; j < C; j += 32)
-        store_f32(d[j], (expf(load_f32(z[j]) - zmax) * inv_sum - (j == y ? 1.0f : 0.0f)) * inv_b);
+      for (int64_t j = lane; j < C; j += 32) {
+        const float target = smoothed_target(j, y, eps, C);  // 1 / 0 when eps = 0
+        store_f32(d[j], (expf(load_f32(z[j]) - zmax) * inv_sum - target) * inv_b);
+      }
     }
   }
   if (lane == 0) warp_loss[warp] = loss, warp_correct[warp] = correct;
@@ -217,12 +228,13 @@ cudaError_t bias_grad_launch(cudaStream_t stream, const T* dy, float* db, int64_
 
 template <class T>
 cudaError_t softmax_xent_launch(cudaStream_t stream, const T* logits, const int32_t* labels,
-                                int64_t B, int64_t C, T* dlogits, LossStats* stats,
+                                int64_t B, int64_t C, float eps, T* dlogits, LossStats* stats,
                                 float* loss_history, const StepCounters* counters,
                                 LossPartial* partials) {
   if (B == 0 || C == 0) return cudaSuccess;
   const int blocks = loss_blocks((B + kLossWarps - 1) / kLossWarps);
-  softmax_xent_kernel<<<blocks, kBlock, 0, stream>>>(logits, labels, B, C, dlogits, partials);
+  softmax_xent_kernel<<<blocks, kBlock, 0, stream>>>(logits, labels, B, C, eps, dlogits,
+                                                     partials);
   loss_finish_kernel<<<1, kBlock, 0, stream>>>(partials, blocks, stats, loss_history, counters,
                                                B, 1.0, static_cast<double>(B), true);
   return cudaGetLastError();
@@ -255,15 +267,16 @@ cudaError_t launch_bias_grad(cudaStream_t stream, ConstView dy, float* db, int64
 }
 
 cudaError_t launch_softmax_xent(cudaStream_t stream, ConstView logits, const int32_t* labels,
-                                int64_t B, int64_t C, View dlogits, LossStats* stats,
+                                int64_t B, int64_t C, float label_smoothing, View dlogits,
+                                LossStats* stats,
                                 float* loss_history, const StepCounters* counters,
                                 LossPartial* partials) {
   const char* op = "softmax_xent";
   expect_elems(op, B * C, {logits, dlogits});
   return dispatch_float(op, {logits, dlogits}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    return softmax_xent_launch(stream, logits.as<T>(), labels, B, C, dlogits.as<T>(), stats,
-                               loss_history, counters, partials);
+    return softmax_xent_launch(stream, logits.as<T>(), labels, B, C, label_smoothing,
+                               dlogits.as<T>(), stats, loss_history, counters, partials);
   });
 }
 

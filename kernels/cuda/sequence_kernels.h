@@ -1,10 +1,10 @@
 // Host-side launchers for the sequence ops' own kernels (embedding.cu, layernorm.cu,
-// attention.cu, clip.cu); contracts in kernels/ops.h ("Sequences"). Each enqueues on
-// `stream` and returns the first launch error, dispatching once on its views' dtype (fp32
-// or bf16 storage, fp32 math, sums in double where kernels/common/layernorm.h and clip.h
-// say so). Nothing here allocates, synchronises or uses floating-point atomics; every
-// reduction runs in an order fixed by the shapes (or, for embedding_backward, by the ids),
-// stated next to each launcher, so eager and captured runs repeat bit for bit.
+// attention.cu, tokens.cu, clip.cu); contracts in kernels/ops.h ("Sequences"). Each
+// enqueues on `stream` and returns the first launch error, dispatching once on its views'
+// dtype (fp32 or bf16 storage, fp32 math, sums in double where kernels/common/layernorm.h
+// and clip.h say so). Nothing here allocates, synchronises or uses floating-point atomics;
+// every reduction runs in an order fixed by the shapes (or, for embedding_backward, by the
+// ids), stated next to each launcher, so eager and captured runs repeat bit for bit.
 //
 // Workspaces are planned by the caller (the *_workspace_bytes below, which CudaOps'
 // Ops::*_workspace_bytes return) and carved into 256-byte aligned parts here.
@@ -84,14 +84,28 @@ cudaError_t launch_heads_to_seq(cudaStream_t stream, const float* src, View y, i
 cudaError_t launch_heads_to_qkv(cudaStream_t stream, const float* src, View dqkv, int64_t B,
                                 int64_t T, int64_t C, int64_t nh);
 // In place over att (rows, T) holding q k^T, row r = (b, h, i) with i = r % T: one warp per
-// row; s_j = product * scale (j <= i), mx = max, e_j = expf(s_j - mx), sum of e_j in fp32
-// (lane l sums j = l, l + 32, ... in order; butterfly fold), att = e_j / sum; j > i: 0.
-cudaError_t launch_causal_softmax(cudaStream_t stream, float* att, int64_t rows, int64_t T,
-                                  float scale);
-// In place over datt (rows, T): r = sum_{j <= i} datt_j att_j (fp32, the lane order above);
-// dS_j = (att_j * (datt_j - r)) * scale for j <= i, else 0.
-cudaError_t launch_causal_softmax_backward(cudaStream_t stream, const float* att, float* datt,
-                                           int64_t rows, int64_t T, float scale);
+// row; row r sees keys j < end, end = i + 1 when causal, T when not (no mask at all);
+// s_j = product * scale (j < end), mx = max, e_j = expf(s_j - mx), sum of e_j in fp32
+// (lane l sums j = l, l + 32, ... in order; butterfly fold), att = e_j / sum; j >= end: 0.
+cudaError_t launch_attention_softmax(cudaStream_t stream, float* att, int64_t rows, int64_t T,
+                                     float scale, bool causal);
+// In place over datt (rows, T): r = sum_{j < end} datt_j att_j (fp32, the lane order above);
+// dS_j = (att_j * (datt_j - r)) * scale for j < end, else 0.
+cudaError_t launch_attention_softmax_backward(cudaStream_t stream, const float* att, float* datt,
+                                              int64_t rows, int64_t T, float scale, bool causal);
+
+// ---- tokens.cu: a ViT's token rows ----
+// Ops::class_token_forward: one thread per element of y (B, N + 1, C), the fp32 sum of its
+// two operands rounded once into y's dtype (x's; fp32 or bf16).
+cudaError_t launch_class_token_forward(cudaStream_t stream, ConstView x, const float* cls,
+                                       const float* pos, View y, int64_t B, int64_t N,
+                                       int64_t C);
+// Ops::copy_token_rows: one thread per copied element, the stored bits unchanged (fp32 or
+// bf16, src and dst alike). The caller (CudaOps) checks that the rows lie inside both
+// tensors.
+cudaError_t launch_copy_token_rows(cudaStream_t stream, ConstView src, int64_t src_T,
+                                   int64_t src_t0, View dst, int64_t dst_T, int64_t dst_t0,
+                                   int64_t count, int64_t B, int64_t C);
 
 // ---- clip.cu ----
 // Each segment p = [segments[p], segments[p + 1]) is cut into kClipChunks equal chunks

@@ -51,7 +51,7 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
                       "(fixed-shape steps); set drop_last or change the batch");
 
   // ---- Plan: walk the model once and size every buffer. ----
-  loss_ = make_loss(cfg_.task);
+  loss_ = make_loss(cfg_.task, cfg_.label_smoothing);
   const DType flow = flow_dtype(cfg_.amp);
   PlanContext pc = plan_context(test_count_ % cfg_.batch);
   Result<Shape> out = plan_model(pc, sample_shape_);

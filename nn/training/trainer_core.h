@@ -34,6 +34,7 @@ struct TrainerConfig {
   int64_t batch = 128;
   bool drop_last = true;
   Task task = Task::kClassification;
+  float label_smoothing = 0.0f;  // softmax cross-entropy's (recipe "label_smoothing")
   OptimizerConfig optimizer;
   InitConfig init;
   AmpPolicy amp = NoAMP;

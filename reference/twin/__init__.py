@@ -21,6 +21,9 @@ entry point (reference/README.md). One job per module:
   lm_train    the timed loop (Philox batch windows, grad clipping), validation, batch dump
   lm_run      set-up of a gpt run and the --dump-batches path
 
+  the vit family (Vision Transformer classifiers; run, train and data as above):
+  vit         the ViT (gpt's Block, non-causal, MLP mlp_ratio * width), its params and init
+
 common, cli, recipe and run import neither torch nor numpy at import time (nor does text
 import torch); the others
 are imported by run after it has checked that torch and numpy import, so a missing torch

@@ -56,9 +56,9 @@ def parse_args(argv):
     ap.add_argument("--dump-steps", type=int, default=None,
                     help="steps written by --dump-batches (default 1)")
     ap.add_argument("--attention", default="auto", choices=["auto", "math", "sdpa"],
-                    help="gpt family: attention implementation; auto = explicit math in "
-                         "eager mode, F.scaled_dot_product_attention in compiled/graphs "
-                         "(torch>=2.0)")
+                    help="gpt and vit families: attention implementation; auto = explicit "
+                         "math in eager mode, F.scaled_dot_product_attention in "
+                         "compiled/graphs (torch>=2.0)")
 
     def _error(message):
         raise TwinError(f"usage: {message} (see --help)")

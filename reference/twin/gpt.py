@@ -19,6 +19,9 @@ approximation, as the C++ kernels (nanoGPT uses the exact one).
 Init ("normal", init_std s): embeddings and Linear weights N(0, s) from
 philox.normal_init (stream = registration index), the two c_proj weights
 N(0, s / sqrt(2 * layers)) (nanoGPT); LayerNorm weights 1, all biases 0.
+
+The vit family (twin/vit.py) reuses Block with cfg["causal"] False (no mask, SDPA
+is_causal=False) and cfg["mlp_hidden"] = mlp_ratio * width; the gpt family sets neither.
 """
 from __future__ import annotations
 
@@ -30,13 +33,25 @@ import torch.nn.functional as F
 
 import philox
 
-from .common import TwinError
+from .common import TwinError, Unavailable
 
 LN_EPS = 1e-5
 
 
 def has_sdpa():
     return hasattr(F, "scaled_dot_product_attention")
+
+
+def choose_attention(args, torch_mod):
+    """--attention: auto = the explicit math in eager mode (the parity reference), SDPA in
+    compiled/graphs when torch has it (>= 2.0); math without it."""
+    want = args.attention
+    if want == "auto":
+        want = "sdpa" if args.mode in ("compiled", "graphs") and has_sdpa() else "math"
+    elif want == "sdpa" and not has_sdpa():
+        raise Unavailable("--attention sdpa needs F.scaled_dot_product_attention (torch>=2.0), "
+                          f"found {torch_mod.__version__}")
+    return want
 
 
 class LayerNorm(nn.Module):
@@ -52,6 +67,9 @@ class LayerNorm(nn.Module):
 
 
 class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention; causal unless cfg["causal"] is False (the vit family's
+    encoder, twin/vit.py), which attends to every position and needs no cfg["context"]."""
+
     def __init__(self, cfg, attention):
         super().__init__()
         c = cfg["width"]
@@ -60,8 +78,9 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(c, c, bias=cfg["bias"])
         self.scale = 1.0 / math.sqrt(c // self.n_head)   # a Python float: fp32 multiply
         self.sdpa = attention == "sdpa"
-        t = cfg["context"]
-        if not self.sdpa:
+        self.causal = cfg.get("causal", True)
+        if self.causal and not self.sdpa:
+            t = cfg["context"]
             self.register_buffer("future", torch.ones(t, t, dtype=torch.bool).triu(1),
                                  persistent=False)
 
@@ -73,10 +92,12 @@ class CausalSelfAttention(nn.Module):
         k = k.view(b, t, self.n_head, hd).transpose(1, 2)
         v = v.view(b, t, self.n_head, hd).transpose(1, 2)
         if self.sdpa:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         else:
             att = (q @ k.transpose(-2, -1)) * self.scale
-            att = att.float().masked_fill(self.future[:t, :t], float("-inf"))
+            att = att.float()
+            if self.causal:
+                att = att.masked_fill(self.future[:t, :t], float("-inf"))
             att = F.softmax(att, dim=-1).to(v.dtype)
             y = att @ v
         y = y.transpose(1, 2).contiguous().view(b, t, c)
@@ -84,11 +105,15 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
+    """c_fc (C -> hidden) -> GELU (tanh) -> c_proj (hidden -> C); hidden = cfg["mlp_hidden"],
+    4C when absent (the gpt family)."""
+
     def __init__(self, cfg):
         super().__init__()
         c = cfg["width"]
-        self.c_fc = nn.Linear(c, 4 * c, bias=cfg["bias"])
-        self.c_proj = nn.Linear(4 * c, c, bias=cfg["bias"])
+        hidden = cfg.get("mlp_hidden", 4 * c)
+        self.c_fc = nn.Linear(c, hidden, bias=cfg["bias"])
+        self.c_proj = nn.Linear(hidden, c, bias=cfg["bias"])
 
     def forward(self, x):
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))

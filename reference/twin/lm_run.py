@@ -35,16 +35,9 @@ def _corpus(args, recipe, result):
 
 
 def _attention(args, torch_mod):
-    """auto: the explicit math in eager mode (the parity reference), SDPA in compiled/graphs
-    when torch has it (>= 2.0); math without it."""
-    from .gpt import has_sdpa
-    want = args.attention
-    if want == "auto":
-        want = "sdpa" if args.mode in ("compiled", "graphs") and has_sdpa() else "math"
-    elif want == "sdpa" and not has_sdpa():
-        raise Unavailable("--attention sdpa needs F.scaled_dot_product_attention (torch>=2.0), "
-                          f"found {torch_mod.__version__}")
-    return want
+    """twin/gpt.py choose_attention (shared with the vit family)."""
+    from .gpt import choose_attention
+    return choose_attention(args, torch_mod)
 
 
 def dump_batches(args, info, recipe, device):

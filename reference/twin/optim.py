@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .common import TwinError, log, one_line
+from .common import TwinError, log, nonneg_int, one_line
+from .recipe import label_smoothing
 from .torch_env import has_kwarg, torch_version_tuple
 
 # torch.optim's fused kernels: CUDA since torch 2.0, CPU since torch 2.4 (Adam, AdamW, SGD).
@@ -73,12 +74,35 @@ def make_optimizer(recipe, params, device):
     return cls(plist, **kw), "for-loop", no_fused
 
 
+def optimizer_params(recipe, params):
+    """What make_optimizer gets for params [(name, Parameter, rule)]: the parameters in
+    that order, or -- Adam / AdamW with optimizer.decay_min_rank > 0 -- twin/gpt.py's two
+    groups, weight decay only on parameters of rank >= decay_min_rank (nn/optimizer.cpp's
+    decay mask; 0 or absent = every parameter decays, SGD ignores it, as the C++ parser)."""
+    o = recipe["optimizer"]
+    plain = [p for _, p, _ in params]
+    if "decay_min_rank" not in o or o["type"].lower() not in ("adam", "adamw"):
+        return plain
+    rank = nonneg_int(o["decay_min_rank"], "optimizer.decay_min_rank")
+    if rank == 0:
+        return plain
+    from .gpt import param_groups
+    return param_groups(params, rank, _num(o, "weight_decay", 0.0))
+
+
 def make_loss(recipe, num_classes):
     name = recipe.get("loss", "softmax_cross_entropy")
+    eps = label_smoothing(recipe)
     if name == "softmax_cross_entropy":
+        # label_smoothing only when set: eps 0 keeps the call (and the kernels) of before.
+        kw = {"label_smoothing": eps} if eps > 0.0 else {}
+
         def ce(out, y, reduction="mean"):
-            return F.cross_entropy(out.float(), y, reduction=reduction)
+            return F.cross_entropy(out.float(), y, reduction=reduction, **kw)
         return ce
+    if eps > 0.0:
+        raise TwinError(f"recipe: label_smoothing applies to softmax_cross_entropy, not to "
+                        f"loss '{name}'")
     if name == "mse":
         # Classification data: targets are one-hot rows; mean over all elements
         # (reduction='sum' divided by the batch gives the per-sample sum for eval).

@@ -30,6 +30,10 @@ def load_recipe(path):
     if is_lm(r):
         gpt_config(r)          # checked now; the run reads it again
         return r
+    label_smoothing(r)
+    if is_vit(r):
+        vit_config(r)          # checked now; twin/vit.py reads it again
+        return r
     req(r, "layers", "recipe", list)
     req(r, "input_shape", "recipe", list)
     req(r, "batch", "recipe", int)
@@ -49,6 +53,20 @@ def is_lm(recipe) -> bool:
     """The gpt family: a language model over a token corpus, trained for a number of steps
     (no layers list, no epochs)."""
     return recipe.get("family") == "gpt"
+
+
+def is_vit(recipe) -> bool:
+    """The vit family: a Vision Transformer classifier (no layers list; twin/vit.py)."""
+    return recipe.get("family") == "vit"
+
+
+def label_smoothing(r) -> float:
+    """A classification recipe's top-level label_smoothing eps in [0, 1) (torch's
+    F.cross_entropy label_smoothing); 0 when absent."""
+    v = r.get("label_smoothing", 0.0)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= v < 1.0:
+        raise TwinError(f"recipe: label_smoothing must be a number in [0, 1), got {v!r}")
+    return float(v)
 
 
 def _number(v, what, minimum=None):
@@ -90,6 +108,45 @@ def gpt_config(r):
     c["eval_windows"] = nonneg_int(r.get("eval_windows", 0), "eval_windows")
     c["decay_min_rank"] = nonneg_int(opt.get("decay_min_rank", 2), "optimizer.decay_min_rank")
     c["grad_clip"] = _number(opt.get("grad_clip", 0.0), "optimizer.grad_clip", 0.0)
+    return c
+
+
+def vit_config(r):
+    """The vit family's recipe (models/recipes/vit*.json), checked, as a dict: patch p,
+    width C, heads, mlp_ratio r, layers L, bias, init_std; the image (channels, height,
+    width), num_classes, and the derived grid (gh, gw), patches N and patch_dim D = Cin p p."""
+    from .common import positive_int
+    ds = req(r, "dataset", "recipe", dict)
+    req(ds, "name", "dataset", str)
+    m = req(r, "model", "recipe", dict)
+    opt = req(r, "optimizer", "recipe", dict)
+    req(opt, "type", "optimizer", str)
+    c = {k: positive_int(m.get(k), f"model.{k}")
+         for k in ("patch", "width", "heads", "mlp_ratio", "layers")}
+    if c["width"] % c["heads"]:
+        raise TwinError(f"recipe: model.width {c['width']} is not a multiple of model.heads "
+                        f"{c['heads']}")
+    c["bias"] = m.get("bias", False)
+    if not isinstance(c["bias"], bool):
+        raise TwinError("recipe: model.bias must be true or false")
+    shape = req(r, "input_shape", "recipe", list)
+    if len(shape) != 3:
+        raise TwinError(f"recipe: the vit family needs an image input_shape [C, H, W], got "
+                        f"{shape}")
+    cin, h, w = (positive_int(v, f"input_shape[{i}]") for i, v in enumerate(shape))
+    p = c["patch"]
+    if h % p or w % p:
+        raise TwinError(f"recipe: input_shape {shape}: height and width must be multiples "
+                        f"of model.patch {p}")
+    if r.get("init", "normal") != "normal":
+        raise TwinError(f"recipe: init '{r.get('init')}' is not supported by the vit family "
+                        "(normal)")
+    c["init_std"] = _number(r.get("init_std", 0.02), "init_std", 0.0)
+    c["num_classes"] = positive_int(r.get("num_classes", 10), "num_classes")
+    c["batch"] = positive_int(r.get("batch"), "batch")
+    positive_int(r.get("epochs"), "epochs")
+    c.update({"channels": cin, "height": h, "width_px": w, "gh": h // p, "gw": w // p,
+              "patches": (h // p) * (w // p), "patch_dim": cin * p * p})
     return c
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 
 from .common import SCHEMA, TwinError, Unavailable, log, one_line, write_atomic
-from .recipe import Schedule, is_lm, load_recipe
+from .recipe import Schedule, is_lm, is_vit, load_recipe
 
 # Every row (available or not) carries every key, in this order; unknown values are null.
 RESULT_KEYS = [
@@ -145,7 +145,7 @@ def run(args, result):
     from .init import init_params_philox
     from .layers import build_model
     from .blocks import RunState
-    from .optim import make_loss, make_optimizer
+    from .optim import make_loss, make_optimizer, optimizer_params
     from .torch_env import autocast_factory, set_deterministic, set_tf32, torch_version_tuple
     from .train import train_and_evaluate
 
@@ -166,7 +166,14 @@ def run(args, result):
 
     # ---- model + initial weights
     state = RunState(args.seed)
-    model, params, buffers, out_shape = build_model(recipe, state)
+    vit = is_vit(recipe)
+    if vit:
+        from .gpt import choose_attention
+        from .vit import build_vit
+        result["attention_impl"] = choose_attention(args, torch)
+        model, params, buffers, out_shape = build_vit(recipe, result["attention_impl"])
+    else:
+        model, params, buffers, out_shape = build_model(recipe, state)
     if out_shape != [num_classes]:
         raise TwinError(f"recipe: the last layer outputs {out_shape}, "
                         f"num_classes is {num_classes}")
@@ -176,13 +183,27 @@ def run(args, result):
                                                     recipe)
     else:
         result["init"] = "philox"
-        init_params_philox(params, buffers, recipe.get("init", "kaiming_uniform"), args.seed)
+        if vit:
+            from .vit import init_vit_philox
+            init_vit_philox(params, args.seed)
+        else:
+            init_params_philox(params, buffers, recipe.get("init", "kaiming_uniform"),
+                               args.seed)
     dev = torch.device(device)
     model = model.to(dev)
     model.train()
+    named = dict(model.named_parameters())       # the same tensors, after .to(dev)
+    params = [(n, named[n], rule) for n, _, rule in params]
     result["num_params"] = sum(p.numel() for p in model.parameters())
 
-    optimizer, impl, no_fused = make_optimizer(recipe, list(model.parameters()), device)
+    if vit:
+        m = recipe["model"]
+        log(f"vit: patch {m['patch']}, width {m['width']}, {m['heads']} heads, mlp_ratio "
+            f"{m['mlp_ratio']}, {m['layers']} layers, bias {m.get('bias', False)}, attention "
+            f"{result['attention_impl']}: {result['num_params']} parameters")
+    # params is the registration order (for the conv families model.parameters()' order).
+    optimizer, impl, no_fused = make_optimizer(recipe, optimizer_params(recipe, params),
+                                               device)
     result["optimizer"] = recipe["optimizer"]["type"].lower()
     result["adam_impl"] = impl
     if no_fused:

@@ -221,9 +221,9 @@ TEST_CASE("cuda: bf16 softmax_xent matches the CPU: loss, correct, dlogits, hist
     LossStats stats_cpu{};
     std::vector<bf16_t> dlogits_cpu(B * C);
     std::vector<float> history_cpu(4, -1.0f);
-    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, view_of(dlogits_cpu), &stats_cpu,
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, 0.0f, view_of(dlogits_cpu), &stats_cpu,
                      history_cpu.data(), &counters0);
-    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, View{}, &stats_cpu, nullptr,
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, 0.0f, View{}, &stats_cpu, nullptr,
                      &counters0);
 
     DeviceArray<bf16_t> logits(gpu, logits0), dlogits(gpu, B * C);
@@ -231,9 +231,9 @@ TEST_CASE("cuda: bf16 softmax_xent matches the CPU: loss, correct, dlogits, hist
     DeviceArray<int32_t> labels(gpu, labels0);
     DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
     DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, dlogits.view(), stats.get(),
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, 0.0f, dlogits.view(), stats.get(),
                           history.get(), counters.get());
-    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, View{}, stats.get(), nullptr,
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, 0.0f, View{}, stats.get(), nullptr,
                           counters.get());
 
     const LossStats got = stats.download()[0];
@@ -253,9 +253,9 @@ TEST_CASE("cuda: bf16 softmax_xent matches the CPU: loss, correct, dlogits, hist
     DeviceArray<float> logits_f32(gpu, to_f32(logits0)), dlogits_f32(gpu, B * C);
     DeviceArray<float> history_f32(gpu, std::vector<float>(4, -1.0f));
     DeviceArray<LossStats> stats_f32(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->softmax_xent(logits_f32.view(), labels.get(), B, C, dlogits_f32.view(),
+    gpu.ops->softmax_xent(logits_f32.view(), labels.get(), B, C, 0.0f, dlogits_f32.view(),
                           stats_f32.get(), history_f32.get(), counters.get());
-    gpu.ops->softmax_xent(logits_f32.view(), labels.get(), B, C, View{}, stats_f32.get(),
+    gpu.ops->softmax_xent(logits_f32.view(), labels.get(), B, C, 0.0f, View{}, stats_f32.get(),
                           nullptr, counters.get());
     const LossStats f = stats_f32.download()[0];
     CHECK(std::memcmp(&f.loss_sum, &got.loss_sum, sizeof f.loss_sum) == 0);

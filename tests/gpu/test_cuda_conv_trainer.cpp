@@ -1,7 +1,8 @@
-// The convolutional recipes on the GPU target: ResNet-20 (convolutions, BatchNorm,
-// option-A shortcuts, pooling, the Augmenter, SGD with a multistep schedule) captures as
-// one CUDA graph, eager and captured runs give byte-identical checkpoints (fp32 and bf16),
-// and GPU training follows the CPU reference.
+// The image recipes on the GPU target: ResNet-20 (convolutions, BatchNorm, option-A
+// shortcuts, pooling, the Augmenter, SGD with a multistep schedule), the CIFAR CNN and
+// vit-tiny (patches, class token, attention without the mask, label smoothing, AdamW
+// groups) capture as one CUDA graph, eager and captured runs give byte-identical
+// checkpoints (fp32 and bf16), and GPU training follows the CPU reference.
 #include <catch2/catch.hpp>
 
 #include "tests/support/gpu_guard.h"
@@ -43,12 +44,13 @@ std::unique_ptr<TrainerCore> gpu_trainer(const std::string& model, Device device
 }  // namespace
 #endif
 
-TEST_CASE("cuda: resnet20 and cifar-cnn capture; eager and captured checkpoints are identical",
+TEST_CASE("cuda: resnet20, cifar-cnn and vit-tiny capture; eager and captured checkpoints are "
+          "identical",
           "[gpu][conv]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   TempDir dir;
-  for (const char* model : {"resnet20", "cifar-cnn"})
+  for (const char* model : {"resnet20", "cifar-cnn", "vit-tiny"})
     for (AmpPolicy amp : {NoAMP, BF16Policy}) {
       INFO(model << " " << amp_name(amp));
       auto run = [&](bool graph, const std::string& name) {

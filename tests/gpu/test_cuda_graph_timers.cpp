@@ -71,8 +71,8 @@ struct TinyStep {
     ops.fill_zero(grads.get(), kParams * sizeof(float));
     ops.linear_forward(batch_x.view(), ConstView{W, kWeights}, bias, logits.view(), View{},
                        nullptr, kBatch, kClasses, kIn, Act::kNone);
-    ops.softmax_xent(logits.view(), batch_y.get(), kBatch, kClasses, dlogits.view(), stats.get(),
-                     history.get(), counters.get());
+    ops.softmax_xent(logits.view(), batch_y.get(), kBatch, kClasses, 0.0f, dlogits.view(),
+                     stats.get(), history.get(), counters.get());
     ops.linear_backward_params(dlogits.view(), batch_x.view(), grads.get(),
                                grads.get() + kWeights, kBatch, kClasses, kIn);
     ops.adam(params.get(), grads.get(), m.get(), v.get(), kParams, adam, counters.get());

@@ -202,9 +202,9 @@ TEST_CASE("cuda: softmax_xent matches the CPU: loss, correct, dlogits, history",
     // CPU: a training call (with dlogits) and an evaluation call, into one accumulator.
     LossStats stats_cpu{};
     std::vector<float> dlogits_cpu(B * C), history_cpu(4, -1.0f);
-    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, view_of(dlogits_cpu), &stats_cpu,
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, 0.0f, view_of(dlogits_cpu), &stats_cpu,
                      history_cpu.data(), &counters0);
-    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, View{}, &stats_cpu, nullptr,
+    cpu.softmax_xent(view_of(logits0), labels0.data(), B, C, 0.0f, View{}, &stats_cpu, nullptr,
                      &counters0);
 
     DeviceArray<float> logits(gpu, logits0), dlogits(gpu, B * C);
@@ -212,9 +212,9 @@ TEST_CASE("cuda: softmax_xent matches the CPU: loss, correct, dlogits, history",
     DeviceArray<int32_t> labels(gpu, labels0);
     DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{counters0});
     DeviceArray<LossStats> stats(gpu, std::vector<LossStats>{LossStats{}});
-    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, dlogits.view(), stats.get(),
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, 0.0f, dlogits.view(), stats.get(),
                           history.get(), counters.get());
-    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, View{}, stats.get(), nullptr,
+    gpu.ops->softmax_xent(logits.view(), labels.get(), B, C, 0.0f, View{}, stats.get(), nullptr,
                           counters.get());
 
     const LossStats got = stats.download()[0];

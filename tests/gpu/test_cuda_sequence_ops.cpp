@@ -213,16 +213,16 @@ TEST_CASE("cuda: attention forward and backward match the CPU, fp32 and bf16", "
           douts = to_bf16(dout0);
         }
         cpu.attention_forward(view_of(qkvs), view_of(outs), att_cpu.data(), s.B, s.T, s.C, s.nh,
-                              hws.data());
-        cpu.attention_backward(view_of(douts), view_of(qkvs), att_cpu.data(), view_of(dqkvs),
-                               s.B, s.T, s.C, s.nh, hws.data());
+                              /*causal=*/true, hws.data());
+        cpu.attention_backward(view_of(douts), view_of(qkvs), att_cpu.data(), view_of(dqkvs), s.B,
+                               s.T, s.C, s.nh, /*causal=*/true, hws.data());
         out_cpu = to_f32(outs);
         dqkv_cpu = to_f32(dqkvs);
         DeviceArray<S> qkv(gpu, qkvs), dout(gpu, douts), out(gpu, btc), dqkv(gpu, 3 * btc);
         gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), s.B, s.T, s.C, s.nh,
-                                   ws.get());
-        gpu.ops->attention_backward(dout.view(), qkv.view(), att.get(), dqkv.view(), s.B, s.T,
-                                    s.C, s.nh, ws.get());
+                                   /*causal=*/true, ws.get());
+        gpu.ops->attention_backward(dout.view(), qkv.view(), att.get(), dqkv.view(), s.B, s.T, s.C,
+                                    s.nh, /*causal=*/true, ws.get());
         out_gpu = to_f32(out.download());
         dqkv_gpu = to_f32(dqkv.download());
       };
@@ -315,9 +315,9 @@ TEST_CASE("cuda: bf16 flash attention matches the CPU, repeats its bits and repl
       std::vector<double> hws =
           host_workspace(cpu.attention_workspace_bytes(B, T, C, nh, DType::kBF16));
       cpu.attention_forward(view_of(qkv0), view_of(out_cpu), att_cpu.data(), B, T, C, nh,
-                            hws.data());
-      cpu.attention_backward(view_of(dout0), view_of(qkv0), att_cpu.data(), view_of(dqkv_cpu),
-                             B, T, C, nh, hws.data());
+                            /*causal=*/true, hws.data());
+      cpu.attention_backward(view_of(dout0), view_of(qkv0), att_cpu.data(), view_of(dqkv_cpu), B, T,
+                             C, nh, /*causal=*/true, hws.data());
 
       REQUIRE(gpu.ops->attention_saved_floats(B, T, nh, DType::kBF16) == B * nh * T);
       const size_t ws_bytes = gpu.ops->attention_workspace_bytes(B, T, C, nh, DType::kBF16);
@@ -326,9 +326,10 @@ TEST_CASE("cuda: bf16 flash attention matches the CPU, repeats its bits and repl
       DeviceArray<bf16_t> qkv(gpu, qkv0), dout(gpu, dout0), out(gpu, btc), dqkv(gpu, 3 * btc);
       DeviceArray<float> lse(gpu, B * nh * T);
       auto pass = [&] {
-        gpu.ops->attention_forward(qkv.view(), out.view(), lse.get(), B, T, C, nh, ws.get());
-        gpu.ops->attention_backward(dout.view(), qkv.view(), lse.get(), dqkv.view(), B, T, C,
-                                    nh, ws.get());
+        gpu.ops->attention_forward(qkv.view(), out.view(), lse.get(), B, T, C, nh, /*causal=*/true,
+                                   ws.get());
+        gpu.ops->attention_backward(dout.view(), qkv.view(), lse.get(), dqkv.view(), B, T, C, nh,
+                                    /*causal=*/true, ws.get());
       };
       // Garbage in the outputs first: every element must be overwritten.
       auto scribble = [&] {
@@ -485,9 +486,10 @@ TEST_CASE("cuda: the sequence ops repeat their bits, and a captured step replays
                                 dx.view(), dgamma.get(), dbeta.get(), rows, C, ws_ln.get());
     gpu.ops->embedding_backward(ids.get(), dx.view(), dwte.get(), dwpe.get(), rows, T, C, V,
                                 ws_emb.get());
-    gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), B, T, C, nh, ws_att.get());
+    gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), B, T, C, nh, /*causal=*/true,
+                               ws_att.get());
     gpu.ops->attention_backward(out.view(), qkv.view(), att.get(), dqkv.view(), B, T, C, nh,
-                                ws_att.get());
+                                /*causal=*/true, ws_att.get());
     // clip over the two embedding gradients, copied into one arena
     gpu.ops->cast(dwte.view(), arena.view(0, V * C));
     gpu.ops->cast(dwpe.view(), arena.view(V * C, T * C));

@@ -137,9 +137,9 @@ TEST_CASE("bf16 element-wise ops and losses against fp32", "[bf16]") {
   LossStats s32{}, s16{};
   std::vector<float> d32(B * C);
   std::vector<bf16_t> d16(B * C);
-  ops.softmax_xent(view_of(logits), labels.data(), B, C, view_of(d32), &s32, nullptr, &counters);
+  ops.softmax_xent(view_of(logits), labels.data(), B, C, 0.0f, view_of(d32), &s32, nullptr, &counters);
   const auto lb = to_bf16(logits);
-  ops.softmax_xent(view_of(lb), labels.data(), B, C, view_of(d16), &s16, nullptr, &counters);
+  ops.softmax_xent(view_of(lb), labels.data(), B, C, 0.0f, view_of(d16), &s16, nullptr, &counters);
   check_bf16_error(to_f32(d16), d32, "bf16 softmax_xent gradient");
   CHECK(std::abs(s16.loss_sum - s32.loss_sum) / s32.loss_sum < 1e-2);
   CHECK(std::isfinite(s16.loss_sum));

@@ -5,10 +5,12 @@
 #include <utility>
 
 #include "kernels/common/math.h"
+#include "tests/support/attention_reference.h"
 #include "tests/support/image_reference.h"
 
 using namespace noeira;
 using namespace noeira::test::image_ref;
+using namespace noeira::test::attention_ref;
 
 namespace {
 
@@ -199,99 +201,15 @@ TEST_CASE("layernorm: forward and backward against double; no beta; no dx; bf16;
   }
 }
 
-// ---- Attention ----
-
-namespace {
-
-struct AttRef {
-  Dvec out, att, dqkv;
-};
-
-// Double-precision causal attention on qkv (B, T, 3C); backward from dout when given.
-AttRef attention_ref(const Dvec& qkv, const Dvec* dout, int64_t B, int64_t T, int64_t C,
-                     int64_t nh) {
-  const int64_t hd = C / nh;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  AttRef r;
-  r.out.assign(static_cast<size_t>(B * T * C), 0.0);
-  r.att.assign(static_cast<size_t>(B * nh * T * T), 0.0);
-  r.dqkv.assign(qkv.size(), 0.0);
-  auto at = [&](int64_t b, int64_t t, int which, int64_t h, int64_t d) {
-    return static_cast<size_t>((b * T + t) * 3 * C + which * C + h * hd + d);
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < nh; ++h) {
-      double* att = r.att.data() + (b * nh + h) * T * T;
-      for (int64_t i = 0; i < T; ++i) {
-        double mx = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) {
-          double s = 0.0;
-          for (int64_t d = 0; d < hd; ++d) s += qkv[at(b, i, 0, h, d)] * qkv[at(b, j, 1, h, d)];
-          att[i * T + j] = s * scale;
-          mx = std::max(mx, s * scale);
-        }
-        double sum = 0.0;
-        for (int64_t j = 0; j <= i; ++j) sum += att[i * T + j] = std::exp(att[i * T + j] - mx);
-        for (int64_t j = 0; j <= i; ++j) att[i * T + j] /= sum;
-        for (int64_t j = 0; j <= i; ++j)
-          for (int64_t d = 0; d < hd; ++d)
-            r.out[(b * T + i) * C + h * hd + d] += att[i * T + j] * qkv[at(b, j, 2, h, d)];
-      }
-      if (dout == nullptr) continue;
-      for (int64_t i = 0; i < T; ++i) {
-        Dvec datt(static_cast<size_t>(T), 0.0);
-        double rs = 0.0;
-        for (int64_t j = 0; j <= i; ++j) {
-          for (int64_t d = 0; d < hd; ++d)
-            datt[j] += (*dout)[(b * T + i) * C + h * hd + d] * qkv[at(b, j, 2, h, d)];
-          rs += datt[j] * att[i * T + j];
-        }
-        for (int64_t j = 0; j <= i; ++j) {
-          const double ds = att[i * T + j] * (datt[j] - rs) * scale;
-          for (int64_t d = 0; d < hd; ++d) {
-            r.dqkv[at(b, i, 0, h, d)] += ds * qkv[at(b, j, 1, h, d)];
-            r.dqkv[at(b, j, 1, h, d)] += ds * qkv[at(b, i, 0, h, d)];
-            r.dqkv[at(b, j, 2, h, d)] += att[i * T + j] * (*dout)[(b * T + i) * C + h * hd + d];
-          }
-        }
-      }
-    }
-  return r;
-}
-
-struct AttOut {
-  Vec out, att, dqkv;
-};
-
-template <class T>
-AttOut run_attention(int threads, const Vec& qkv, const Vec& dout, int64_t B, int64_t T_,
-                     int64_t C, int64_t nh) {
-  CpuOps ops(threads);
-  std::vector<T> q(qkv.size()), go(dout.size()), out(dout.size()), dq(qkv.size());
-  for (size_t i = 0; i < qkv.size(); ++i) store_f32(q[i], qkv[i]);
-  for (size_t i = 0; i < dout.size(); ++i) store_f32(go[i], dout[i]);
-  AttOut o;
-  o.att.assign(static_cast<size_t>(B * nh * T_ * T_), -1.0f);
-  std::vector<char> ws(ops.attention_workspace_bytes(B, T_, C, nh, DTypeOf<T>::value));
-  const int64_t n3 = B * T_ * 3 * C, n = B * T_ * C;
-  ops.attention_forward(ConstView(q.data(), n3), View(out.data(), n), o.att.data(), B, T_, C, nh,
-                        ws.data());
-  ops.attention_backward(ConstView(go.data(), n), ConstView(q.data(), n3), o.att.data(),
-                         View(dq.data(), n3), B, T_, C, nh, ws.data());
-  for (const T& v : out) o.out.push_back(load_f32(v));
-  for (const T& v : dq) o.dqkv.push_back(load_f32(v));
-  return o;
-}
-
-}  // namespace
+// ---- Attention (tests/support/attention_reference.h) ----
 
 TEST_CASE("attention: causal softmax forward and backward against double; bf16; threads",
           "[seq-ops]") {
   const int64_t B = 2, T_ = 5, C = 12, nh = 3;
   const Vec qkv = random_vec(B * T_ * 3 * C, 31, -2.0f, 2.0f), dout = random_vec(B * T_ * C, 32);
-  const AttOut o = run_attention<float>(2, qkv, dout, B, T_, C, nh);
+  const AttOut o = run_attention<float>(2, qkv, dout, B, T_, C, nh, true);
   const Dvec dout_d(dout.begin(), dout.end());
-  const AttRef ref = attention_ref(Dvec(qkv.begin(), qkv.end()), &dout_d, B, T_, C, nh);
+  const AttRef ref = attention_ref(Dvec(qkv.begin(), qkv.end()), &dout_d, B, T_, C, nh, true);
   CHECK(rel_error(o.out, ref.out) < 1e-6);
   CHECK(rel_error(o.att, ref.att) < 1e-6);
   CHECK(rel_error(o.dqkv, ref.dqkv) < 1e-5);
@@ -302,23 +220,23 @@ TEST_CASE("attention: causal softmax forward and backward against double; bf16; 
   // Causality: a change to token 3's q, k, v leaves the outputs of tokens 0..2 unchanged.
   Vec changed = qkv;
   for (int64_t k = 0; k < 3 * C; ++k) changed[(0 * T_ + 3) * 3 * C + k] += 0.5f;
-  const AttOut c = run_attention<float>(2, changed, dout, B, T_, C, nh);
+  const AttOut c = run_attention<float>(2, changed, dout, B, T_, C, nh, true);
   CHECK(std::equal(c.out.begin(), c.out.begin() + 3 * C, o.out.begin()));
   CHECK_FALSE(std::equal(c.out.begin() + 3 * C, c.out.begin() + 4 * C, o.out.begin() + 3 * C));
   CHECK(std::equal(c.out.begin() + T_ * C, c.out.end(), o.out.begin() + T_ * C));  // batch 1
 
   // 1 vs 2 threads, fp32 and bf16; bf16 close to fp32 on the rounded inputs.
-  const AttOut one = run_attention<float>(1, qkv, dout, B, T_, C, nh);
+  const AttOut one = run_attention<float>(1, qkv, dout, B, T_, C, nh, true);
   CHECK(same_bits(one.out, o.out));
   CHECK(same_bits(one.att, o.att));
   CHECK(same_bits(one.dqkv, o.dqkv));
-  const AttOut bf = run_attention<bf16_t>(2, qkv, dout, B, T_, C, nh);
-  const AttOut fr = run_attention<float>(2, rounded(qkv), rounded(dout), B, T_, C, nh);
+  const AttOut bf = run_attention<bf16_t>(2, qkv, dout, B, T_, C, nh, true);
+  const AttOut fr = run_attention<float>(2, rounded(qkv), rounded(dout), B, T_, C, nh, true);
   CHECK(same_bits(bf.out, rounded(fr.out)));  // fp32 math, rounded once on store
   CHECK(same_bits(bf.att, fr.att));
   CHECK(same_bits(bf.dqkv, rounded(fr.dqkv)));
   CHECK(rel_error(bf.dqkv, o.dqkv) < 2e-2);
-  const AttOut bf1 = run_attention<bf16_t>(1, qkv, dout, B, T_, C, nh);
+  const AttOut bf1 = run_attention<bf16_t>(1, qkv, dout, B, T_, C, nh, true);
   CHECK(same_bits(bf1.out, bf.out));
   CHECK(same_bits(bf1.dqkv, bf.dqkv));
 }
@@ -332,10 +250,10 @@ TEST_CASE("attention: 1, 2 and 3 threads agree bit for bit on a T tail, fp32 and
     INFO("T " << T_);
     const Vec qkv = random_vec(B * T_ * 3 * C, 51, -2.0f, 2.0f);
     const Vec dout = random_vec(B * T_ * C, 52);
-    const AttOut f1 = run_attention<float>(1, qkv, dout, B, T_, C, nh);
-    const AttOut b1 = run_attention<bf16_t>(1, qkv, dout, B, T_, C, nh);
+    const AttOut f1 = run_attention<float>(1, qkv, dout, B, T_, C, nh, true);
+    const AttOut b1 = run_attention<bf16_t>(1, qkv, dout, B, T_, C, nh, true);
     const Dvec dout_d(dout.begin(), dout.end());
-    const AttRef ref = attention_ref(Dvec(qkv.begin(), qkv.end()), &dout_d, B, T_, C, nh);
+    const AttRef ref = attention_ref(Dvec(qkv.begin(), qkv.end()), &dout_d, B, T_, C, nh, true);
     CHECK(rel_error(f1.out, ref.out) < 1e-5);
     CHECK(rel_error(f1.att, ref.att) < 1e-5);
     CHECK(rel_error(f1.dqkv, ref.dqkv) < 1e-4);
@@ -345,11 +263,11 @@ TEST_CASE("attention: 1, 2 and 3 threads agree bit for bit on a T tail, fp32 and
     CHECK(masked_zero);
     for (const int threads : {2, 3}) {
       INFO("threads " << threads);
-      const AttOut f = run_attention<float>(threads, qkv, dout, B, T_, C, nh);
+      const AttOut f = run_attention<float>(threads, qkv, dout, B, T_, C, nh, true);
       CHECK(same_bits(f.out, f1.out));
       CHECK(same_bits(f.att, f1.att));
       CHECK(same_bits(f.dqkv, f1.dqkv));
-      const AttOut b = run_attention<bf16_t>(threads, qkv, dout, B, T_, C, nh);
+      const AttOut b = run_attention<bf16_t>(threads, qkv, dout, B, T_, C, nh, true);
       CHECK(same_bits(b.out, b1.out));
       CHECK(same_bits(b.att, b1.att));
       CHECK(same_bits(b.dqkv, b1.dqkv));
@@ -368,9 +286,9 @@ TEST_CASE("attention: backward matches finite differences of a scalar loss", "[s
   const int64_t B = 1, T_ = 3, C = 4, nh = 2;
   const Vec qkv = random_vec(B * T_ * 3 * C, 41), w = random_vec(B * T_ * C, 42);
   // loss = sum(out * w): dout = w.
-  const AttOut o = run_attention<float>(1, qkv, w, B, T_, C, nh);
+  const AttOut o = run_attention<float>(1, qkv, w, B, T_, C, nh, true);
   auto loss = [&](const Dvec& x) {
-    const AttRef r = attention_ref(x, nullptr, B, T_, C, nh);
+    const AttRef r = attention_ref(x, nullptr, B, T_, C, nh, true);
     double s = 0.0;
     for (size_t i = 0; i < r.out.size(); ++i) s += r.out[i] * w[i];
     return s;

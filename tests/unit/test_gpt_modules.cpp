@@ -10,7 +10,7 @@
 
 #include "nn/attention.h"
 #include "nn/embedding.h"
-#include "nn/gpt_block.h"
+#include "nn/transformer_block.h"
 #include "nn/layernorm.h"
 #include "nn/sequential.h"
 #include "nn/tied_head.h"
@@ -35,7 +35,7 @@ std::unique_ptr<Module> tiny_gpt(int64_t vocab, int64_t C, int64_t context, int6
   const Embedding& e = *emb;
   auto h = std::make_unique<Sequential>();
   for (int i = 0; i < layers; ++i)
-    h->add(std::to_string(i), std::make_unique<GptBlock>(heads, bias));
+    h->add(std::to_string(i), std::make_unique<TransformerBlock>(heads, bias));
   auto seq = std::make_unique<Sequential>();
   seq->add("transformer", std::move(emb));
   seq->add("h", std::move(h));
@@ -100,9 +100,9 @@ void check_bf16_flow(const std::function<std::unique_ptr<Module>()>& make, const
 
 }  // namespace
 
-TEST_CASE("GptBlock: nanoGPT's parameter names, order, shapes and roles", "[gpt-modules]") {
+TEST_CASE("TransformerBlock: nanoGPT's parameter names, order, shapes and roles", "[gpt-modules]") {
   SECTION("with bias") {
-    ModuleRig rig(std::make_unique<GptBlock>(2), Shape{4, 8}, 2, 1);
+    ModuleRig rig(std::make_unique<TransformerBlock>(2), Shape{4, 8}, 2, 1);
     const std::vector<std::string> want = {
         "ln_1.weight",     "ln_1.bias",      "attn.c_attn.weight", "attn.c_attn.bias",
         "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",     "ln_2.bias",
@@ -121,7 +121,7 @@ TEST_CASE("GptBlock: nanoGPT's parameter names, order, shapes and roles", "[gpt-
     CHECK(rig.forward().shape == Shape{2, 4, 8});
   }
   SECTION("without bias") {
-    ModuleRig rig(std::make_unique<GptBlock>(2, false), Shape{4, 8}, 2, 1);
+    ModuleRig rig(std::make_unique<TransformerBlock>(2, false), Shape{4, 8}, 2, 1);
     const std::vector<std::string> want = {"ln_1.weight", "attn.c_attn.weight",
                                            "attn.c_proj.weight", "ln_2.weight",
                                            "mlp.c_fc.weight", "mlp.c_proj.weight"};
@@ -156,16 +156,16 @@ TEST_CASE("GPT modules: plan errors name the module and the fix", "[gpt-modules]
     }
     return std::string();
   };
-  CHECK_THAT(planned(std::make_unique<CausalSelfAttention>(3), Shape{4, 8}, {}),
-             Catch::Contains("CausalSelfAttention") && Catch::Contains("divisible"));
+  CHECK_THAT(planned(std::make_unique<SelfAttention>(3), Shape{4, 8}, {}),
+             Catch::Contains("SelfAttention") && Catch::Contains("divisible"));
   CHECK_THAT(planned(std::make_unique<Embedding>(5, 8, 4), Shape{6}, ids_input(5)),
              Catch::Contains("context"));
   CHECK_THAT(planned(std::make_unique<Embedding>(5, 8, 4), Shape{4}, {}),
              Catch::Contains("int32"));
   RigOptions bf;
   bf.amp = BF16Policy;  // fp32 input under BF16Policy
-  CHECK_THAT(planned(std::make_unique<GptBlock>(2), Shape{4, 8}, bf),
-             Catch::Contains("GptBlock") && Catch::Contains("flow dtype"));
+  CHECK_THAT(planned(std::make_unique<TransformerBlock>(2), Shape{4, 8}, bf),
+             Catch::Contains("TransformerBlock") && Catch::Contains("flow dtype"));
   Embedding unplanned(5, 8, 4);
   CHECK_THAT(planned(std::make_unique<TiedLmHead>(unplanned), Shape{4, 8}, {}),
              Catch::Contains("not planned"));
@@ -186,11 +186,11 @@ TEST_CASE("GPT modules under BF16Policy: bf16 outputs close to fp32", "[gpt-modu
   SECTION("LayerNorm without bias") {
     check_bf16_flow([] { return std::make_unique<LayerNorm>(1e-5f, false); }, Shape{5, 16}, 3, 11);
   }
-  SECTION("CausalSelfAttention") {
-    check_bf16_flow([] { return std::make_unique<CausalSelfAttention>(2); }, Shape{6, 16}, 2, 12);
+  SECTION("SelfAttention") {
+    check_bf16_flow([] { return std::make_unique<SelfAttention>(2); }, Shape{6, 16}, 2, 12);
   }
-  SECTION("GptBlock") {
-    check_bf16_flow([] { return std::make_unique<GptBlock>(2); }, Shape{6, 16}, 2, 13);
+  SECTION("TransformerBlock") {
+    check_bf16_flow([] { return std::make_unique<TransformerBlock>(2); }, Shape{6, 16}, 2, 13);
   }
   SECTION("Embedding") {
     check_bf16_flow([] { return std::make_unique<Embedding>(17, 16, 8); }, Shape{6}, 3, 14, 17);

@@ -131,9 +131,55 @@ TEST_CASE("Softmax cross-entropy is stable for huge logits", "[loss]") {
   float d[3];
   LossStats s{};
   StepCounters c{};
-  ops.softmax_xent(ConstView{logits, 3}, &label, 1, 3, View{d, 3}, &s, nullptr, &c);
+  ops.softmax_xent(ConstView{logits, 3}, &label, 1, 3, 0.0f, View{d, 3}, &s, nullptr, &c);
   CHECK(std::isfinite(s.loss_sum));
   CHECK(s.loss_sum == Approx(0.0).margin(1e-6));
   CHECK(s.correct == 1);
   CHECK(std::isfinite(d[0]));
+}
+
+TEST_CASE("Softmax cross-entropy with label smoothing: gradient and torch's loss",
+          "[gradcheck][loss]") {
+  SoftmaxCrossEntropy ce(0.1f);
+  check_loss(ce, 4, 7, 11);
+  SoftmaxCrossEntropy ce2(0.3f);
+  check_loss(ce2, 5, 3, 12);
+  // torch: (1 - eps) * nll + eps * mean_k(-log p_k), in double here.
+  CpuOps ops(1);
+  const float z[4] = {1.5f, -0.25f, 0.75f, 2.0f};
+  const int32_t label = 2;
+  const float eps = 0.1f;
+  double lse = 0.0;
+  for (float v : z) lse += std::exp(static_cast<double>(v));
+  lse = std::log(lse);
+  double smooth = 0.0;
+  for (float v : z) smooth += (lse - v) / 4.0;
+  const double want = (1.0 - eps) * (lse - z[2]) + eps * smooth;
+  float d[4];
+  LossStats s{};
+  StepCounters c{};
+  ops.softmax_xent(ConstView{z, 4}, &label, 1, 4, eps, View{d, 4}, &s, nullptr, &c);
+  CHECK(s.loss_sum == Approx(want).epsilon(1e-6));
+  double dsum = 0.0;
+  for (int j = 0; j < 4; ++j) {
+    const double p = std::exp(z[j] - lse);
+    const double target = (j == label ? 1.0 - eps : 0.0) + eps / 4.0;
+    CHECK(d[j] == Approx(p - target).margin(1e-6));
+    dsum += d[j];
+  }
+  CHECK(dsum == Approx(0.0).margin(1e-6));  // both distributions sum to one
+}
+
+TEST_CASE("Softmax cross-entropy: a label outside [0, C) gives a NaN loss, never a stray read",
+          "[loss]") {
+  CpuOps ops(1);
+  const float z[3] = {0.5f, 1.0f, -1.0f};
+  for (const int32_t label : {-1, 3, 1 << 30}) {
+    float d[3];
+    LossStats s{};
+    StepCounters c{};
+    ops.softmax_xent(ConstView{z, 3}, &label, 1, 3, 0.1f, View{d, 3}, &s, nullptr, &c);
+    CHECK(std::isnan(s.loss_sum));
+    CHECK(s.correct == 0);
+  }
 }

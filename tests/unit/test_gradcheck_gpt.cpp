@@ -9,7 +9,7 @@
 
 #include "nn/attention.h"
 #include "nn/embedding.h"
-#include "nn/gpt_block.h"
+#include "nn/transformer_block.h"
 #include "nn/layernorm.h"
 #include "nn/sequential.h"
 #include "nn/tied_head.h"
@@ -44,21 +44,21 @@ TEST_CASE("LayerNorm backward matches finite differences", "[gradcheck]") {
   }
 }
 
-TEST_CASE("CausalSelfAttention backward matches finite differences", "[gradcheck]") {
+TEST_CASE("SelfAttention backward matches finite differences", "[gradcheck]") {
   SECTION("with bias") {
-    ModuleRig rig(std::make_unique<CausalSelfAttention>(2), Shape{5, 8}, 2, 110);
+    ModuleRig rig(std::make_unique<SelfAttention>(2), Shape{5, 8}, 2, 110);
     check_module(rig);
   }
   SECTION("without bias") {
-    ModuleRig rig(std::make_unique<CausalSelfAttention>(2, false), Shape{5, 8}, 2, 111);
+    ModuleRig rig(std::make_unique<SelfAttention>(2, false), Shape{5, 8}, 2, 111);
     check_module(rig);
   }
 }
 
-TEST_CASE("CausalSelfAttention is causal: a later position never moves an earlier output",
+TEST_CASE("SelfAttention is causal: a later position never moves an earlier output",
           "[gradcheck]") {
   const int64_t T = 5, C = 8;
-  ModuleRig rig(std::make_unique<CausalSelfAttention>(2), Shape{T, C}, 2, 112);
+  ModuleRig rig(std::make_unique<SelfAttention>(2), Shape{T, C}, 2, 112);
   const std::vector<float> before = ModuleRig::to_f32(rig.forward());
   const int64_t t = 3;
   for (int64_t c = 0; c < C; ++c) rig.input()[t * C + c] += 0.5f;  // sample 0, position 3
@@ -77,13 +77,13 @@ TEST_CASE("CausalSelfAttention is causal: a later position never moves an earlie
 // 4e-3, above atol. Measured on c_attn (seed 120), max |analytic - numeric| over all entries
 // falls as 1/h (3.7e-3 at 1e-3, 1.5e-3 at 3e-3, 3.5e-4 at 1e-2): rounding, not a wrong
 // gradient (max |g| = 8).
-TEST_CASE("GptBlock backward matches finite differences", "[gradcheck]") {
+TEST_CASE("TransformerBlock backward matches finite differences", "[gradcheck]") {
   SECTION("with bias") {
-    ModuleRig rig(std::make_unique<GptBlock>(2), Shape{4, 8}, 2, 120);
+    ModuleRig rig(std::make_unique<TransformerBlock>(2), Shape{4, 8}, 2, 120);
     check_module(rig, 16, 1e-2f);
   }
   SECTION("without bias") {
-    ModuleRig rig(std::make_unique<GptBlock>(2, false), Shape{4, 8}, 2, 121);
+    ModuleRig rig(std::make_unique<TransformerBlock>(2, false), Shape{4, 8}, 2, 121);
     check_module(rig, 16, 1e-2f);
   }
 }

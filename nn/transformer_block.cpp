@@ -1,20 +1,25 @@
-#include "nn/gpt_block.h"
+#include "nn/transformer_block.h"
 
 namespace noeira {
 
-GptBlock::GptBlock(int64_t heads, bool bias)
-    : bias_(bias), ln_1_(1e-5f, bias), ln_2_(1e-5f, bias), attn_(heads, bias) {}
+TransformerBlock::TransformerBlock(int64_t heads, bool bias, bool causal, int64_t mlp_ratio)
+    : bias_(bias),
+      mlp_ratio_(mlp_ratio),
+      ln_1_(1e-5f, bias),
+      ln_2_(1e-5f, bias),
+      attn_(heads, bias, causal) {}
 
-Shape GptBlock::plan(PlanContext& pc, const Shape& in) {
-  const std::string name = pc.where("GptBlock");
+Shape TransformerBlock::plan(PlanContext& pc, const Shape& in) {
+  const std::string name = pc.where("TransformerBlock");
   if (in.rank != 2) throw PlanError(name + ": input " + in.str() + " is not a sequence (T, C)");
   const DType flow = flow_dtype(pc.amp);
   if (pc.in_dtype != flow)
     throw PlanError(name + ": input must be in the flow dtype (" +
                     std::string(dtype_name(flow)) + "); put an Embedding or a cast before it");
   const int64_t C = in[1];
+  if (mlp_ratio_ <= 0) throw PlanError(name + ": the MLP ratio must be positive");
   mlp_ = std::make_unique<Sequential>();
-  mlp_->add("c_fc", std::make_unique<LinearAct>(4 * C, Act::kGELU, bias_));
+  mlp_->add("c_fc", std::make_unique<LinearAct>(mlp_ratio_ * C, Act::kGELU, bias_));
   mlp_->add("c_proj", std::make_unique<Linear>(C, Act::kNone, bias_));
   // Registration order: ln_1, attn, ln_2, mlp (nanoGPT's state dict order).
   PlanContext c1 = pc.child("ln_1", pc.input_needs_grad, flow);
@@ -36,7 +41,7 @@ Shape GptBlock::plan(PlanContext& pc, const Shape& in) {
   return in;
 }
 
-Tensor GptBlock::forward(Context& ctx, const Tensor& x) {
+Tensor TransformerBlock::forward(Context& ctx, const Tensor& x) {
   Ops& ops = ctx.ops();
   x_ = x;
   const Tensor a = attn_.forward(ctx, ln_1_.forward(ctx, x));
@@ -48,7 +53,7 @@ Tensor GptBlock::forward(Context& ctx, const Tensor& x) {
   return y;
 }
 
-Tensor GptBlock::backward(Context& ctx, const Tensor& dy) {
+Tensor TransformerBlock::backward(Context& ctx, const Tensor& dy) {
   Ops& ops = ctx.ops();
   // dy1 = dy + d(mlp(ln_2(y1)))/dy1
   const Tensor dh2 = ln_2_.backward(ctx, mlp_->backward(ctx, dy));
