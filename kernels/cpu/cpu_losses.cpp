@@ -2,6 +2,7 @@
 // kernels/ops.h). Each dispatches once on its views' dtype to a loop written once for
 // fp32 and bf16 storage; sums are fp32 (columns) or double (losses), in a fixed order.
 #include <cmath>
+#include <string>
 
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -92,6 +93,9 @@ void CpuOps::softmax_xent(ConstView logits, const int32_t* labels, int64_t B, in
                           float label_smoothing, View dlogits, LossStats* stats,
                           float* loss_history, const StepCounters* counters) {
   const char* op = "softmax_xent";
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    cpu_op_failed(op, make_error("label smoothing " + std::to_string(label_smoothing) +
+                                 " is outside [0, 1)"));
   expect_elems(op, B * C, {logits, dlogits});
   dispatch_float(op, {logits, dlogits}, [&](auto storage) {
     using T = typename decltype(storage)::type;

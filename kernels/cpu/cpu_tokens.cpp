@@ -3,6 +3,7 @@
 // copy or one fp32 add per element, computed by itself, so the thread count changes
 // nothing.
 #include <cstring>
+#include <string>
 
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -44,10 +45,21 @@ void class_token_impl(int threads, const T* x, const float* cls, const float* po
   }
 }
 
+// Why s is not a shape patchify can run (a permutation needs whole patches), or empty.
+std::string patch_problem(const PatchShape& s) {
+  if (s.batch < 0 || s.channels < 0 || s.height < 0 || s.width < 0 || s.patch <= 0 ||
+      s.height % s.patch != 0 || s.width % s.patch != 0)
+    return "image (" + std::to_string(s.batch) + ", " + std::to_string(s.channels) + ", " +
+           std::to_string(s.height) + ", " + std::to_string(s.width) + ") does not split into " +
+           std::to_string(s.patch) + "x" + std::to_string(s.patch) + " patches";
+  return {};
+}
+
 }  // namespace
 
 void CpuOps::patchify(const PatchShape& s, ConstView x, View y) {
   const char* op = "patchify";
+  if (const std::string why = patch_problem(s); !why.empty()) cpu_op_failed(op, make_error(why));
   expect_elems(op, s.elems(), {x, y});
   dispatch_float(op, {y, x}, [&](auto storage) {
     using T = typename decltype(storage)::type;
@@ -57,6 +69,7 @@ void CpuOps::patchify(const PatchShape& s, ConstView x, View y) {
 
 void CpuOps::unpatchify(const PatchShape& s, ConstView dy, View dx) {
   const char* op = "unpatchify";
+  if (const std::string why = patch_problem(s); !why.empty()) cpu_op_failed(op, make_error(why));
   expect_elems(op, s.elems(), {dy, dx});
   dispatch_float(op, {dx, dy}, [&](auto storage) {
     using T = typename decltype(storage)::type;
@@ -67,6 +80,9 @@ void CpuOps::unpatchify(const PatchShape& s, ConstView dy, View dx) {
 void CpuOps::class_token_forward(ConstView x, const float* cls, const float* pos, View y,
                                  int64_t B, int64_t N, int64_t C) {
   const char* op = "class_token_forward";
+  if (B < 0 || N < 0 || C < 0)
+    cpu_op_failed(op, make_error("negative shape (" + std::to_string(B) + ", " +
+                                 std::to_string(N) + ", " + std::to_string(C) + ")"));
   expect_elems(op, B * N * C, {x});
   expect_elems(op, B * (N + 1) * C, {y});
   dispatch_float(op, {y, x}, [&](auto storage) {

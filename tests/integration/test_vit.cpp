@@ -3,6 +3,7 @@
 // run ends, and from the same weights and batches it follows the PyTorch twin.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
 
 #include "harness/results.h"
@@ -83,6 +84,27 @@ TEST_CASE("vit-tiny: resuming from an epoch checkpoint ends byte-identical",
                            "blocks.3.attn.c_attn.weight", "blocks.0.mlp.c_fc.bias", "norm.weight",
                            "head.bias"})
     CHECK(ck->find(name) != nullptr);
+}
+
+TEST_CASE("vit-tiny in bf16 (BF16Policy) on the CPU: finite losses, bit for bit with 1 or 2 "
+          "threads", "[integration][vit][bf16][determinism]") {
+  auto run = [](int threads) {
+    TrainerOptions o;
+    o.seed = 3;
+    o.threads = threads;
+    o.amp = BF16Policy;
+    Result<std::unique_ptr<TrainerCore>> t = make_trainer(recipe_named("vit-tiny"), vit_slice(), o);
+    REQUIRE(t.ok());
+    const auto epochs = (*t)->train(2);
+    TempDir dir;
+    REQUIRE((*t)->save_checkpoint(dir / "c.ckpt").ok());
+    return std::make_pair(epochs, file_bytes(dir / "c.ckpt"));
+  };
+  const auto [epochs, one] = run(1);
+  REQUIRE(epochs.size() == 2);
+  CHECK(std::isfinite(epochs.back().train_loss));
+  CHECK(std::isfinite(epochs.back().test.loss));
+  CHECK(run(2).second == one);
 }
 
 TEST_CASE("vit-tiny: 546,186 parameters; a recipe with a bad patch size is refused clearly",
