@@ -39,24 +39,53 @@ TrainerConfig common_config(const Recipe& recipe, const TrainerOptions& o) {
 
 }  // namespace
 
-Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
-                                                               const DataSplit& data,
-                                                               const TrainerOptions& o) {
+namespace {
+
+// What an AutoregressiveTrainer is made of, from the recipe.
+struct LmParts {
+  std::unique_ptr<Module> model;
+  TrainerConfig cfg;
+  AutoregressiveConfig lm;
+};
+
+Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const TrainerOptions& o) {
   Result<std::unique_ptr<Module>> model =
       build_gpt(recipe, static_cast<int64_t>(data.corpus.vocab.size()));
   if (!model) return model.error();
-  TrainerConfig cfg = common_config(recipe, o);
-  cfg.init = gpt_init(recipe);
-  set_schedule(cfg.optimizer,
+  LmParts p;
+  p.model = std::move(model).value();
+  p.cfg = common_config(recipe, o);
+  p.cfg.init = gpt_init(recipe);
+  set_schedule(p.cfg.optimizer,
                resolve_schedule(recipe.schedule, recipe.gpt.eval_interval,
                                 o.total_steps > 0 ? o.total_steps : recipe.gpt.steps));
-  AutoregressiveConfig lm;
-  lm.context = recipe.gpt.context;
-  lm.eval_interval = recipe.gpt.eval_interval;
-  lm.eval_windows = recipe.gpt.eval_windows;
-  lm.host_batch = o.host_batch;
-  return AutoregressiveTrainer::create(std::move(model).value(), cfg, lm, data.corpus);
+  p.lm.context = recipe.gpt.context;
+  p.lm.eval_interval = recipe.gpt.eval_interval;
+  p.lm.eval_windows = recipe.gpt.eval_windows;
+  p.lm.host_batch = o.host_batch;
+  return p;
 }
+
+}  // namespace
+
+Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
+                                                               const DataSplit& data,
+                                                               const TrainerOptions& o) {
+  Result<LmParts> p = lm_parts(recipe, data, o);
+  if (!p) return p.error();
+  return AutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm, data.corpus);
+}
+
+#if defined(NOEIRA_WITH_MPI)
+Result<std::unique_ptr<DistributedAutoregressiveTrainer>> make_distributed_lm_trainer(
+    const Recipe& recipe, const DataSplit& data, const TrainerOptions& o, Communicator& comm,
+    int zero_stage) {
+  Result<LmParts> p = lm_parts(recipe, data, o);
+  if (!p) return p.error();
+  return DistributedAutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm,
+                                                  data.corpus, comm, zero_stage);
+}
+#endif
 
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
                                                   const TrainerOptions& o) {

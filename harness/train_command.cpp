@@ -4,11 +4,15 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "harness/cli.h"
 #include "harness/cli_options.h"
 #include "harness/progress.h"
 #include "harness/session.h"
+#if defined(NOEIRA_WITH_MPI)
+#include "dist/mpi_communicator.h"
+#endif
 
 namespace noeira {
 
@@ -26,6 +30,35 @@ struct TrainOptions {
   std::string target = "cpu";
   std::string dtype = "fp32";
   bool graph = false;
+  int zero = -1;  // the gpt family over MPI ranks: ZeRO stage (0 = DDP); -1 = one process
+  bool check_replicas = false;
+  int64_t batch = 0;  // 0 = the recipe's
+};
+
+// Data parallelism: a communicator when the run is distributed (--zero, or started by
+// mpirun with more than one rank), else null. Only rank 0 prints; a rank that fails ends
+// the whole job (Communicator::abort), so no rank waits forever in a collective.
+struct Distributed {
+#if defined(NOEIRA_WITH_MPI)
+  std::unique_ptr<MpiCommunicator> comm;
+#endif
+  bool active() const {
+#if defined(NOEIRA_WITH_MPI)
+    return comm != nullptr;
+#else
+    return false;
+#endif
+  }
+  int fail(const std::string& message, int code) const {
+    report_error(message, code);
+#if defined(NOEIRA_WITH_MPI)
+    if (comm) {
+      std::fflush(nullptr);
+      comm->abort(code);
+    }
+#endif
+    return code;
+  }
 };
 
 // The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
@@ -37,14 +70,42 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
   // stops at: a run stopped at step N and resumed ends exactly as one uninterrupted run.
   to.total_steps = std::max(total, recipe.gpt.steps);
   to.host_batch = o.host_batch;
-  Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to);
-  if (!made) return report_error(made.error().message, kExitFailure);
-  AutoregressiveTrainer& t = **made;
-  if (!o.resume.empty()) {
-    if (Status s = t.load_checkpoint(o.resume); !s)
-      return report_error(s.error().message, kExitFailure);
+  Distributed dist;
+  std::unique_ptr<AutoregressiveTrainer> owned;
+#if defined(NOEIRA_WITH_MPI)
+  if (o.zero >= 0 || launched_ranks() > 1) {
+    Result<std::unique_ptr<MpiCommunicator>> comm = MpiCommunicator::create();
+    if (!comm) return report_error(comm.error().message, kExitFailure);
+    dist.comm = std::move(comm).value();
+    // Rank 0 alone prints; the others keep stderr for their errors.
+    if (dist.comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+      return dist.fail("cannot silence rank " + std::to_string(dist.comm->rank()), kExitFailure);
+    Result<std::unique_ptr<DistributedAutoregressiveTrainer>> made =
+        make_distributed_lm_trainer(recipe, data, to, *dist.comm, std::max(o.zero, 0));
+    if (!made) return dist.fail(made.error().message, kExitFailure);
+    owned = std::move(made).value();
   }
-  const int64_t tokens_per_step = recipe.batch * t.context();
+#else
+  if (o.zero >= 0)
+    return report_error("--zero: this build has no MPI (install libopenmpi-dev with "
+                        "scripts/setup and rebuild)", kExitUsage);
+#endif
+  if (!owned) {
+    Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to);
+    if (!made) return report_error(made.error().message, kExitFailure);
+    owned = std::move(made).value();
+  }
+  AutoregressiveTrainer& t = *owned;
+  const bool speaks = !dist.active() || t.ranks() == 1 ||
+#if defined(NOEIRA_WITH_MPI)
+                      dist.comm->rank() == 0;
+#else
+                      true;
+#endif
+  if (!o.resume.empty()) {
+    if (Status s = t.load_checkpoint(o.resume); !s) return dist.fail(s.error().message, kExitFailure);
+  }
+  const int64_t tokens_per_step = recipe.batch * t.context() * t.ranks();
   std::printf("noeira-bench train: model %s on %s (%zu-token vocabulary, %zu train / %zu val "
               "tokens), target %s, %s, seed %llu, batch %lld x %lld tokens, %s batches\n",
               recipe.name.c_str(), data.corpus.name.c_str(), data.corpus.vocab.size(),
@@ -52,6 +113,12 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
               o.dtype.c_str(), static_cast<unsigned long long>(t.config().seed),
               static_cast<long long>(recipe.batch), static_cast<long long>(t.context()),
               o.host_batch ? "host-built" : "device-built");
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active())
+    std::printf("data parallel: %d ranks over %s, ZeRO stage %d (DDP), global batch %lld rows\n",
+                t.ranks(), dist.comm->engine().c_str(), std::max(o.zero, 0),
+                static_cast<long long>(recipe.batch * t.ranks()));
+#endif
   std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
               static_cast<long long>(t.params().count()), t.params().all().size(),
               static_cast<long long>(t.eval_windows()));
@@ -66,17 +133,25 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
 
   while (t.steps_done() < total) {
     const int64_t n = t.interval_steps(total);
-    Progress progress("steps " + std::to_string(t.steps_done() + 1) + "-" +
-                      std::to_string(t.steps_done() + n));
+    std::optional<Progress> progress;
+    if (speaks)
+      progress.emplace("steps " + std::to_string(t.steps_done() + 1) + "-" +
+                       std::to_string(t.steps_done() + n));
     t.begin_epoch();
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < n; ++i) {
       t.train_step();
-      progress.update(i + 1, n);
+#if defined(NOEIRA_WITH_MPI)
+      if (o.check_replicas && dist.active()) {
+        auto& d = static_cast<DistributedAutoregressiveTrainer&>(t);
+        if (Status s = d.check_replicas(); !s) return dist.fail(s.error().message, kExitFailure);
+      }
+#endif
+      if (progress) progress->update(i + 1, n);
     }
     t.synchronize();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    progress.finish();
+    if (progress) progress->finish();
     const EpochStats e = t.end_epoch(true);
     std::printf("step %lld/%lld  train loss %.4f (last %.4f)  val loss %.4f  %.0f tokens/s  "
                 "%.2f ms/step\n",
@@ -87,8 +162,7 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     std::fflush(stdout);
   }
   if (!o.save.empty()) {
-    if (Status s = t.save_checkpoint(o.save); !s)
-      return report_error(s.error().message, kExitFailure);
+    if (Status s = t.save_checkpoint(o.save); !s) return dist.fail(s.error().message, kExitFailure);
     std::printf("saved checkpoint %s (step %lld)\n", o.save.c_str(),
                 static_cast<long long>(t.steps_done()));
   }
@@ -104,10 +178,12 @@ int run_train(const TrainOptions& o) {
   if (lm && o.epochs > 0)
     return report_error("model " + recipe->name + " trains for steps, not epochs: use --steps N",
                         kExitUsage);
-  if (!lm && (o.steps > 0 || o.host_batch))
-    return report_error("--steps and --host-batch are for the gpt family; model " + recipe->name +
+  if (!lm && (o.steps > 0 || o.host_batch || o.zero >= 0))
+    return report_error("--steps, --host-batch and --zero are for the gpt family; model " +
+                        recipe->name +
                         " trains for --epochs", kExitUsage);
   const int epochs = o.epochs > 0 ? o.epochs : recipe->epochs;
+  if (o.batch > 0) recipe->batch = o.batch;  // the recipe file (and its hash) stay as they are
 
   Result<DataSplit> data = load_recipe_data(*recipe, o.data.dataset, make_data_source(o.data));
   if (!data) return report_error(data.error().message, kExitFailure);
@@ -207,6 +283,17 @@ std::function<int()> add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--graph", o->graph, "Capture the training step as a CUDA graph (gpu only)");
+  cmd->add_option("--zero", o->zero,
+                  "gpt family, data parallel over the ranks of `mpirun -np N`: ZeRO stage "
+                  "(0 = DDP; 1-3 not yet); each rank trains the recipe's batch, so the global "
+                  "batch is N times it. Started by mpirun with N > 1, stage 0 is the default")
+      ->check(CLI::Range(0, 3));
+  cmd->add_flag("--check-replicas", o->check_replicas,
+                "with --zero: after every step, check that every rank holds the same "
+                "parameters (a hash of them; slow, for tests)");
+  cmd->add_option("--batch", o->batch,
+                  "Rows per step (per rank with --zero; default: the recipe's)")
+      ->check(CLI::PositiveNumber);
   return [cmd, o]() { return cmd->parsed() ? run_train(*o) : -1; };
 }
 

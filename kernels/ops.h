@@ -261,7 +261,8 @@ class Ops {
 
   // The current step's autoregressive batch from the resident corpus (n_tokens int32):
   // overwrites inputs (B, T) and targets (B, T), int32, with row r's window of
-  // kernels/common/batch_window.h, start = batch_window_start(seed, step, r, n_tokens, T)
+  // kernels/common/batch_window.h, start = batch_window_start(seed, step, first_row + r,
+  // n_tokens, T) (first_row: this rank's first row of the global batch; 0 on one process)
   // where step = (uint32) counters->step (the 0-based optimizer step, read on the device,
   // so a captured step replays with the next step's windows): inputs[r][t] =
   // corpus[start + t], targets[r][t] = corpus[start + t + 1]. B >= 0 and n_tokens > T >= 0
@@ -269,7 +270,7 @@ class Ops {
   // baseline's copy of this op.
   virtual void batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
                              const StepCounters* counters, int64_t B, int64_t T,
-                             int32_t* inputs, int32_t* targets) = 0;
+                             int64_t first_row, int32_t* inputs, int32_t* targets) = 0;
 
   // Overwrites y (B*T, C) = wte[ids[i]] + wpe[i % T] for row i: token plus learned position
   // embedding (fp32 tables; the sum in fp32, rounded once into y's dtype). ids int32 in [0, V).

@@ -34,13 +34,13 @@ inline void copy_batch_window(const int32_t* corpus, int64_t n_tokens, uint64_t 
 
 // The host-batch baseline (DEVICE_BATCH=false): fills inputs (B, T) and targets (B, T) of
 // 0-based optimizer step `step` from the corpus on the host, as Ops::batch_windows does on
-// the device. n_tokens > T.
+// the device: rows first_row .. first_row + B - 1 of the step's global batch. n_tokens > T.
 inline void fill_batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
                                uint32_t step, int64_t B, int64_t T, int32_t* inputs,
-                               int32_t* targets) {
+                               int32_t* targets, int64_t first_row = 0) {
   for (int64_t r = 0; r < B; ++r)
-    copy_batch_window(corpus, n_tokens, seed, step, static_cast<uint32_t>(r), T, inputs + r * T,
-                      targets + r * T);
+    copy_batch_window(corpus, n_tokens, seed, step, static_cast<uint32_t>(first_row + r), T,
+                      inputs + r * T, targets + r * T);
 }
 
 // How many fixed validation windows of `context` tokens (+1 for the last target) a split

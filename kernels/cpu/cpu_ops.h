@@ -92,8 +92,8 @@ class CpuOps final : public Ops {
                          uint32_t epoch) override;
 
   void batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
-                     const StepCounters* counters, int64_t B, int64_t T, int32_t* inputs,
-                     int32_t* targets) override;
+                     const StepCounters* counters, int64_t B, int64_t T, int64_t first_row,
+                     int32_t* inputs, int32_t* targets) override;
   void embedding_forward(const int32_t* ids, const float* wte, const float* wpe, View y,
                          int64_t rows, int64_t T, int64_t C) override;
   size_t embedding_workspace_bytes(int64_t rows, int64_t V) const override;

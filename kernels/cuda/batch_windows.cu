@@ -14,12 +14,13 @@ namespace {
 
 __global__ void batch_windows_kernel(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
                                      const StepCounters* counters, int64_t B, int64_t T,
-                                     int32_t* inputs, int32_t* targets) {
+                                     int64_t first_row, int32_t* inputs, int32_t* targets) {
   const uint32_t step = static_cast<uint32_t>(counters->step);
   const int64_t n = B * T;
   for (int64_t i = global_thread(); i < n; i += grid_stride()) {
     const int64_t r = i / T, t = i - r * T;
-    const int64_t start = batch_window_start(seed, step, static_cast<uint32_t>(r), n_tokens, T);
+    const int64_t start = batch_window_start(seed, step, static_cast<uint32_t>(first_row + r), n_tokens,
+                                             T);
     inputs[i] = corpus[start + t];
     targets[i] = corpus[start + t + 1];
   }
@@ -29,10 +30,10 @@ __global__ void batch_windows_kernel(const int32_t* corpus, int64_t n_tokens, ui
 
 cudaError_t launch_batch_windows(cudaStream_t stream, const int32_t* corpus, int64_t n_tokens,
                                  uint64_t seed, const StepCounters* counters, int64_t B,
-                                 int64_t T, int32_t* inputs, int32_t* targets) {
+                                 int64_t T, int64_t first_row, int32_t* inputs, int32_t* targets) {
   if (B * T == 0) return cudaSuccess;
   batch_windows_kernel<<<grid_for(B * T), kBlock, 0, stream>>>(corpus, n_tokens, seed, counters,
-                                                               B, T, inputs, targets);
+                                                               B, T, first_row, inputs, targets);
   return cudaGetLastError();
 }
 

@@ -112,16 +112,17 @@ void CudaOps::shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm, v
 }
 
 void CudaOps::batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
-                            const StepCounters* counters, int64_t B, int64_t T, int32_t* inputs,
-                            int32_t* targets) {
+                            const StepCounters* counters, int64_t B, int64_t T,
+                            int64_t first_row, int32_t* inputs, int32_t* targets) {
   OpScope scope(*this, "batch_windows");
-  if (B < 0 || T < 0 || n_tokens <= T) {
-    fail("invalid shape B " + std::to_string(B) + ", T " + std::to_string(T) +
+  if (B < 0 || T < 0 || first_row < 0 || n_tokens <= T) {
+    fail("invalid shape B " + std::to_string(B) + ", T " + std::to_string(T) + ", first row " +
+         std::to_string(first_row) +
          " over a corpus of " + std::to_string(n_tokens) + " tokens (needs n_tokens > T >= 0)");
     return;
   }
-  check(cuda::launch_batch_windows(stream_, corpus, n_tokens, seed, counters, B, T, inputs,
-                                   targets),
+  check(cuda::launch_batch_windows(stream_, corpus, n_tokens, seed, counters, B, T, first_row,
+                                   inputs, targets),
         "batch_windows_kernel");
 }
 

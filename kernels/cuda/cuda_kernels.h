@@ -75,7 +75,7 @@ cudaError_t launch_gather_rows(cudaStream_t stream, ConstView src, const int32_t
 // caller (CudaOps) checks the shape: B, T >= 0, n_tokens > T.
 cudaError_t launch_batch_windows(cudaStream_t stream, const int32_t* corpus, int64_t n_tokens,
                                  uint64_t seed, const StepCounters* counters, int64_t B,
-                                 int64_t T, int32_t* inputs, int32_t* targets);
+                                 int64_t T, int64_t first_row, int32_t* inputs, int32_t* targets);
 
 // ---- shuffle.cu ----
 // Bytes of workspace launch_shuffle needs for n elements (keys in/out, values in, cub's

@@ -80,8 +80,8 @@ class CudaOps final : public Ops {
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
   void batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
-                     const StepCounters* counters, int64_t B, int64_t T, int32_t* inputs,
-                     int32_t* targets) override;
+                     const StepCounters* counters, int64_t B, int64_t T, int64_t first_row,
+                     int32_t* inputs, int32_t* targets) override;
   void advance(StepCounters* counters) override;
   bool supports_bf16() const override { return true; }
 

@@ -92,7 +92,7 @@ void AutoregressiveTrainer::begin_epoch() {
 void AutoregressiveTrainer::before_step() {
   if (!lm_.host_batch) return;
   fill_batch_windows(host_train_.data(), n_train_, cfg_.seed, static_cast<uint32_t>(step_),
-                     cfg_.batch, T_, host_x_.data(), host_y_.data());
+                     cfg_.batch, T_, host_x_.data(), host_y_.data(), lm_.first_row);
   Ops& ops = *backend_.ops;
   ops.copy_to_device(arenas_.ptr(batch_x_), host_x_.data(), host_x_.size() * 4);
   ops.copy_to_device(arenas_.ptr(batch_y_), host_y_.data(), host_y_.size() * 4);
@@ -104,13 +104,15 @@ void AutoregressiveTrainer::enqueue_step() {
   ctx.set_training(true);
   if (!lm_.host_batch)
     ops.batch_windows(arenas_.as<int32_t>(train_ids_), n_train_, cfg_.seed, ctx.counters(),
-                      cfg_.batch, T_, arenas_.as<int32_t>(batch_x_), arenas_.as<int32_t>(batch_y_));
+                      cfg_.batch, T_, lm_.first_row, arenas_.as<int32_t>(batch_x_),
+                      arenas_.as<int32_t>(batch_y_));
   ops.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
   const Tensor logits = model_->forward(ctx, arenas_.view(batch_x_));  // (B, T, V)
   const Tensor dlogits = loss_->run(ctx, logits, arenas_.view(batch_y_),
                                     arenas_.as<LossStats>(train_stats_),
                                     arenas_.as<float>(loss_history_), true);
   model_->backward(ctx, dlogits);
+  synchronize_gradients();
   optimizer_->step(ctx);
   refresh_param_copies();
   ops.advance(ctx.counters());

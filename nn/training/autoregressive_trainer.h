@@ -22,9 +22,12 @@ struct AutoregressiveConfig {
   int64_t eval_interval = 250;
   int64_t eval_windows = 0;  // cap on the validation windows (0 = every one that fits)
   bool host_batch = false;   // build batches on the host (the baseline) instead of the device
+  // Data parallelism: this rank's rows are rows first_row .. first_row + batch - 1 of each
+  // step's global batch (0 on one process).
+  int64_t first_row = 0;
 };
 
-class AutoregressiveTrainer final : public TrainerCore {
+class AutoregressiveTrainer : public TrainerCore {
  public:
   static Result<std::unique_ptr<AutoregressiveTrainer>> create(std::unique_ptr<Module> model,
                                                                const TrainerConfig& cfg,
@@ -49,9 +52,14 @@ class AutoregressiveTrainer final : public TrainerCore {
   // (device batch: after a step, the batch of the step just taken). For tests.
   void read_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& targets) const;
 
- private:
+ protected:
   AutoregressiveTrainer() = default;
   Status build(const AutoregressiveConfig& lm, const TokenCorpus& corpus);
+  // Between backward and the optimizer step: a data-parallel trainer's gradient exchange
+  // (dist/distributed_trainer.h); nothing on one process.
+  virtual void synchronize_gradients() {}
+
+ private:
   void enqueue_step() override;
   void before_step() override;
   int epochs_after_end() const override {

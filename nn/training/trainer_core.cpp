@@ -36,6 +36,15 @@ Result<Shape> TrainerCore::plan_model(PlanContext& pc, const Shape& in) {
 
 Status TrainerCore::allocate(int64_t history) {
   Ops& ops = *backend_.ops;
+  // Padding floats at the end of the parameter arenas (zero, never read by a module).
+  const int64_t n_params = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
+  if (const int64_t pad = (param_pad_multiple_ - n_params % param_pad_multiple_) % param_pad_multiple_;
+      pad > 0) {
+    plan_.reserve(MemCategory::kParams, Shape{pad}, DType::kF32, sizeof(float));
+    plan_.reserve(MemCategory::kGrads, Shape{pad}, DType::kF32, sizeof(float));
+    if (cfg_.amp == BF16Policy)
+      plan_.reserve(MemCategory::kParamCopies, Shape{pad}, DType::kBF16, 2);
+  }
   optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer);
   optimizer_->plan(plan_, params_, ops);
   if (scratch_elems_ > 0)
@@ -168,10 +177,14 @@ void TrainerCore::train_step() {
 EvalStats TrainerCore::read_stats(const Slot& slot) const {
   LossStats st{};
   backend_.ops->copy_to_host(&st, arenas_.ptr(slot), sizeof st);
+  return stats_of(st, cfg_.task);
+}
+
+EvalStats TrainerCore::stats_of(const LossStats& st, Task task) {
   EvalStats e;
   e.count = st.count;
   e.loss = st.count ? st.loss_sum / static_cast<double>(st.count) : 0.0;
-  e.top1 = cfg_.task == Task::kClassification && st.count
+  e.top1 = task == Task::kClassification && st.count
                ? 100.0 * static_cast<double>(st.correct) / static_cast<double>(st.count)
                : 0.0;
   return e;
@@ -184,12 +197,15 @@ EpochStats TrainerCore::end_epoch(bool evaluate_test) {
   epoch_ = epochs_after_end();
   s.epoch = epoch_;
   s.steps = step_ - epoch_first_step_;
-  const EvalStats train = read_stats(train_stats_);
-  s.train_loss = train.loss;
-  s.train_top1 = train.top1;
+  LossStats st{};
+  ops.copy_to_host(&st, arenas_.ptr(train_stats_), sizeof st);
   s.step_losses.resize(static_cast<size_t>(s.steps));
   ops.copy_to_host(s.step_losses.data(), arenas_.ptr(loss_history_),
                    s.step_losses.size() * sizeof(float));
+  combine_train_stats(st, s.step_losses);
+  const EvalStats train = stats_of(st, cfg_.task);
+  s.train_loss = train.loss;
+  s.train_top1 = train.top1;
   s.seconds = epoch_seconds_;
   if (evaluate_test) s.test = evaluate();
   return s;

@@ -85,7 +85,7 @@ class TrainerCore {
   EpochStats end_epoch(bool evaluate_test = true);
   void synchronize();
 
-  Status save_checkpoint(const std::filesystem::path& path) const;
+  virtual Status save_checkpoint(const std::filesystem::path& path) const;
   // kResume: everything (parameters, buffers, optimizer state, step), checked against this
   // run's model, data, recipe, optimizer and dtype. kWeights: parameters and buffers only,
   // for inference (sampling): the optimizer, its schedule and the dtype may differ.
@@ -105,6 +105,8 @@ class TrainerCore {
   const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
   // A timer requested in TrainerConfig::device_timers, or null (then `why` says why).
   DeviceStepTimer* device_timer(DeviceTimerKind kind, std::string* why = nullptr) const;
+  // Data parallelism (dist/distributed_trainer.h): the ranks that train together (1 here).
+  virtual int ranks() const { return 1; }
   // Parameter values on the host, in registration order (for tests and the twin).
   std::vector<float> param_values(size_t index) const;
 
@@ -136,11 +138,18 @@ class TrainerCore {
   virtual int epochs_after_end() const { return epoch_ + 1; }
   // Keys a derived trainer adds to the checkpoint header; resuming compares each of them.
   virtual nlohmann::json extra_meta() const { return nlohmann::json::object(); }
+  // Data parallelism (dist/distributed_trainer.h): the epoch's training loss and per-step
+  // losses combined over the ranks at end_epoch.
+  virtual void combine_train_stats(LossStats& stats, std::vector<float>& step_losses) const {
+    (void)stats;
+    (void)step_losses;
+  }
 
   void write_counters(int64_t batch_in_epoch = 0);
   void refresh_param_copies();
   // Reads the LossStats at `slot` back: mean loss, top-1 percent (0 unless classification).
   EvalStats read_stats(const Slot& slot) const;
+  static EvalStats stats_of(const LossStats& st, Task task);
 
   TrainerConfig cfg_;
   Backend backend_;
@@ -161,6 +170,9 @@ class TrainerCore {
   int64_t step_ = 0;   // optimizer steps taken (host mirror of the device counter)
   int64_t epoch_first_step_ = 0;
   double epoch_seconds_ = 0.0;
+  // The parameter, gradient (and bf16 copy) arenas are padded to a multiple of this many
+  // floats: a data-parallel trainer's N, so each rank owns an equal slice.
+  int64_t param_pad_multiple_ = 1;
 
  private:
   Status capture_step();

@@ -55,6 +55,9 @@ nlohmann::json TrainerCore::checkpoint_meta() const {
           {"batch", cfg_.batch},
           {"optimizer", opt},
           {"amp", amp_name(cfg_.amp)}};
+  // Data parallelism: each rank trains `batch` rows, so the run's global batch is ranks x
+  // batch (only written when more than one, as checkpoints before it existed).
+  if (ranks() > 1) meta["ranks"] = ranks();
   meta.update(extra_meta());
   return meta;
 }
@@ -103,6 +106,12 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
                                   "saved with"
                                 : "; use the model, data set and recipe it was saved with"));
   }
+  if (resume && ck.meta.value("ranks", 1) != ranks())
+    return make_error(where + ": it was made by " + std::to_string(ck.meta.value("ranks", 1)) +
+                      " rank(s) (a global batch of that many x " + std::to_string(cfg_.batch) +
+                      " rows) and this run has " + std::to_string(ranks()) +
+                      "; resume it with mpirun -np " + std::to_string(ck.meta.value("ranks", 1)) +
+                      " (or load it for sampling, which any run can)");
   // Check every tensor and the header first, copy afterwards: a refused checkpoint leaves
   // the trainer as it was.
   struct Copy {

@@ -25,7 +25,7 @@ HostBatch cpu_batch(const std::vector<int32_t>& corpus, uint64_t seed, int64_t s
   HostBatch b{std::vector<int32_t>(static_cast<size_t>(B * T)),
               std::vector<int32_t>(static_cast<size_t>(B * T))};
   const StepCounters counters{step, 0};
-  cpu.batch_windows(corpus.data(), static_cast<int64_t>(corpus.size()), seed, &counters, B, T,
+  cpu.batch_windows(corpus.data(), static_cast<int64_t>(corpus.size()), seed, &counters, B, T, 0,
                     b.inputs.data(), b.targets.data());
   return b;
 }
@@ -50,7 +50,7 @@ TEST_CASE("cuda: batch_windows equals the CPU op, step by step from the device c
                            (int64_t{1} << 32) + 5}) {
         INFO("B " << B << " T " << T << " seed " << seed << " step " << step);
         counters.upload({StepCounters{step, 0}});
-        gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, inputs.get(),
+        gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, 0, inputs.get(),
                                targets.get());
         const HostBatch want = cpu_batch(corpus0, seed, step, B, T);
         CHECK(inputs.download() == want.inputs);
@@ -76,7 +76,7 @@ TEST_CASE("cuda: batch_windows in a captured graph draws the next step's windows
 
   // Only the batch in the graph; the counters advanced eagerly between replays.
   REQUIRE(gpu.ops->begin_capture().ok());
-  gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, inputs.get(),
+  gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, 0, inputs.get(),
                          targets.get());
   Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
   REQUIRE(graph.ok());
@@ -96,7 +96,7 @@ TEST_CASE("cuda: batch_windows in a captured graph draws the next step's windows
   // A step as the trainer captures it: the batch, then the counter increment, in one graph.
   counters.upload({StepCounters{20, 0}});
   REQUIRE(gpu.ops->begin_capture().ok());
-  gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, inputs.get(),
+  gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, 0, inputs.get(),
                          targets.get());
   gpu.ops->advance(counters.get());
   Result<std::unique_ptr<StepGraph>> step_graph = gpu.ops->end_capture();

@@ -4,6 +4,7 @@
 // (reference/philox.py windows) token for token.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -42,12 +43,12 @@ struct Batch {
 };
 
 Batch cpu_batch(CpuOps& ops, const std::vector<int32_t>& corpus, uint64_t seed, int64_t step,
-                int64_t B, int64_t T) {
+                int64_t B, int64_t T, int64_t first_row = 0) {
   Batch b{std::vector<int32_t>(static_cast<size_t>(B * T), -1),
           std::vector<int32_t>(static_cast<size_t>(B * T), -1)};
   const StepCounters counters{step, 0};
   ops.batch_windows(corpus.data(), static_cast<int64_t>(corpus.size()), seed, &counters, B, T,
-                    b.inputs.data(), b.targets.data());
+                    first_row, b.inputs.data(), b.targets.data());
   return b;
 }
 
@@ -187,5 +188,26 @@ TEST_CASE("batch_windows: the starts equal the twin's (reference/philox.py windo
                                c.n, c.T) == twin[static_cast<size_t>(r)]);
       CHECK(b.inputs[static_cast<size_t>(r * c.T)] == twin[static_cast<size_t>(r)]);
     }
+  }
+}
+
+TEST_CASE("batch_windows: a rank's rows first_row.. are those rows of the global batch",
+          "[batch-windows]") {
+  // Data parallelism: N ranks of B rows each draw what one process of N * B rows draws.
+  const std::vector<int32_t> corpus = random_corpus(5000, 12);
+  const int64_t B = 3, T = 16, N = 4;
+  CpuOps ops(2);
+  const Batch global = cpu_batch(ops, corpus, 21, 7, N * B, T);
+  for (int64_t r = 0; r < N; ++r) {
+    INFO("rank " << r);
+    const Batch part = cpu_batch(ops, corpus, 21, 7, B, T, r * B);
+    const auto first = static_cast<std::ptrdiff_t>(r * B * T);
+    CHECK(std::equal(part.inputs.begin(), part.inputs.end(), global.inputs.begin() + first));
+    CHECK(std::equal(part.targets.begin(), part.targets.end(), global.targets.begin() + first));
+    std::vector<int32_t> in(static_cast<size_t>(B * T)), tg(in.size());
+    fill_batch_windows(corpus.data(), static_cast<int64_t>(corpus.size()), 21, 7, B, T, in.data(),
+                       tg.data(), r * B);
+    CHECK(in == part.inputs);
+    CHECK(tg == part.targets);
   }
 }

@@ -1,0 +1,44 @@
+// The CPU engine: MPI (Open MPI from Debian). One MpiCommunicator per process, over
+// MPI_COMM_WORLD; it initialises MPI (single-threaded: only the main thread calls it) and
+// finalises it when destroyed. Collectives are blocking, on host memory.
+//
+// reduce_scatter_sum is built from MPI_Sendrecv so that its sum order is ours to fix
+// (MPI_Reduce_scatter_block picks its algorithm by message size, which would make a
+// per-bucket call and a whole-buffer call differ in the last bits): in round k = 1..N-1
+// rank r sends slice (r + k) % N to that rank and receives its own slice from rank
+// (r - k) % N, adding it to the running sum — owner first, then r - 1, r - 2, ...
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "nn/error.h"
+
+namespace noeira {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Initialises MPI. An Error when MPI cannot start.
+  static Result<std::unique_ptr<MpiCommunicator>> create();
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string engine() const override;
+  void reduce_scatter_sum(const float* x, float* out, int64_t slice) override;
+  void all_gather(const float* in, float* out, int64_t slice) override;
+  void all_sum(double* v, int64_t n) override;
+  void barrier() override;
+  [[noreturn]] void abort(int code) override;
+
+ private:
+  MpiCommunicator() = default;
+  int rank_ = 0, size_ = 1;
+  std::vector<float> recv_;  // one slice, reused
+};
+
+// Whether this process was started by mpirun with more than one rank (reads Open MPI's
+// environment, before MPI is initialised).
+int launched_ranks();
+
+}  // namespace noeira

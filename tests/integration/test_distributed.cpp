@@ -1,0 +1,150 @@
+// The gpt family over MPI ranks (dist/distributed_trainer.h), run as users run it:
+// `mpirun -np N noeira-bench train --model gpt-tiny --zero 0`, on this machine's two cores
+// (--oversubscribe --bind-to none, one thread per rank; as root Open MPI also needs
+// --allow-run-as-root). DDP over N ranks is one process with an N-times batch to fp32
+// round-off, repeats bit for bit, keeps the ranks' parameters identical, pads a parameter
+// count N does not divide, resumes exactly, and a killed rank ends the job without a
+// partial checkpoint.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "nn/checkpoint.h"
+#include "tests/support/mnist_fixture.h"
+#include "tests/support/run_binary.h"
+#include "tests/support/temp_dir.h"
+
+using namespace noeira;
+using namespace noeira::test;
+
+namespace {
+
+bool have_mpirun() { return run_shell("command -v mpirun").exit_code == 0; }
+
+// mpirun as the tests need it on a small machine (not what users type).
+std::string mpirun(int ranks) {
+  return "mpirun -np " + std::to_string(ranks) +
+         " --oversubscribe --bind-to none --allow-run-as-root '" + bench_binary() + "' ";
+}
+
+CommandResult train(int ranks, const std::string& args) {
+  const std::string common = "train --model gpt-tiny --threads 1 " + args;
+  return ranks == 0 ? run_bench(common) : run_shell(mpirun(ranks) + common + " 2>&1");
+}
+
+// max over parameters of max |a - b| / max |b|.
+double max_rel_deviation(const Checkpoint& a, const Checkpoint& b) {
+  double worst = 0.0;
+  for (const CheckpointTensor& t : b.tensors) {
+    if (t.group != "param") continue;
+    const CheckpointTensor* u = a.find(t.name);
+    REQUIRE(u != nullptr);
+    REQUIRE(u->bytes.size() == t.bytes.size());
+    const auto* x = reinterpret_cast<const float*>(u->bytes.data());
+    const auto* y = reinterpret_cast<const float*>(t.bytes.data());
+    const size_t n = t.bytes.size() / sizeof(float);
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(x[i]) - y[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(y[i])));
+    }
+    worst = std::max(worst, scale > 0.0 ? diff / scale : diff);
+  }
+  return worst;
+}
+
+#define SKIP_WITHOUT_MPIRUN()                                                     \
+  if (!have_mpirun()) {                                                           \
+    WARN("SKIP: no mpirun (scripts/setup installs openmpi-bin)");                 \
+    return;                                                                       \
+  }
+
+}  // namespace
+
+TEST_CASE("DDP over 2 and 4 ranks is one process with a 2- and 4-times batch (10 steps)",
+          "[distributed][mpi]") {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  for (const int N : {2, 4}) {
+    INFO(N << " ranks");
+    const std::string ddp = (dir / ("ddp" + std::to_string(N) + ".ckpt")).string();
+    const std::string one = (dir / ("one" + std::to_string(N) + ".ckpt")).string();
+    const CommandResult r = train(N, "--zero 0 --steps 10 --check-replicas --save '" + ddp + "'");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("data parallel: " + std::to_string(N) + " ranks"));
+    const CommandResult s = train(0, "--steps 10 --batch " + std::to_string(12 * N) + " --save '" +
+                                         one + "'");
+    INFO(s.output);
+    REQUIRE(s.exit_code == 0);
+    Result<Checkpoint> a = read_checkpoint(ddp), b = read_checkpoint(one);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->meta["ranks"] == N);
+    const double dev = max_rel_deviation(*a, *b);
+    INFO("max relative parameter deviation " << dev);
+    CHECK(dev < 1e-5);  // fp32 round-off of sums taken in another order
+  }
+}
+
+TEST_CASE("DDP: two runs are bit-identical; 5 ranks pad a parameter count 5 does not divide",
+          "[distributed][mpi]") {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  const auto a = dir / "a.ckpt", b = dir / "b.ckpt";
+  REQUIRE(train(2, "--steps 6 --save '" + a.string() + "'").exit_code == 0);
+  REQUIRE(train(2, "--steps 6 --save '" + b.string() + "'").exit_code == 0);
+  CHECK(file_bytes(a) == file_bytes(b));
+  // 804,096 parameters = 5 x 160,819 + 1: four padding floats.
+  const auto five = dir / "five.ckpt", one = dir / "one.ckpt";
+  const CommandResult r = train(5, "--steps 4 --check-replicas --save '" + five.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(train(0, "--steps 4 --batch 60 --save '" + one.string() + "'").exit_code == 0);
+  Result<Checkpoint> x = read_checkpoint(five), y = read_checkpoint(one);
+  REQUIRE(x.ok());
+  REQUIRE(y.ok());
+  CHECK(max_rel_deviation(*x, *y) < 1e-5);
+}
+
+TEST_CASE("DDP: a resumed run ends bit-identical; another rank count is refused clearly",
+          "[distributed][mpi][checkpoint]") {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  const auto straight = dir / "straight.ckpt", half = dir / "half.ckpt", resumed = dir / "r.ckpt";
+  REQUIRE(train(2, "--steps 8 --save '" + straight.string() + "'").exit_code == 0);
+  REQUIRE(train(2, "--steps 4 --save '" + half.string() + "'").exit_code == 0);
+  const CommandResult r =
+      train(2, "--steps 8 --resume '" + half.string() + "' --save '" + resumed.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(file_bytes(straight) == file_bytes(resumed));
+  const CommandResult other = train(0, "--steps 8 --resume '" + half.string() + "'");
+  CHECK(other.exit_code != 0);
+  CHECK_THAT(other.output, Catch::Contains("made by 2 rank(s)") && Catch::Contains("mpirun -np 2"));
+}
+
+TEST_CASE("DDP: a rank killed mid-run ends the job, names the rank, leaves no checkpoint",
+          "[distributed][mpi][slow]") {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  const auto ckpt = dir / "never.ckpt";
+  // mpirun in the background; once training runs, SIGKILL one of its ranks (its children).
+  const std::string cmd =
+      mpirun(2) + "train --model gpt-tiny --threads 1 --steps 2000 --save '" + ckpt.string() +
+      "' > '" + (dir / "log").string() + "' 2>&1 & mp=$!; sleep 6; "
+      "victim=$(pgrep -P $mp -x noeira-bench | tail -1); echo victim=$victim; kill -9 $victim; "
+      "wait $mp; rc=$?; cat '" + (dir / "log").string() + "'; echo rc=$rc";
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult r = run_shell(cmd);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(r.output);
+  CHECK(s < 60.0);
+  CHECK_THAT(r.output, Catch::Contains("rc="));
+  CHECK_FALSE(Catch::Contains("rc=0").match(r.output));
+  CHECK_THAT(r.output, Catch::Contains("rank"));
+  CHECK_FALSE(std::filesystem::exists(ckpt));
+}
