@@ -1,13 +1,18 @@
 #include "dist/distributed_trainer.h"
 
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/common/clip.h"
+
 namespace noeira {
 
 Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregressiveTrainer::create(
     std::unique_ptr<Module> model, const TrainerConfig& cfg, const AutoregressiveConfig& lm,
     const TokenCorpus& corpus, Communicator& comm, int zero_stage) {
-  if (zero_stage != 0)
+  if (zero_stage < 0 || zero_stage > 1)
     return make_error("--zero " + std::to_string(zero_stage) +
-                      ": ZeRO stages 1-3 are not implemented yet; use --zero 0 (DDP)");
+                      ": ZeRO stages 2 and 3 are not implemented yet; use --zero 0 (DDP) or 1");
   if (cfg.device != Device::kCpu)
     return make_error("the distributed trainer runs on the CPU (MPI) only so far; the GPU "
                       "engine (NCCL) is not implemented yet: use --target cpu");
@@ -16,28 +21,79 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregress
   t->comm_ = &comm;
   t->zero_ = zero_stage;
   t->param_pad_multiple_ = comm.size();
+  t->optimizer_clips_ = false;  // clip_slice does it, from the reduced slices
   AutoregressiveConfig mine = lm;
   mine.first_row = static_cast<int64_t>(comm.rank()) * cfg.batch;
+  t->optim_slice_ = zero_stage >= 1 ? comm.rank() : -1;  // ZeRO-1: Adam state for the own slice
   NOEIRA_TRY(t->open(std::move(model), cfg));
   NOEIRA_TRY(t->build(mine, corpus));
   t->padded_ = static_cast<int64_t>(t->plan_.bytes(MemCategory::kGrads) / sizeof(float));
   if (t->padded_ % comm.size() != 0)
     return make_error("internal: the gradient arena (" + std::to_string(t->padded_) +
                       " floats) is not padded to a multiple of " + std::to_string(comm.size()));
-  t->grad_slice_.resize(static_cast<size_t>(t->slice()));
+  for (const ParamInfo& p : t->params_.all())
+    t->segments_.push_back(static_cast<int64_t>(p.value.offset / sizeof(float)));
+  t->segments_.push_back(t->padded_);
   return t;
 }
 
-// DDP: sum (reduce-scatter, owner-first order), one scale, all-gather. The gradient arena
-// is host memory on the CPU backend; the ops before it have finished (CPU ops are
-// synchronous).
+int64_t DistributedAutoregressiveTrainer::comm_bytes_per_step() const {
+  return 2 * padded_ * static_cast<int64_t>(sizeof(float));
+}
+
+// torch's clip_grad_norm_ over the whole reduced gradient, computed from the slices.
+void DistributedAutoregressiveTrainer::clip_slice(float* own) const {
+  const double max_norm = cfg_.optimizer.grad_clip;
+  if (!(max_norm > 0.0)) return;
+  const int64_t lo = comm_->rank() * slice(), hi = lo + slice();
+  const size_t n_params = segments_.size() - 1;
+  std::vector<double> sq(n_params, 0.0);
+  for (size_t i = 0; i < n_params; ++i) {
+    const int64_t a = std::max(lo, segments_[i]), b = std::min(hi, segments_[i + 1]);
+    double s = 0.0;
+    for (int64_t j = a; j < b; ++j) s += static_cast<double>(own[j - lo]) * own[j - lo];
+    sq[i] = s;
+  }
+  comm_->all_sum(sq.data(), static_cast<int64_t>(n_params));
+  double total_sq = 0.0;
+  for (double s : sq) total_sq += clip_norm_square(clip_segment_norm(s));
+  const float coef = clip_coefficient(clip_total_norm(total_sq), static_cast<float>(max_norm));
+  for (int64_t j = 0; j < slice(); ++j) own[j] *= coef;
+}
+
+// Sum into the own slice (in place), one scale, clip; DDP then gathers the gradients back.
+// The gradient arena is host memory on the CPU backend, and CPU ops run synchronously.
 void DistributedAutoregressiveTrainer::synchronize_gradients() {
   float* g = static_cast<float*>(arenas_.base(MemCategory::kGrads));
   const int64_t n = slice();
-  comm_->reduce_scatter_sum(g, grad_slice_.data(), n);
+  float* own = g + comm_->rank() * n;
+  comm_->reduce_scatter_sum(g, own, n);
   const float ranks = static_cast<float>(comm_->size());
-  for (float& v : grad_slice_) v /= ranks;
-  comm_->all_gather(grad_slice_.data(), g, n);
+  for (int64_t j = 0; j < n; ++j) own[j] /= ranks;
+  clip_slice(own);
+  if (zero_ == 0) comm_->all_gather(own, g, n);
+}
+
+// ZeRO-1: every rank updated its own slice; gather the parameters.
+void DistributedAutoregressiveTrainer::synchronize_parameters() {
+  if (zero_ == 0) return;
+  float* p = static_cast<float*>(arenas_.base(MemCategory::kParams));
+  comm_->all_gather(p + comm_->rank() * slice(), p, slice());
+}
+
+std::vector<float> DistributedAutoregressiveTrainer::optimizer_state_host(const Slot& s) const {
+  if (zero_ == 0) return AutoregressiveTrainer::optimizer_state_host(s);
+  std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
+  float* own = whole.data() + comm_->rank() * slice();
+  backend_.ops->copy_to_host(own, arenas_.ptr(s), s.bytes);
+  comm_->all_gather(own, whole.data(), slice());
+  return whole;
+}
+
+void DistributedAutoregressiveTrainer::set_optimizer_state(const Slot& s,
+                                                           const std::vector<float>& whole) {
+  if (zero_ == 0) return AutoregressiveTrainer::set_optimizer_state(s, whole);
+  backend_.ops->copy_to_device(arenas_.ptr(s), whole.data() + comm_->rank() * slice(), s.bytes);
 }
 
 Status DistributedAutoregressiveTrainer::check_replicas() const {
@@ -62,12 +118,19 @@ Status DistributedAutoregressiveTrainer::check_replicas() const {
   return {};
 }
 
-// Every rank reaches the barrier before rank 0 writes (the write itself is atomic: a
-// temporary file renamed), and every rank learns whether it worked.
+// Every rank reaches the barrier and takes part in gathering the sharded state before
+// rank 0 writes (the write itself is atomic: a temporary file renamed), and every rank
+// learns whether it worked.
 Status DistributedAutoregressiveTrainer::save_checkpoint(const std::filesystem::path& path) const {
   comm_->barrier();
+  // TrainerCore::save_checkpoint gathers the optimizer state (collective) on every rank;
+  // only rank 0 keeps the file.
   Status s;
-  if (comm_->rank() == 0) s = AutoregressiveTrainer::save_checkpoint(path);
+  if (comm_->rank() == 0) {
+    s = AutoregressiveTrainer::save_checkpoint(path);
+  } else {
+    for (const auto& [name, slot] : optimizer_->state()) (void)optimizer_state_host(slot);
+  }
   double failed = s ? 0.0 : 1.0;
   comm_->all_sum(&failed, 1);
   if (!s) return s;

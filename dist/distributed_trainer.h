@@ -4,18 +4,21 @@
 // N-times batch sees. The parameter and gradient arenas are one flat buffer each, padded
 // to a multiple of N; rank r owns slice r.
 //
-// Gradients: summed over ranks with a reduce-scatter (Communicator::reduce_scatter_sum:
-// each slice summed on its owner in an order fixed by N), then one scale by 1/N (torch's
-// DDP averages the same way), then gathered back (all-gather) — a DDP all-reduce done as
-// reduce-scatter + all-gather, so that every ZeRO stage can reuse the same reduction and
-// give the same bits. Every rank then clips and updates identical full gradients, so the
-// parameters stay identical on every rank without a parameter exchange.
+// Every stage reduces gradients the same way: a reduce-scatter into the owner's slice
+// (Communicator::reduce_scatter_sum: summed in an order fixed by N), one scale by 1/N
+// (torch's DDP averages so), then global-norm clipping from the slices (each rank's
+// per-parameter sums of squares over its slice in double, summed over ranks in rank order;
+// then kernels/common/clip.h's norm and coefficient), applied to the slice. So the clipped
+// gradient slices are the same bits in every stage, and Adam is element-wise:
+//   stage 0 (DDP): all-gather the gradients; every rank updates every parameter
+//     (communication: P reduce-scatter + P all-gather).
+//   stage 1 (ZeRO-1): Adam state only for the own slice; update it; all-gather the
+//     parameters (P + P). Same parameters as DDP, bit for bit.
+// ZeRO-2/3 (sharded gradients, parameters) and the NCCL engine are not implemented yet and
+// are refused at create.
 //
-// Stage 0 (DDP) runs here; ZeRO-1/2/3 (sharded optimizer state, gradients, parameters) and
-// the NCCL engine are not implemented yet and are refused at create.
-//
-// Checkpoints: every rank holds the whole state; rank 0 writes it after a barrier (the
-// format is the single-process one plus "ranks"; resuming needs the same rank count).
+// Checkpoints: the single-process format plus "ranks" (resuming needs the same count):
+// every rank reaches a barrier and gathers the sharded state, rank 0 writes.
 #pragma once
 #include <memory>
 #include <vector>
@@ -27,20 +30,22 @@ namespace noeira {
 
 class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
  public:
-  // comm outlives the trainer. zero_stage: 0 (DDP) only, for now.
+  // comm outlives the trainer. zero_stage: 0 (DDP) or 1 for now.
   static Result<std::unique_ptr<DistributedAutoregressiveTrainer>> create(
       std::unique_ptr<Module> model, const TrainerConfig& cfg, const AutoregressiveConfig& lm,
       const TokenCorpus& corpus, Communicator& comm, int zero_stage);
 
   int ranks() const override { return comm_->size(); }
-  // Collective: every rank calls it; rank 0 writes.
-  Status save_checkpoint(const std::filesystem::path& path) const override;
   int rank() const { return comm_->rank(); }
   int zero_stage() const { return zero_; }
   Communicator& communicator() const { return *comm_; }
   // Floats in the padded flat parameter buffer, and in one rank's slice of it.
   int64_t padded_params() const { return padded_; }
   int64_t slice() const { return padded_ / comm_->size(); }
+  // Bytes of collective buffers per training step (2P for stages 0-1, P in floats * 4).
+  int64_t comm_bytes_per_step() const;
+  // Collective: every rank calls it; rank 0 writes.
+  Status save_checkpoint(const std::filesystem::path& path) const override;
   // Collective: an Error naming the ranks whose parameters differ from rank 0's (a hash of
   // the whole parameter arena). Synchronises; for tests (`train --check-replicas`).
   Status check_replicas() const;
@@ -48,12 +53,17 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
  private:
   DistributedAutoregressiveTrainer() = default;
   void synchronize_gradients() override;
+  void synchronize_parameters() override;
   void combine_train_stats(LossStats& stats, std::vector<float>& step_losses) const override;
+  std::vector<float> optimizer_state_host(const Slot& s) const override;
+  void set_optimizer_state(const Slot& s, const std::vector<float>& whole) override;
+  void clip_slice(float* own) const;
 
   Communicator* comm_ = nullptr;
   int zero_ = 0;
   int64_t padded_ = 0;
-  std::vector<float> grad_slice_;  // this rank's slice of the summed gradient
+  // Parameter i covers arena floats [segments_[i], segments_[i + 1]) (gaps included).
+  std::vector<int64_t> segments_;
 };
 
 }  // namespace noeira

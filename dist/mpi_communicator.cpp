@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace noeira {
 
@@ -88,16 +89,18 @@ void MpiCommunicator::all_gather(const float* in, float* out, int64_t slice) {
   if (slice > kMaxCount) {  // in pieces: one all-gather per piece, into a strided layout
     for (int64_t first = 0; first < slice; first += kMaxCount) {
       const int count = static_cast<int>(std::min(kMaxCount, slice - first));
+      float* mine = out + rank_ * slice + first;
+      if (in + first != mine) std::memmove(mine, in + first, static_cast<size_t>(count) * sizeof(float));
       for (int r = 0; r < size_; ++r)
-        check(MPI_Bcast(r == rank_ ? const_cast<float*>(in + first) : out + r * slice + first,
-                        count, MPI_FLOAT, r, MPI_COMM_WORLD),
+        check(MPI_Bcast(out + r * slice + first, count, MPI_FLOAT, r, MPI_COMM_WORLD),
               "MPI_Bcast (all-gather)");
-      for (int64_t i = 0; i < count; ++i) out[rank_ * slice + first + i] = in[first + i];
     }
     return;
   }
-  check(MPI_Allgather(in, static_cast<int>(slice), MPI_FLOAT, out, static_cast<int>(slice),
-                      MPI_FLOAT, MPI_COMM_WORLD),
+  // The own slice may already sit in its place in out (the ZeRO exchanges): MPI_IN_PLACE.
+  const bool in_place = in == out + rank_ * slice;
+  check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(slice), MPI_FLOAT, out,
+                      static_cast<int>(slice), MPI_FLOAT, MPI_COMM_WORLD),
         "MPI_Allgather");
 }
 

@@ -114,10 +114,18 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
               static_cast<long long>(recipe.batch), static_cast<long long>(t.context()),
               o.host_batch ? "host-built" : "device-built");
 #if defined(NOEIRA_WITH_MPI)
-  if (dist.active())
-    std::printf("data parallel: %d ranks over %s, ZeRO stage %d (DDP), global batch %lld rows\n",
-                t.ranks(), dist.comm->engine().c_str(), std::max(o.zero, 0),
-                static_cast<long long>(recipe.batch * t.ranks()));
+  if (dist.active()) {
+    const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
+    std::printf("data parallel: %d ranks over %s, ZeRO stage %d (%s), global batch %lld rows; "
+                "%lld padded parameter floats, %lld per rank's slice; collectives move %.2f MB "
+                "per step\n",
+                t.ranks(), dist.comm->engine().c_str(), d.zero_stage(),
+                d.zero_stage() == 0 ? "DDP: reduce-scatter + all-gather of gradients"
+                                    : "ZeRO-1: Adam state per slice, parameters all-gathered",
+                static_cast<long long>(recipe.batch * t.ranks()),
+                static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()),
+                static_cast<double>(d.comm_bytes_per_step()) / 1e6);
+  }
 #endif
   std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
               static_cast<long long>(t.params().count()), t.params().all().size(),
@@ -285,7 +293,7 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_flag("--graph", o->graph, "Capture the training step as a CUDA graph (gpu only)");
   cmd->add_option("--zero", o->zero,
                   "gpt family, data parallel over the ranks of `mpirun -np N`: ZeRO stage "
-                  "(0 = DDP; 1-3 not yet); each rank trains the recipe's batch, so the global "
+                  "(0 = DDP, 1 = ZeRO-1; 2 and 3 not yet); each rank trains the recipe's batch, so the global "
                   "batch is N times it. Started by mpirun with N > 1, stage 0 is the default")
       ->check(CLI::Range(0, 3));
   cmd->add_flag("--check-replicas", o->check_replicas,

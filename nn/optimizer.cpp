@@ -13,20 +13,24 @@ const char* optimizer_name(OptimizerKind k) {
   return "?";
 }
 
-Optimizer::Optimizer(OptimizerConfig cfg) : cfg_(cfg) {
+Optimizer::Optimizer(OptimizerConfig cfg, OptimizerShard shard, bool clip)
+    : cfg_(cfg), shard_(shard), clip_(clip) {
   cfg_.adam.decoupled = cfg_.kind == OptimizerKind::kAdamW;
 }
 
 void Optimizer::plan(MemoryPlan& plan, const ParamRegistry& params, Ops& ops) {
   n_ = static_cast<int64_t>(plan.bytes(MemCategory::kParams) / sizeof(float));
   n_params_ = static_cast<int64_t>(params.all().size());
-  s0_ = plan.reserve(MemCategory::kOptimState, Shape{n_}, DType::kF32);
+  if (shard_.count < 0) shard_ = OptimizerShard{0, n_};
+  shard_.first = std::clamp<int64_t>(shard_.first, 0, n_);
+  shard_.count = std::clamp<int64_t>(shard_.count, 0, n_ - shard_.first);
+  s0_ = plan.reserve(MemCategory::kOptimState, Shape{shard_.count}, DType::kF32);
   if (cfg_.kind != OptimizerKind::kSgd)
-    s1_ = plan.reserve(MemCategory::kOptimState, Shape{n_}, DType::kF32);
+    s1_ = plan.reserve(MemCategory::kOptimState, Shape{shard_.count}, DType::kF32);
   // Constant tables, not state: kScalars is uploaded once and never checkpointed.
   if (cfg_.kind != OptimizerKind::kSgd && cfg_.decay_min_rank > 0 && cfg_.adam.weight_decay != 0.0)
     decay_mask_ = plan.reserve(MemCategory::kScalars, Shape{n_}, DType::kF32);
-  if (cfg_.grad_clip > 0.0) {
+  if (clip_ && cfg_.grad_clip > 0.0) {
     segments_ = plan.reserve(MemCategory::kScalars, Shape{2 * (n_params_ + 1)}, DType::kI32);
     norm_ = plan.reserve(MemCategory::kScalars, Shape{1}, DType::kF32);
     clip_ws_ = plan.reserve_bytes(MemCategory::kWorkspace, ops.clip_workspace_bytes(n_params_));
@@ -55,18 +59,18 @@ void Optimizer::upload_tables(Ops& ops, const Arenas& arenas, const ParamRegistr
 }
 
 void Optimizer::step(Context& ctx) {
-  float* p = static_cast<float*>(ctx.arenas().base(MemCategory::kParams));
-  float* g = static_cast<float*>(ctx.arenas().base(MemCategory::kGrads));
-  if (segments_.valid())
+  float* p = static_cast<float*>(ctx.arenas().base(MemCategory::kParams)) + shard_.first;
+  float* g = static_cast<float*>(ctx.arenas().base(MemCategory::kGrads)) + shard_.first;
+  if (segments_.valid())  // only unsharded: the segments cover the whole arena
     ctx.ops().clip_grad_norm(g, static_cast<const int64_t*>(ctx.arenas().ptr(segments_)),
                              n_params_, static_cast<float>(cfg_.grad_clip), ctx.f32(norm_),
                              clip_ws_.valid() ? ctx.arenas().ptr(clip_ws_) : nullptr);
   if (cfg_.kind == OptimizerKind::kSgd) {
-    ctx.ops().sgd(p, g, ctx.f32(s0_), n_, cfg_.sgd, ctx.counters());
+    ctx.ops().sgd(p, g, ctx.f32(s0_), shard_.count, cfg_.sgd, ctx.counters());
   } else {
     AdamHyper h = cfg_.adam;
-    h.decay_mask = decay_mask_.valid() ? ctx.f32(decay_mask_) : nullptr;
-    ctx.ops().adam(p, g, ctx.f32(s0_), ctx.f32(s1_), n_, h, ctx.counters());
+    h.decay_mask = decay_mask_.valid() ? ctx.f32(decay_mask_) + shard_.first : nullptr;
+    ctx.ops().adam(p, g, ctx.f32(s0_), ctx.f32(s1_), shard_.count, h, ctx.counters());
   }
 }
 

@@ -26,9 +26,19 @@ struct OptimizerConfig {
 
 const char* optimizer_name(OptimizerKind k);
 
+// The part of the flat parameter arena one optimizer updates: floats [first, first +
+// count), count < 0 = all of it. ZeRO-1 gives each rank its own slice; state buffers then
+// hold `count` floats, element i for arena element first + i.
+struct OptimizerShard {
+  int64_t first = 0;
+  int64_t count = -1;
+};
+
 class Optimizer {
  public:
-  explicit Optimizer(OptimizerConfig cfg);
+  // clip: whether step() clips (a data-parallel trainer clips the reduced gradients itself
+  // and passes false); cfg.grad_clip stays what the recipe says.
+  explicit Optimizer(OptimizerConfig cfg, OptimizerShard shard = {}, bool clip = true);
   // Reserves the state buffers, each laid out like the parameter arena, and the tables
   // the decay groups and clipping need (filled by upload_tables once allocated).
   void plan(MemoryPlan& plan, const ParamRegistry& params, Ops& ops);
@@ -39,11 +49,15 @@ class Optimizer {
   // clipping.
   const float* grad_norm(const Arenas& arenas) const;
   const OptimizerConfig& config() const { return cfg_; }
-  // Named state buffers ("adam.m", "adam.v" / "sgd.momentum"), for checkpoints.
+  // Named state buffers ("adam.m", "adam.v" / "sgd.momentum"), for checkpoints: laid out
+  // like the parameter arena's floats [shard().first, shard().first + shard().count).
   std::vector<std::pair<std::string, Slot>> state() const;
+  const OptimizerShard& shard() const { return shard_; }
 
  private:
   OptimizerConfig cfg_;
+  OptimizerShard shard_;  // resolved by plan(): count >= 0
+  bool clip_ = true;
   int64_t n_ = 0;  // floats in the parameter arena
   int64_t n_params_ = 0;
   Slot s0_, s1_;

@@ -114,6 +114,7 @@ void AutoregressiveTrainer::enqueue_step() {
   model_->backward(ctx, dlogits);
   synchronize_gradients();
   optimizer_->step(ctx);
+  synchronize_parameters();
   refresh_param_copies();
   ops.advance(ctx.counters());
 }

@@ -45,7 +45,13 @@ Status TrainerCore::allocate(int64_t history) {
     if (cfg_.amp == BF16Policy)
       plan_.reserve(MemCategory::kParamCopies, Shape{pad}, DType::kBF16, 2);
   }
-  optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer);
+  OptimizerShard shard;
+  if (optim_slice_ >= 0) {
+    const int64_t slice =
+        static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float)) / param_pad_multiple_;
+    shard = OptimizerShard{optim_slice_ * slice, slice};
+  }
+  optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer, shard, optimizer_clips_);
   optimizer_->plan(plan_, params_, ops);
   if (scratch_elems_ > 0)
     scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems_}, DType::kF32);

@@ -173,6 +173,15 @@ class TrainerCore {
   // The parameter, gradient (and bf16 copy) arenas are padded to a multiple of this many
   // floats: a data-parallel trainer's N, so each rank owns an equal slice.
   int64_t param_pad_multiple_ = 1;
+  // What the optimizer made in allocate() updates: everything, or (ZeRO-1) slice
+  // optim_slice_ of the param_pad_multiple_ equal slices of the padded arena; and whether it
+  // clips (a data-parallel trainer clips the reduced gradients itself).
+  int64_t optim_slice_ = -1;
+  bool optimizer_clips_ = true;
+  // Checkpoints: optimizer state buffer `s` as the whole parameter arena's floats on the
+  // host, and back. By default the buffer itself; ZeRO-1 gathers and scatters slices.
+  virtual std::vector<float> optimizer_state_host(const Slot& s) const;
+  virtual void set_optimizer_state(const Slot& s, const std::vector<float>& whole);
 
  private:
   Status capture_step();

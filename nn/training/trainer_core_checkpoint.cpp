@@ -1,5 +1,7 @@
 // The trainers' checkpoints (docs/checkpoint-format.md): parameters, BatchNorm's running
 // statistics and the optimizer state per parameter, with a header that a resume checks.
+#include <cstring>
+
 #include "nn/checkpoint.h"
 #include "nn/training/trainer_core.h"
 
@@ -80,10 +82,29 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   for (const ParamInfo& p : params_.all()) add(p.name, "param", p.value, 0, p.value.shape);
   for (const BufferInfo& b : params_.buffers()) add(b.name, "buffer", b.value, 0, b.value.shape);
   // Optimizer state is laid out like the parameter arena: store it per parameter.
-  for (const auto& [state_name, slot] : optimizer_->state())
-    for (const ParamInfo& p : params_.all())
-      add(state_name + "." + p.name, "optim", slot, p.value.offset, p.value.shape);
+  for (const auto& [state_name, slot] : optimizer_->state()) {
+    const std::vector<float> whole = optimizer_state_host(slot);
+    for (const ParamInfo& p : params_.all()) {
+      CheckpointTensor t;
+      t.name = state_name + "." + p.name;
+      t.group = "optim";
+      t.shape = p.value.shape;
+      t.bytes.resize(static_cast<size_t>(p.value.shape.numel()) * sizeof(float));
+      std::memcpy(t.bytes.data(), whole.data() + p.value.offset / sizeof(float), t.bytes.size());
+      ck.tensors.push_back(std::move(t));
+    }
+  }
   return write_checkpoint(path, ck);
+}
+
+std::vector<float> TrainerCore::optimizer_state_host(const Slot& s) const {
+  std::vector<float> whole(plan_.bytes(MemCategory::kParams) / sizeof(float), 0.0f);
+  backend_.ops->copy_to_host(whole.data(), arenas_.ptr(s), s.bytes);
+  return whole;
+}
+
+void TrainerCore::set_optimizer_state(const Slot& s, const std::vector<float>& whole) {
+  backend_.ops->copy_to_device(arenas_.ptr(s), whole.data(), s.bytes);
 }
 
 Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode mode) {
@@ -119,14 +140,19 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
     void* dst;
   };
   std::vector<Copy> copies;
-  auto plan_copy = [&](const std::string& name, const Slot& s, size_t byte_offset,
-                       const Shape& shape) -> Status {
+  auto find = [&](const std::string& name, const Shape& shape) -> Result<const CheckpointTensor*> {
     const CheckpointTensor* t = ck.find(name);
     if (!t) return make_error(where + ": tensor '" + name + "' is missing");
     if (!(t->shape == shape) || t->dtype != DType::kF32)
       return make_error(where + ": tensor '" + name + "' has shape " + t->shape.str() + " " +
                         dtype_name(t->dtype) + ", the model expects " + shape.str() + " f32");
-    copies.push_back({t, static_cast<char*>(arenas_.ptr(s)) + byte_offset});
+    return t;
+  };
+  auto plan_copy = [&](const std::string& name, const Slot& s, size_t byte_offset,
+                       const Shape& shape) -> Status {
+    Result<const CheckpointTensor*> t = find(name, shape);
+    if (!t) return t.error();
+    copies.push_back({*t, static_cast<char*>(arenas_.ptr(s)) + byte_offset});
     return {};
   };
   for (const ParamInfo& p : params_.all()) NOEIRA_TRY(plan_copy(p.name, p.value, 0, p.value.shape));
@@ -134,11 +160,22 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
     NOEIRA_TRY(plan_copy(b.name, b.value, 0, b.value.shape));
   size_t optim_tensors = 0;
   for (const CheckpointTensor& t : ck.tensors) optim_tensors += t.group == "optim" ? 1 : 0;
+  // Optimizer state: each buffer assembled as the whole arena, then handed over.
+  std::vector<std::pair<Slot, std::vector<float>>> states;
+  size_t state_tensors = 0;
   if (resume)
-    for (const auto& [state_name, slot] : optimizer_->state())
-      for (const ParamInfo& p : params_.all())
-        NOEIRA_TRY(plan_copy(state_name + "." + p.name, slot, p.value.offset, p.value.shape));
-  if (ck.tensors.size() != copies.size() + (resume ? 0 : optim_tensors))
+    for (const auto& [state_name, slot] : optimizer_->state()) {
+      std::vector<float> whole(plan_.bytes(MemCategory::kParams) / sizeof(float), 0.0f);
+      for (const ParamInfo& p : params_.all()) {
+        Result<const CheckpointTensor*> t = find(state_name + "." + p.name, p.value.shape);
+        if (!t) return t.error();
+        std::memcpy(whole.data() + p.value.offset / sizeof(float), (*t)->bytes.data(),
+                    (*t)->bytes.size());
+        ++state_tensors;
+      }
+      states.emplace_back(slot, std::move(whole));
+    }
+  if (ck.tensors.size() != copies.size() + (resume ? state_tensors : optim_tensors))
     return make_error(where + ": holds tensors this model does not have");
   uint64_t seed = 0;
   int epoch = 0;
@@ -152,6 +189,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
   }
 
   for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
+  for (const auto& [slot, whole] : states) set_optimizer_state(slot, whole);
   refresh_param_copies();
   if (!resume) return {};
   cfg_.seed = seed;  // the run continues its own RNG streams

@@ -56,6 +56,13 @@ double max_rel_deviation(const Checkpoint& a, const Checkpoint& b) {
   return worst;
 }
 
+// The bytes of a memory plan line ("  optimizer state   3216384 bytes ...") in rank 0's output.
+long long plan_bytes(const std::string& output, const std::string& category) {
+  const auto at = output.find("  " + category + " ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(output.substr(at + category.size() + 2));
+}
+
 #define SKIP_WITHOUT_MPIRUN()                                                     \
   if (!have_mpirun()) {                                                           \
     WARN("SKIP: no mpirun (scripts/setup installs openmpi-bin)");                 \
@@ -125,6 +132,33 @@ TEST_CASE("DDP: a resumed run ends bit-identical; another rank count is refused 
   const CommandResult other = train(0, "--steps 8 --resume '" + half.string() + "'");
   CHECK(other.exit_code != 0);
   CHECK_THAT(other.output, Catch::Contains("made by 2 rank(s)") && Catch::Contains("mpirun -np 2"));
+}
+
+TEST_CASE("ZeRO-1 is DDP bit for bit (2 and 4 ranks), with Adam state for 1/N of the "
+          "parameters per rank; it resumes exactly", "[distributed][mpi][zero]") {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  for (const int N : {2, 4}) {
+    INFO(N << " ranks");
+    const auto ddp = dir / "ddp.ckpt", z1 = dir / "z1.ckpt";
+    const CommandResult a = train(N, "--zero 0 --steps 6 --save '" + ddp.string() + "'");
+    const CommandResult b =
+        train(N, "--zero 1 --steps 6 --check-replicas --save '" + z1.string() + "'");
+    INFO(b.output);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    CHECK(file_bytes(ddp) == file_bytes(z1));  // parameters and (gathered) Adam state
+    // 804,096 floats in slices of 804,096 / N; Adam's m and v for one slice, vs all of it.
+    CHECK_THAT(b.output, Catch::Contains("ZeRO stage 1"));
+    CHECK(plan_bytes(b.output, "optimizer state") == 2LL * (804096 / N) * 4);
+    CHECK(plan_bytes(a.output, "optimizer state") == 2LL * 804096 * 4);
+  }
+  const auto straight = dir / "s.ckpt", half = dir / "h.ckpt", resumed = dir / "r.ckpt";
+  REQUIRE(train(2, "--zero 1 --steps 8 --save '" + straight.string() + "'").exit_code == 0);
+  REQUIRE(train(2, "--zero 1 --steps 4 --save '" + half.string() + "'").exit_code == 0);
+  REQUIRE(train(2, "--zero 1 --steps 8 --resume '" + half.string() + "' --save '" +
+                       resumed.string() + "'").exit_code == 0);
+  CHECK(file_bytes(straight) == file_bytes(resumed));
 }
 
 TEST_CASE("DDP: a rank killed mid-run ends the job, names the rank, leaves no checkpoint",
