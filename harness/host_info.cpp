@@ -205,6 +205,12 @@ nlohmann::json build_info() {
 #else
   b["cuda_built"] = false;
 #endif
+  // The distributed trainer's CPU engine (mpirun -np N ... --zero K).
+#if defined(NOEIRA_WITH_MPI)
+  b["mpi_built"] = true;
+#else
+  b["mpi_built"] = false;
+#endif
   b["git_sha"] = kNoeiraGitSha;
   b["git_dirty"] = kNoeiraGitDirty;
   return b;
