@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "harness/bench_runner.h"
+#include "harness/scaling_runner.h"
 #include "harness/cli.h"
 #include "harness/cli_options.h"
 #include "harness/host_info.h"
@@ -47,6 +48,8 @@ struct RunOptions {
   double max_seconds = 60.0;
   double twin_timeout = 900.0;
   std::string command_line;
+  std::vector<int> ranks_list;  // the scaling benchmark (harness/scaling_runner.h)
+  std::vector<int> zero_list = {0};
 };
 
 std::string utc_now() {
@@ -354,8 +357,30 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--twin-timeout", o->twin_timeout, "Seconds before a twin run is killed")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--ranks-list", o->ranks_list,
+                  "gpt family: the data-parallel scaling benchmark over these rank counts "
+                  "(e.g. 1,2,4; ranks > 1 start with mpirun), instead of the variant matrix")
+      ->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--zero", o->zero_list, "With --ranks-list: ZeRO stages (0 = DDP, 1; 2 and 3 "
+                                           "not yet), e.g. 0,1")
+      ->delimiter(',')->check(CLI::Range(0, 3))->capture_default_str();
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
+    if (!o->ranks_list.empty()) {
+      ScalingOptions s;
+      s.model = o->model;
+      s.ranks = o->ranks_list;
+      s.zero = o->zero_list;
+      if (o->steps > 0) s.steps = o->steps;
+      s.threads_per_rank = o->threads > 0 ? o->threads : 1;
+      s.seed = o->seed_list.empty() ? 0 : o->seed_list.front();
+      s.twin = !(o->twin.size() == 1 && o->twin[0] == "none");
+      s.python = o->python;
+      s.out = o->out;
+      s.data = o->data;
+      s.timeout_seconds = o->twin_timeout;
+      return run_scaling(s);
+    }
     return run_run(*o);
   };
 }

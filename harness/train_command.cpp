@@ -10,6 +10,8 @@
 #include "harness/cli_options.h"
 #include "harness/progress.h"
 #include "harness/session.h"
+#include "harness/stats.h"
+#include "nn/atomic_file.h"
 #if defined(NOEIRA_WITH_MPI)
 #include "dist/mpi_communicator.h"
 #endif
@@ -33,6 +35,7 @@ struct TrainOptions {
   int zero = -1;  // the gpt family over MPI ranks: ZeRO stage (0 = DDP); -1 = one process
   bool check_replicas = false;
   int64_t batch = 0;  // 0 = the recipe's
+  std::string timing_json;  // the scaling benchmark's per-run summary (rank 0 writes it)
 };
 
 // Data parallelism: a communicator when the run is distributed (--zero, or started by
@@ -60,6 +63,56 @@ struct Distributed {
     return code;
   }
 };
+
+// The scaling benchmark's summary of one run (harness/scaling_runner.h reads it): every
+// rank's median step time (after the first 3 steps), tokens/s over the global batch, the
+// collectives' bytes per step and each rank's parameter, gradient and optimizer bytes.
+// Collective under MPI; rank 0 writes (atomically).
+Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
+                    const Distributed& dist, std::vector<double> step_ms, const EpochStats& last,
+                    int64_t tokens_per_step) {
+  if (step_ms.size() > 3) step_ms.erase(step_ms.begin(), step_ms.begin() + 3);
+  const double mine = step_ms.empty() ? 0.0 : median(step_ms);
+  std::vector<double> per_rank(static_cast<size_t>(t.ranks()), 0.0);
+  int rank = 0, zero = -1;
+  int64_t comm_bytes = 0;
+  std::string engine = "none (one process)";
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active()) {
+    const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
+    rank = d.rank();
+    zero = d.zero_stage();
+    comm_bytes = d.comm_bytes_per_step();
+    engine = dist.comm->engine();
+  }
+#else
+  (void)dist;
+#endif
+  per_rank[static_cast<size_t>(rank)] = mine;
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active()) dist.comm->all_sum(per_rank.data(), static_cast<int64_t>(per_rank.size()));
+#endif
+  if (rank != 0) return {};
+  const double slowest = *std::max_element(per_rank.begin(), per_rank.end());
+  const MemoryPlan& plan = t.plan();
+  const nlohmann::json j = {
+      {"ranks", t.ranks()},
+      {"zero", zero},
+      {"engine", engine},
+      {"steps_timed", step_ms.size()},
+      {"per_rank_median_step_ms", per_rank},
+      {"step_ms", slowest},  // a step ends when the slowest rank's does
+      {"tokens_per_step", tokens_per_step},
+      {"tokens_per_s", slowest > 0 ? 1000.0 * static_cast<double>(tokens_per_step) / slowest : 0.0},
+      {"comm_bytes_per_step", comm_bytes},
+      {"bytes_per_rank",
+       {{"parameters", plan.bytes(MemCategory::kParams)},
+        {"gradients", plan.bytes(MemCategory::kGrads)},
+        {"optimizer_state", plan.bytes(MemCategory::kOptimState)}}},
+      {"final_train_loss", last.train_loss},
+      {"final_val_loss", last.test.loss}};
+  return write_file_atomically(path, j.dump(2) + "\n", "the timing summary");
+}
 
 // The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
 // the validation loss and the throughput.
@@ -139,6 +192,8 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
                 static_cast<long long>(t.steps_done()), static_cast<long long>(total));
   std::fflush(stdout);
 
+  std::vector<double> step_ms;
+  EpochStats last;
   while (t.steps_done() < total) {
     const int64_t n = t.interval_steps(total);
     std::optional<Progress> progress;
@@ -148,7 +203,13 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     t.begin_epoch();
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < n; ++i) {
+      const auto s0 = std::chrono::steady_clock::now();
       t.train_step();
+      if (!o.timing_json.empty()) {  // host clock: CPU ops run synchronously
+        t.synchronize();
+        step_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
+      }
 #if defined(NOEIRA_WITH_MPI)
       if (o.check_replicas && dist.active()) {
         auto& d = static_cast<DistributedAutoregressiveTrainer&>(t);
@@ -161,6 +222,7 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (progress) progress->finish();
     const EpochStats e = t.end_epoch(true);
+    last = e;
     std::printf("step %lld/%lld  train loss %.4f (last %.4f)  val loss %.4f  %.0f tokens/s  "
                 "%.2f ms/step\n",
                 static_cast<long long>(t.steps_done()), static_cast<long long>(total),
@@ -168,6 +230,10 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
                 s > 0 ? static_cast<double>(n * tokens_per_step) / s : 0.0,
                 1000.0 * s / static_cast<double>(n));
     std::fflush(stdout);
+  }
+  if (!o.timing_json.empty()) {
+    if (Status s = write_timing(o.timing_json, t, dist, step_ms, last, tokens_per_step); !s)
+      return dist.fail(s.error().message, kExitFailure);
   }
   if (!o.save.empty()) {
     if (Status s = t.save_checkpoint(o.save); !s) return dist.fail(s.error().message, kExitFailure);
@@ -299,6 +365,9 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_flag("--check-replicas", o->check_replicas,
                 "with --zero: after every step, check that every rank holds the same "
                 "parameters (a hash of them; slow, for tests)");
+  cmd->add_option("--timing-json", o->timing_json,
+                  "gpt family: write a summary of the run (per-rank median step time, tokens/s, "
+                  "communication and memory per rank) here; the scaling benchmark reads it");
   cmd->add_option("--batch", o->batch,
                   "Rows per step (per rank with --zero; default: the recipe's)")
       ->check(CLI::PositiveNumber);

@@ -69,6 +69,8 @@ TwinOutcome run_twin(const TwinRequest& q) {
   if (!q.dataset.empty()) argv.insert(argv.end(), {"--dataset", q.dataset});
   if (q.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(q.threads)});
   if (q.init_checkpoint) argv.insert(argv.end(), {"--init-checkpoint", q.init_checkpoint->string()});
+  if (q.ranks > 1)
+    argv.insert(argv.end(), {"--ranks", std::to_string(q.ranks), "--zero", std::to_string(q.zero)});
 
   // torch.set_num_threads does not reach the BLAS torch links (OpenBLAS starts one
   // thread per core at import): pin every pool to the same count as ours.

@@ -35,6 +35,8 @@ struct TwinRequest {
   int64_t warmup = 0;
   int threads = 0;
   std::optional<std::filesystem::path> init_checkpoint;
+  int ranks = 1;  // the gpt family's data parallelism: --ranks, --zero (twin DDP / ZeRO-1)
+  int zero = 0;
   double timeout_seconds = 900;
   std::filesystem::path log;  // stderr goes here
 };

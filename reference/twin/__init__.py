@@ -20,11 +20,12 @@ entry point (reference/README.md). One job per module:
   gpt         nanoGPT's GPT (tied head), its Philox normal init, AdamW parameter groups
   lm_train    the timed loop (Philox batch windows, grad clipping), validation, batch dump
   lm_run      set-up of a gpt run and the --dump-batches path
+  dist        data parallelism over N ranks (--ranks, --zero): mp.spawn, DDP, ZeRO-1
 
   the vit family (Vision Transformer classifiers; run, train and data as above):
   vit         the ViT (gpt's Block, non-causal, MLP mlp_ratio * width), its params and init
 
-common, cli, recipe and run import neither torch nor numpy at import time (nor does text
+common, cli, recipe, run and dist import neither torch nor numpy at import time (nor does text
 import torch); the others
 are imported by run after it has checked that torch and numpy import, so a missing torch
 is a clean error row.

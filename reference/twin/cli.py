@@ -60,6 +60,15 @@ def parse_args(argv):
                          "math in eager mode, F.scaled_dot_product_attention in "
                          "compiled/graphs (torch>=2.0)")
 
+    ap.add_argument("--ranks", type=int, default=1,
+                    help="gpt family: data-parallel ranks (processes started with "
+                         "torch.multiprocessing.spawn; rank r trains rows r*B..r*B+B-1 of "
+                         "each step's N*B windows); default 1 = one process")
+    ap.add_argument("--zero", type=int, default=None, choices=[0, 1],
+                    help="gpt family, data parallel: 0 = DDP, 1 = DDP + "
+                         "ZeroRedundancyOptimizer (ZeRO-1); default 0 with --ranks > 1; "
+                         "given with --ranks 1, one rank still runs the distributed path")
+
     def _error(message):
         raise TwinError(f"usage: {message} (see --help)")
     ap.error = _error
@@ -86,6 +95,12 @@ def parse_args(argv):
         ap.error("--dump-steps needs --dump-batches FILE")
     if a.dump_batches is not None and a.dump_augmented is not None:
         ap.error("--dump-batches and --dump-augmented exclude each other")
+    if a.ranks < 1 or a.ranks > 1024:
+        ap.error("--ranks must be in [1, 1024]")
+    if (a.ranks > 1 or a.zero is not None) and (a.dump_batches is not None
+                                                 or a.dump_augmented is not None):
+        ap.error("--ranks and --zero are for training; --dump-batches and --dump-augmented "
+                 "run in one process")
     if a.dump_steps is None:
         a.dump_steps = 1
     if a.dump_steps < 1 or a.dump_steps > 0xFFFFFFFF:

@@ -27,8 +27,18 @@ class Unavailable(Exception):
     """The installed torch / machine cannot run the requested variant (not an error)."""
 
 
+# Ranks > 0 of a data-parallel run (twin/dist.py) keep quiet; they report only errors.
+_LOG_QUIET = False
+
+
+def set_log_quiet(quiet: bool) -> None:
+    global _LOG_QUIET
+    _LOG_QUIET = bool(quiet)
+
+
 def log(msg: str) -> None:
-    print(f"[twin] {msg}", file=sys.stderr, flush=True)
+    if not _LOG_QUIET:
+        print(f"[twin] {msg}", file=sys.stderr, flush=True)
 
 
 def one_line(text) -> str:

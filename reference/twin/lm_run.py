@@ -95,26 +95,39 @@ def run_lm(args, result, recipe, device):
     result["num_params"] = sum(p.numel() for p in model.parameters())
     result.update({"context": cfg["context"], "eval_interval": cfg["eval_interval"],
                    "grad_clip": cfg["grad_clip"], "attention_impl": attention})
+    ctx = getattr(args, "dist", None)       # a data-parallel rank (twin/dist.py)
+    result.update({"ranks": 1 if ctx is None else ctx.world,
+                   "zero": None if ctx is None else ctx.zero})
+    train_module = model if ctx is None else ctx.wrap_model(model, device)
     wd = float(recipe["optimizer"].get("weight_decay", 0.0))
-    optimizer, impl, no_fused = make_optimizer(
-        recipe, param_groups(params, cfg["decay_min_rank"], wd), device)
+    groups = param_groups(params, cfg["decay_min_rank"], wd)
+    try:
+        optimizer, impl, no_fused = make_optimizer(
+            recipe, groups, device, None if ctx is None else ctx.construct_optimizer())
+    except (TypeError, ValueError) as e:
+        if ctx is None or ctx.zero == 0:
+            raise
+        raise Unavailable(f"ZeroRedundancyOptimizer({recipe['optimizer']['type']}) refused "
+                          f"the two parameter groups: {one_line(e)}")
     result["optimizer"] = recipe["optimizer"]["type"].lower()
     result["adam_impl"] = impl
     if no_fused:
         log(f"optimizer: {impl}, not fused: {no_fused}")
     log(f"gpt: {cfg['layers']} layers, {cfg['heads']} heads, width {cfg['width']}, context "
-        f"{cfg['context']}, bias {cfg['bias']}: {result['num_params']} parameters")
+        f"{cfg['context']}, bias {cfg['bias']}: {result['num_params']} parameters"
+        + ("" if ctx is None else f"; rank 0 of {ctx.world}, "
+           f"{'ZeRO-1 (ZeroRedundancyOptimizer)' if ctx.zero else 'DDP'}, backend {ctx.backend}"))
 
-    fwd = model
+    fwd = train_module
     mark_step = None
     if args.mode == "compiled":
         try:
-            fwd = torch.compile(model)
+            fwd = torch.compile(train_module)
         except Exception as e:
             raise Unavailable(f"torch.compile failed: {one_line(e)}")
     elif args.mode == "graphs":
         try:
-            fwd = torch.compile(model, mode="reduce-overhead")
+            fwd = torch.compile(train_module, mode="reduce-overhead")
         except Exception as e:
             raise Unavailable(f"torch.compile(mode='reduce-overhead') failed: {one_line(e)}")
         result["graphs_impl"] = "torch.compile(mode='reduce-overhead')"
@@ -122,4 +135,4 @@ def run_lm(args, result, recipe, device):
         mark_step = getattr(comp, "cudagraph_mark_step_begin", None)
 
     train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, autocast,
-                          schedule, corpus, device, mark_step)
+                          schedule, corpus, device, mark_step, ctx)

@@ -12,7 +12,12 @@ numbers = steps completed): fixed windows k = 0..W-1 (W = eval_window_count), wi
 = val[k*T .. k*T+T], in batches of the recipe's B with the eager module in eval mode,
 no_grad, in the training dtype; loss = sum in float64 of the per-token fp32 losses /
 (W*T). Evaluations are outside the per-step timers and subtracted from the wall time
-(synchronised around each on CUDA)."""
+(synchronised around each on CUDA).
+
+Data parallel (twin/dist.py, N ranks): rank r takes rows r*B .. r*B+B-1 of the step's
+N*B windows, fwd is the DDP-wrapped model; validation on rank 0 while the others wait at
+a barrier (inside the evaluation time); the step losses are averaged over ranks after the
+loop; tokens_per_s counts the N*B*T tokens of a step."""
 from __future__ import annotations
 
 import time
@@ -39,10 +44,12 @@ class Windows:
         return self.tokens[idx], self.tokens[idx + 1]
 
 
-def train_starts(seed, steps, batch, n_train, context, device):
-    """(steps, B) int64 window starts of every step, on the device."""
-    st = philox.batch_window_starts(seed, np.arange(steps, dtype=np.uint64), batch, n_train,
-                                    context)
+def train_starts(seed, steps, batch, n_train, context, device, rank=0, ranks=1):
+    """(steps, B) int64 window starts of every step, on the device: rows rank*B ..
+    rank*B+B-1 of the step's ranks*B rows (data parallelism, twin/dist.py)."""
+    st = philox.batch_window_starts(seed, np.arange(steps, dtype=np.uint64), ranks * batch,
+                                    n_train, context)
+    st = np.ascontiguousarray(st[:, rank * batch:(rank + 1) * batch])
     return torch.from_numpy(st).to(torch.device(device))
 
 
@@ -71,8 +78,11 @@ def eval_steps(total, interval):
 
 
 def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, autocast,
-                          schedule, corpus, device, mark_step):
+                          schedule, corpus, device, mark_step, ctx=None):
+    """ctx: a data-parallel rank's DistContext (twin/dist.py), else None. fwd is then the
+    DDP-wrapped model (gradients averaged over ranks in backward), model the bare one."""
     dev = torch.device(device)
+    rank, ranks = (0, 1) if ctx is None else (ctx.rank, ctx.world)
     B, T = cfg["batch"], cfg["context"]
     n_train, n_val = corpus["n_train"], corpus["n_val"]
     total = cfg["steps"] if args.max_steps <= 0 else min(cfg["steps"], args.max_steps)
@@ -84,7 +94,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
     ids = torch.from_numpy(corpus["ids"]).to(dev)
     train = Windows(ids[:n_train], T, dev)
     val = Windows(ids[n_train:], T, dev)
-    starts_t = train_starts(args.seed, total, B, n_train, T, device)
+    starts_t = train_starts(args.seed, total, B, n_train, T, device, rank, ranks)
     val_starts_t = torch.arange(n_windows, dtype=torch.int64, device=dev) * T
     evals = eval_steps(total, cfg["eval_interval"])
     lr_at = schedule.resolve(cfg["lr"], 1, total)
@@ -123,8 +133,9 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
     compile_s = None
     eval_s_timed = 0.0   # evaluation time inside the timed (post-warm-up) wall clock
     eval_s = 0.0
+    per_rank = "" if ctx is None else f" per rank, {ranks} ranks"
     log(f"training: mode={args.mode} dtype={args.dtype} {total} steps (batch {B} x {T} "
-        f"tokens, vocab {V}), warmup {args.warmup}, optimizer {result['optimizer']} "
+        f"tokens{per_rank}, vocab {V}), warmup {args.warmup}, optimizer {result['optimizer']} "
         f"({result['adam_impl']}), attention {result['attention_impl']}, val {n_windows} "
         f"windows after steps {evals[:4]}{'...' if len(evals) > 4 else ''}")
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
@@ -153,10 +164,13 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
             if cuda:
                 torch.cuda.synchronize()
             e0 = time.perf_counter()
-            val_losses[next_eval].copy_(evaluate_val(model, val, val_starts_t, B, autocast,
-                                                     dev))
+            if rank == 0:
+                val_losses[next_eval].copy_(evaluate_val(model, val, val_starts_t, B,
+                                                         autocast, dev))
             if cuda:
                 torch.cuda.synchronize()
+            if ctx is not None:
+                ctx.barrier()          # the other ranks wait here, outside the step timers
             dt = time.perf_counter() - e0
             eval_s += dt
             if i >= args.warmup:
@@ -176,15 +190,23 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
         step_ms = host_ms[args.warmup:]
         result["timer"] = "wall"
     wall_ms = (wall_t1 - wall_t0 - eval_s_timed) * 1e3 / timed
+    srt = sorted(step_ms)
+    median_ms = (srt[(len(srt) - 1) // 2] + srt[len(srt) // 2]) / 2
+    per_rank_ms = None
+    if ctx is not None:
+        # Every rank's step loss is the mean over its B*T positions: the mean of the ranks'
+        # is the N*B*T mean (as the C++ combine_train_stats); summed in float64.
+        losses = ctx.mean_over_ranks(losses)
+        per_rank_ms = ctx.gather_scalar(median_ms, device)
     loss_list = losses.cpu().tolist()
     vl = val_losses.cpu().tolist()
     prev_eval = max([s for s in evals if s < total], default=0)
-    srt = sorted(step_ms)
     result.update({
         "step_times_ms": step_ms,
-        "median_step_ms": (srt[(len(srt) - 1) // 2] + srt[len(srt) // 2]) / 2,
+        "median_step_ms": median_ms,
         "wall_ms_per_step": wall_ms,
-        "tokens_per_s": B * T * 1e3 / wall_ms if wall_ms > 0 else None,
+        "tokens_per_s": ranks * B * T * 1e3 / wall_ms if wall_ms > 0 else None,
+        "per_rank_step_ms": per_rank_ms,
         "compile_seconds": compile_s,
         "losses": loss_list,
         "train_loss_last_epoch": sum(loss_list[prev_eval:]) / (total - prev_eval),

@@ -33,10 +33,15 @@ def _num(o, key, default):
     return float(v)
 
 
-def make_optimizer(recipe, params, device):
+def make_optimizer(recipe, params, device, construct=None):
     """Optimizer from the recipe; fused (torch>=2.0 on CUDA, >=2.4 on CPU) > foreach >
     for-loop. Returns (optimizer, impl, why_not_fused or None). Defaults as
-    models/recipe_schedule.cpp parse_optimizer (SGD momentum 0.9, dampening 0)."""
+    models/recipe_schedule.cpp parse_optimizer (SGD momentum 0.9, dampening 0).
+    construct(cls, params, **kw), when given, builds it instead of cls(params, **kw)
+    (twin/dist.py: ZeroRedundancyOptimizer around cls)."""
+    if construct is None:
+        def construct(c, p, **k):
+            return c(p, **k)
     o = recipe["optimizer"]
     typ = o["type"].lower()
     lr = _num(o, "lr", 1e-3)
@@ -62,16 +67,16 @@ def make_optimizer(recipe, params, device):
     no_fused = fused_unavailable_reason(cls, device)
     if no_fused is None:
         try:
-            return cls(plist, fused=True, **kw), "fused", None
+            return construct(cls, plist, fused=True, **kw), "fused", None
         except (RuntimeError, TypeError, ValueError) as e:
             no_fused = f"fused {cls.__name__} refused: {one_line(e)}"
             log(f"{no_fused}; trying foreach")
     if has_kwarg(cls.__init__, "foreach"):
         try:
-            return cls(plist, foreach=True, **kw), "foreach", no_fused
+            return construct(cls, plist, foreach=True, **kw), "foreach", no_fused
         except (RuntimeError, TypeError, ValueError) as e:
             log(f"foreach {cls.__name__} refused ({one_line(e)}); using the for-loop one")
-    return cls(plist, **kw), "for-loop", no_fused
+    return construct(cls, plist, **kw), "for-loop", no_fused
 
 
 def optimizer_params(recipe, params):

@@ -24,6 +24,8 @@ RESULT_KEYS = [
     # the gpt family (null for the image models)
     "vocab_size", "context", "n_val_windows", "eval_interval", "grad_clip", "attention_impl",
     "val_losses", "final_val_loss", "tokens_per_s", "eval_seconds", "grad_norms",
+    # the gpt family's data parallelism (--ranks, --zero; twin/dist.py)
+    "ranks", "zero", "per_rank_step_ms",
 ]
 
 
@@ -137,8 +139,18 @@ def dump_batches(args):
 
 
 def run(args, result):
+    """One run; in a data-parallel rank (twin/dist.py) args.dist is its DistContext."""
+    from .dist import wants_distributed
     recipe, torch, device = _setup(args, result)
+    distributed = wants_distributed(args)
+    if distributed and not is_lm(recipe):
+        raise TwinError("--ranks and --zero apply to the gpt family (data-parallel "
+                        f"training of a language model); recipe '{result['recipe']}' is not "
+                        "one")
     if is_lm(recipe):
+        if distributed and getattr(args, "dist", None) is None:
+            from .dist import spawn_ranks      # the parent: start the ranks
+            return spawn_ranks(args, result, recipe, device, torch)
         from .lm_run import run_lm
         return run_lm(args, result, recipe, device)
     from .checkpoint import load_checkpoint
