@@ -23,6 +23,20 @@ struct SampleOptions {
   DataOptions data;
 };
 
+// A corpus that carries only a vocabulary: the trainer plans and uploads a corpus, and
+// sampling never reads it, so a few windows of token ids stand in for the text.
+TokenCorpus vocabulary_only_corpus(const std::string& name, const std::vector<char>& vocab,
+                                   int64_t context) {
+  TokenCorpus c;
+  c.name = name;
+  c.vocab = vocab;
+  const int64_t n = 2 * (context + 1) + 1;
+  for (int64_t i = 0; i < n; ++i)
+    c.train.push_back(static_cast<int32_t>(i % static_cast<int64_t>(vocab.size())));
+  c.val = c.train;
+  return c;
+}
+
 int run_sample(const SampleOptions& o) {
   Result<Checkpoint> ck = read_checkpoint(o.checkpoint);
   if (!ck) return report_error(ck.error().message, kExitFailure);
@@ -37,14 +51,22 @@ int run_sample(const SampleOptions& o) {
                         kExitUsage);
   Result<Device> device = resolve_target(o.target);
   if (!device) return report_error(device.error().message, kExitUsage);
-  // The model is built around the corpus' vocabulary, which must be the checkpoint's.
-  Result<DataSplit> data = load_recipe_data(*recipe, o.data.dataset, make_data_source(o.data));
-  if (!data) return report_error(data.error().message, kExitFailure);
+  // The model is built around the vocabulary the checkpoint stores: no data set needed
+  // (as nanoGPT's sample.py with its meta.pkl). With --dataset, or for a checkpoint without
+  // one, the corpus is loaded and its vocabulary must be the checkpoint's.
   std::vector<char> saved;
   for (const auto& b : ck->meta.value("vocab", nlohmann::json::array()))
     saved.push_back(static_cast<char>(b.get<int>()));
-  if (Status s = check_vocab(saved, data->corpus); !s)
-    return report_error("checkpoint " + o.checkpoint + ": " + s.error().message, kExitFailure);
+  Result<DataSplit> data = DataSplit{};
+  if (!saved.empty() && o.data.dataset.empty()) {
+    data->corpus = vocabulary_only_corpus(ck->meta.value("dataset", ""), saved,
+                                          recipe->gpt.context);
+  } else {
+    data = load_recipe_data(*recipe, o.data.dataset, make_data_source(o.data));
+    if (!data) return report_error(data.error().message, kExitFailure);
+    if (Status s = check_vocab(saved, data->corpus); !s)
+      return report_error("checkpoint " + o.checkpoint + ": " + s.error().message, kExitFailure);
+  }
   Result<std::vector<int32_t>> prompt = encode(data->corpus, o.prompt);
   if (!prompt) return report_error("--prompt: " + prompt.error().message, kExitUsage);
   if (prompt->empty()) return report_error("--prompt: give at least one character", kExitUsage);

@@ -212,4 +212,11 @@ TEST_CASE("noeira-bench sample: the same seed prints the same text, another seed
                                       "' --prompt 'caf\xc3\xa9'");
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains("--prompt"));
+  // The checkpoint carries the vocabulary: no data set is needed (nor read).
+  const CommandResult alone =
+      run_shell("{ env -u NOEIRA_DATA '" + bench_binary() + "' sample --checkpoint '" +
+                ck.string() + "' --tokens 60 --threads 1 --seed 1 --prompt 'ROMEO:' "
+                "--data-dir /nonexistent 2>/dev/null; }");
+  CHECK(alone.exit_code == 0);
+  CHECK(alone.output == a.output);
 }
