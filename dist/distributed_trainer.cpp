@@ -37,10 +37,6 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregress
   return t;
 }
 
-int64_t DistributedAutoregressiveTrainer::comm_bytes_per_step() const {
-  return 2 * padded_ * static_cast<int64_t>(sizeof(float));
-}
-
 // torch's clip_grad_norm_ over the whole reduced gradient, computed from the slices.
 void DistributedAutoregressiveTrainer::clip_slice(float* own) const {
   const double max_norm = cfg_.optimizer.grad_clip;
@@ -67,6 +63,7 @@ void DistributedAutoregressiveTrainer::synchronize_gradients() {
   float* g = static_cast<float*>(arenas_.base(MemCategory::kGrads));
   const int64_t n = slice();
   float* own = g + comm_->rank() * n;
+  bytes_before_step_ = comm_->collective_bytes();
   comm_->reduce_scatter_sum(g, own, n);
   const float ranks = static_cast<float>(comm_->size());
   for (int64_t j = 0; j < n; ++j) own[j] /= ranks;
@@ -76,9 +73,11 @@ void DistributedAutoregressiveTrainer::synchronize_gradients() {
 
 // ZeRO-1: every rank updated its own slice; gather the parameters.
 void DistributedAutoregressiveTrainer::synchronize_parameters() {
-  if (zero_ == 0) return;
-  float* p = static_cast<float*>(arenas_.base(MemCategory::kParams));
-  comm_->all_gather(p + comm_->rank() * slice(), p, slice());
+  if (zero_ != 0) {
+    float* p = static_cast<float*>(arenas_.base(MemCategory::kParams));
+    comm_->all_gather(p + comm_->rank() * slice(), p, slice());
+  }
+  step_bytes_ = comm_->collective_bytes() - bytes_before_step_;
 }
 
 std::vector<float> DistributedAutoregressiveTrainer::optimizer_state_host(const Slot& s) const {

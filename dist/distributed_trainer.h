@@ -42,8 +42,9 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   // Floats in the padded flat parameter buffer, and in one rank's slice of it.
   int64_t padded_params() const { return padded_; }
   int64_t slice() const { return padded_ / comm_->size(); }
-  // Bytes of collective buffers per training step (2P for stages 0-1, P in floats * 4).
-  int64_t comm_bytes_per_step() const;
+  // Bytes of collective buffers the last training step moved, as the communicator counted
+  // them (2P floats for stages 0 and 1); 0 before the first step.
+  int64_t comm_bytes_per_step() const { return step_bytes_; }
   // Collective: every rank calls it; rank 0 writes.
   Status save_checkpoint(const std::filesystem::path& path) const override;
   // Collective: an Error naming the ranks whose parameters differ from rank 0's (a hash of
@@ -62,6 +63,7 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   Communicator* comm_ = nullptr;
   int zero_ = 0;
   int64_t padded_ = 0;
+  int64_t bytes_before_step_ = 0, step_bytes_ = 0;  // Communicator::collective_bytes() marks
   // Parameter i covers arena floats [segments_[i], segments_[i + 1]) (gaps included).
   std::vector<int64_t> segments_;
 };

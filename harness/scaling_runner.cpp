@@ -163,9 +163,11 @@ int run_scaling(const ScalingOptions& o) {
     std::snprintf(mem, sizeof mem, "%.2f/%.2f/%.2f", number(b, "parameters") / 1e6,
                   number(b, "gradients") / 1e6, number(b, "optimizer_state") / 1e6);
     const double twin_ms = r.twin.contains("error") ? 0.0 : number(r.twin, "median_step_ms");
-    char twin_col[32], ratio[16];
-    std::snprintf(twin_col, sizeof twin_col, "%s", twin_ms > 0 ? std::to_string(twin_ms).substr(0, 7).c_str() : "n/a");
-    std::snprintf(ratio, sizeof ratio, "%s", twin_ms > 0 ? (std::to_string(ms / twin_ms).substr(0, 4) + "x").c_str() : "-");
+    char twin_col[32] = "n/a", ratio[16] = "-";
+    if (twin_ms > 0) {
+      std::snprintf(twin_col, sizeof twin_col, "%.2f", twin_ms);
+      std::snprintf(ratio, sizeof ratio, "%.2fx", ms / twin_ms);
+    }
     std::printf("%-5d %-5s %10.2f %-22s %10.0f %5.0f%% %9.2f %28s %9.4f %10s %7s\n", r.ranks,
                 zero.c_str(), ms, per_rank.c_str(), tps, 100.0 * eff,
                 number(r.ours, "comm_bytes_per_step") / 1e6, mem, number(r.ours, "final_val_loss"),

@@ -52,6 +52,14 @@ struct Distributed {
     return false;
 #endif
   }
+  // This process's rank (0 on one process): only rank 0 prints.
+  int rank() const {
+#if defined(NOEIRA_WITH_MPI)
+    return comm ? comm->rank() : 0;
+#else
+    return 0;
+#endif
+  }
   int fail(const std::string& message, int code) const {
     report_error(message, code);
 #if defined(NOEIRA_WITH_MPI)
@@ -74,13 +82,13 @@ Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
   if (step_ms.size() > 3) step_ms.erase(step_ms.begin(), step_ms.begin() + 3);
   const double mine = step_ms.empty() ? 0.0 : median(step_ms);
   std::vector<double> per_rank(static_cast<size_t>(t.ranks()), 0.0);
-  int rank = 0, zero = -1;
+  const int rank = dist.rank();
+  int zero = -1;
   int64_t comm_bytes = 0;
   std::string engine = "none (one process)";
 #if defined(NOEIRA_WITH_MPI)
   if (dist.active()) {
     const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
-    rank = d.rank();
     zero = d.zero_stage();
     comm_bytes = d.comm_bytes_per_step();
     engine = dist.comm->engine();
@@ -149,12 +157,7 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     owned = std::move(made).value();
   }
   AutoregressiveTrainer& t = *owned;
-  const bool speaks = !dist.active() || t.ranks() == 1 ||
-#if defined(NOEIRA_WITH_MPI)
-                      dist.comm->rank() == 0;
-#else
-                      true;
-#endif
+  const bool speaks = dist.rank() == 0;
   if (!o.resume.empty()) {
     if (Status s = t.load_checkpoint(o.resume); !s) return dist.fail(s.error().message, kExitFailure);
   }
@@ -170,14 +173,12 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
   if (dist.active()) {
     const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
     std::printf("data parallel: %d ranks over %s, ZeRO stage %d (%s), global batch %lld rows; "
-                "%lld padded parameter floats, %lld per rank's slice; collectives move %.2f MB "
-                "per step\n",
+                "%lld padded parameter floats, %lld per rank's slice\n",
                 t.ranks(), dist.comm->engine().c_str(), d.zero_stage(),
                 d.zero_stage() == 0 ? "DDP: reduce-scatter + all-gather of gradients"
                                     : "ZeRO-1: Adam state per slice, parameters all-gathered",
                 static_cast<long long>(recipe.batch * t.ranks()),
-                static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()),
-                static_cast<double>(d.comm_bytes_per_step()) / 1e6);
+                static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()));
   }
 #endif
   std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
@@ -231,6 +232,13 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
                 1000.0 * s / static_cast<double>(n));
     std::fflush(stdout);
   }
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active() && t.steps_done() > 0)
+    std::printf("collectives: %.2f MB per step (counted over the last step)\n",
+                static_cast<double>(
+                    static_cast<const DistributedAutoregressiveTrainer&>(t).comm_bytes_per_step()) /
+                    1e6);
+#endif
   if (!o.timing_json.empty()) {
     if (Status s = write_timing(o.timing_json, t, dist, step_ms, last, tokens_per_step); !s)
       return dist.fail(s.error().message, kExitFailure);

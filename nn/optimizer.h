@@ -52,7 +52,6 @@ class Optimizer {
   // Named state buffers ("adam.m", "adam.v" / "sgd.momentum"), for checkpoints: laid out
   // like the parameter arena's floats [shard().first, shard().first + shard().count).
   std::vector<std::pair<std::string, Slot>> state() const;
-  const OptimizerShard& shard() const { return shard_; }
 
  private:
   OptimizerConfig cfg_;

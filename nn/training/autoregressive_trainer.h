@@ -58,7 +58,8 @@ class AutoregressiveTrainer : public TrainerCore {
   // Between backward and the optimizer step: a data-parallel trainer's gradient exchange
   // (dist/distributed_trainer.h); nothing on one process.
   virtual void synchronize_gradients() {}
-  // After the optimizer step: ZeRO's parameter all-gather; nothing on one process.
+  // After the optimizer step: ZeRO's parameter all-gather (and the step's communication
+  // count); nothing on one process.
   virtual void synchronize_parameters() {}
 
  private:

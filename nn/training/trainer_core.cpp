@@ -37,9 +37,9 @@ Result<Shape> TrainerCore::plan_model(PlanContext& pc, const Shape& in) {
 Status TrainerCore::allocate(int64_t history) {
   Ops& ops = *backend_.ops;
   // Padding floats at the end of the parameter arenas (zero, never read by a module).
-  const int64_t n_params = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
-  if (const int64_t pad = (param_pad_multiple_ - n_params % param_pad_multiple_) % param_pad_multiple_;
-      pad > 0) {
+  const int64_t n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
+  const int64_t pad = (param_pad_multiple_ - n % param_pad_multiple_) % param_pad_multiple_;
+  if (pad > 0) {
     plan_.reserve(MemCategory::kParams, Shape{pad}, DType::kF32, sizeof(float));
     plan_.reserve(MemCategory::kGrads, Shape{pad}, DType::kF32, sizeof(float));
     if (cfg_.amp == BF16Policy)
@@ -47,8 +47,7 @@ Status TrainerCore::allocate(int64_t history) {
   }
   OptimizerShard shard;
   if (optim_slice_ >= 0) {
-    const int64_t slice =
-        static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float)) / param_pad_multiple_;
+    const int64_t slice = (n + pad) / param_pad_multiple_;
     shard = OptimizerShard{optim_slice_ * slice, slice};
   }
   optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer, shard, optimizer_clips_);

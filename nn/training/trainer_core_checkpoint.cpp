@@ -68,30 +68,28 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   backend_.ops->synchronize();
   Checkpoint ck;
   ck.meta = checkpoint_meta();
-  auto add = [&](const std::string& name, const std::string& group, const Slot& s,
-                 size_t byte_offset, const Shape& shape) {
-    CheckpointTensor t;
+  // A tensor of `shape` floats, its bytes to be filled by the caller.
+  auto add = [&](const std::string& name, const std::string& group,
+                 const Shape& shape) -> CheckpointTensor& {
+    CheckpointTensor& t = ck.tensors.emplace_back();
     t.name = name;
     t.group = group;
     t.shape = shape;
     t.bytes.resize(static_cast<size_t>(shape.numel()) * sizeof(float));
-    backend_.ops->copy_to_host(t.bytes.data(), static_cast<const char*>(arenas_.ptr(s)) + byte_offset,
-                               t.bytes.size());
-    ck.tensors.push_back(std::move(t));
+    return t;
   };
-  for (const ParamInfo& p : params_.all()) add(p.name, "param", p.value, 0, p.value.shape);
-  for (const BufferInfo& b : params_.buffers()) add(b.name, "buffer", b.value, 0, b.value.shape);
+  auto add_slot = [&](const std::string& name, const std::string& group, const Slot& s) {
+    CheckpointTensor& t = add(name, group, s.shape);
+    backend_.ops->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
+  };
+  for (const ParamInfo& p : params_.all()) add_slot(p.name, "param", p.value);
+  for (const BufferInfo& b : params_.buffers()) add_slot(b.name, "buffer", b.value);
   // Optimizer state is laid out like the parameter arena: store it per parameter.
   for (const auto& [state_name, slot] : optimizer_->state()) {
     const std::vector<float> whole = optimizer_state_host(slot);
     for (const ParamInfo& p : params_.all()) {
-      CheckpointTensor t;
-      t.name = state_name + "." + p.name;
-      t.group = "optim";
-      t.shape = p.value.shape;
-      t.bytes.resize(static_cast<size_t>(p.value.shape.numel()) * sizeof(float));
+      CheckpointTensor& t = add(state_name + "." + p.name, "optim", p.value.shape);
       std::memcpy(t.bytes.data(), whole.data() + p.value.offset / sizeof(float), t.bytes.size());
-      ck.tensors.push_back(std::move(t));
     }
   }
   return write_checkpoint(path, ck);

@@ -177,5 +177,17 @@ inline double same_bits_fraction(const std::vector<bf16_t>& a, const std::vector
   return static_cast<double>(same) / static_cast<double>(a.size());
 }
 
+// A device workspace of `bytes` (8-byte units: the allocator aligns every buffer), and its
+// host counterpart for the CPU reference.
+struct DeviceWorkspace {
+  DeviceWorkspace(Backend& b, size_t bytes) : a(b, bytes / sizeof(double) + 1) {}
+  void* get() const { return a.get(); }
+  DeviceArray<double> a;
+};
+
+inline std::vector<double> host_workspace(size_t bytes) {
+  return std::vector<double>(bytes / sizeof(double) + 1, 0.0);
+}
+
 }  // namespace noeira::test
 #endif

@@ -25,17 +25,6 @@ using namespace noeira::test;
 #if defined(NOEIRA_WITH_CUDA)
 namespace {
 
-// A device workspace of `bytes` (8-byte units: the allocator aligns every buffer).
-struct DeviceWorkspace {
-  DeviceWorkspace(Backend& b, size_t bytes) : a(b, bytes / sizeof(double) + 1) {}
-  void* get() const { return a.get(); }
-  DeviceArray<double> a;
-};
-
-std::vector<double> host_workspace(size_t bytes) {
-  return std::vector<double>(bytes / sizeof(double) + 1, 0.0);
-}
-
 std::vector<int32_t> random_ids(size_t n, int32_t V, uint32_t seed) {
   return random_labels(n, V, seed);
 }

@@ -26,17 +26,6 @@ using namespace noeira::test;
 #if defined(NOEIRA_WITH_CUDA)
 namespace {
 
-// A device workspace of `bytes` (8-byte units: the allocator aligns every buffer).
-struct DeviceWorkspace {
-  DeviceWorkspace(Backend& b, size_t bytes) : a(b, bytes / sizeof(double) + 1) {}
-  void* get() const { return a.get(); }
-  DeviceArray<double> a;
-};
-
-std::vector<double> host_workspace(size_t bytes) {
-  return std::vector<double>(bytes / sizeof(double) + 1, 0.0);
-}
-
 PatchShape patch_shape(int64_t B, int64_t C, int64_t H, int64_t W, int64_t p) {
   PatchShape s;
   s.batch = B, s.channels = C, s.height = H, s.width = W, s.patch = p;

@@ -8,6 +8,7 @@
 #include "harness/results.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "tests/support/conv_fixture.h"
+#include "tests/support/parity_run.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/twin_guard.h"
 
@@ -64,17 +65,9 @@ TEST_CASE("Augmenter: our crops and flips equal the twin's, byte for byte", "[co
 namespace {
 
 nlohmann::json parity_of(const std::string& model) {
-  TempDir dir;
-  const auto out = dir / "p.json";
-  const CommandResult r = run_bench("--model " + model +
-                                    " --target cpu --quick --seeds 1 --twin none --parity"
-                                    " --threads 1 --steps 40 --warmup 5 --out '" +
-                                    out.string() + "'");
+  const auto [r, p] = parity_run("--model " + model +
+                                 " --target cpu --quick --seeds 1 --threads 1 --steps 40 --warmup 5");
   INFO(r.output);
-  Result<nlohmann::json> res = read_results(out);
-  REQUIRE(res.ok());
-  const nlohmann::json p = (*res)["benchmarks"][0]["parity"];
-  REQUIRE(p.is_object());
   CHECK(r.exit_code == (p["passed"] == true ? 0 : 1));
   return p;
 }

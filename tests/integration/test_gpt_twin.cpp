@@ -8,6 +8,7 @@
 #include "harness/results.h"
 #include "harness/twin_runs.h"
 #include "tests/support/gpt_fixture.h"
+#include "tests/support/parity_run.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/twin_guard.h"
@@ -48,16 +49,9 @@ TEST_CASE("gpt batches: the twin draws the same token windows as our device batc
 TEST_CASE("gpt-tiny parity: the twin from our step-0 weights and batches stays within 1e-4 "
           "for 20 steps", "[gpt][twin][parity][slow]") {
   if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
-  TempDir dir;
-  const auto out = dir / "p.json";
-  const CommandResult r = run_bench("--model gpt-tiny --target cpu --seeds 1 --twin none --parity"
-                                    " --variants eager --threads 1 --steps 20 --warmup 2 --out '" +
-                                    out.string() + "'");
+  const auto [r, p] = parity_run("--model gpt-tiny --target cpu --seeds 1 --variants eager "
+                                 "--threads 1 --steps 20 --warmup 2");
   INFO(r.output);
-  Result<nlohmann::json> res = read_results(out);
-  REQUIRE(res.ok());
-  const nlohmann::json p = (*res)["benchmarks"][0]["parity"];
-  REQUIRE(p.is_object());
   CHECK(p["steps"] == 20);
   CHECK(p["bound"] == 1e-4);
   CHECK(p["max_rel_dev"].is_number());

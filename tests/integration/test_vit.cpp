@@ -9,6 +9,7 @@
 #include "harness/results.h"
 #include "nn/checkpoint.h"
 #include "tests/support/conv_fixture.h"
+#include "tests/support/parity_run.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/twin_guard.h"
 
@@ -123,16 +124,9 @@ TEST_CASE("vit-tiny: 546,186 parameters; a recipe with a bad patch size is refus
 TEST_CASE("parity: vit-tiny stays within 1e-4 of the twin for 20 steps",
           "[vit][twin][parity][slow]") {
   if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
-  TempDir dir;
-  const auto out = dir / "p.json";
-  const CommandResult r = run_bench("--model vit-tiny --target cpu --quick --seeds 1 --twin none"
-                                    " --parity --threads 1 --steps 22 --warmup 2 --out '" +
-                                    out.string() + "'");
+  const auto [r, p] = parity_run("--model vit-tiny --target cpu --quick --seeds 1 --threads 1 "
+                                 "--steps 22 --warmup 2");
   INFO(r.output);
-  Result<nlohmann::json> res = read_results(out);
-  REQUIRE(res.ok());
-  const nlohmann::json p = (*res)["benchmarks"][0]["parity"];
-  REQUIRE(p.is_object());
   CHECK(p["steps"] == 20);
   CHECK(p["bound"] == 1e-4);
   CHECK(p["passed"] == true);
