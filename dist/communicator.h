@@ -18,20 +18,33 @@ class Communicator {
   // "MPI (Open MPI 4.1.4)", for logs and results.
   virtual std::string engine() const = 0;
 
-  // x holds size() * slice floats on every rank; rank r receives in out (slice floats)
-  // elements [r * slice, (r + 1) * slice) of the element-wise sum over ranks. Element order
-  // of each sum: the owner's value first, then ranks r - 1, r - 2, ... (cyclically).
-  virtual void reduce_scatter_sum(const float* x, float* out, int64_t slice) = 0;
-  // out (size() * slice floats) = every rank's `slice` floats of in, in rank order.
-  virtual void all_gather(const float* in, float* out, int64_t slice) = 0;
+  // The flat buffers below have size() * slice floats; rank r owns elements
+  // [r * slice, (r + 1) * slice) (its "slice"). A call covers the range [first, first +
+  // count) of such a buffer: the whole of it, or one layer's bucket (ZeRO-2/3).
+  //
+  // x holds the range's elements on every rank; rank r receives in own (its slice, own[0]
+  // being element r * slice) the element-wise sum over ranks of the range's elements it
+  // owns; own's other elements are untouched. Element order of each sum: the owner's value
+  // first, then ranks r - 1, r - 2, ... (cyclically).
+  virtual void reduce_scatter_sum(const float* x, int64_t first, int64_t count, float* own,
+                                  int64_t slice) = 0;
+  // x (the range's elements) receives every rank's elements of the range from its slice
+  // own (own[0] being element r * slice); own may lie inside x (in place).
+  virtual void all_gather(const float* own, float* x, int64_t first, int64_t count,
+                          int64_t slice) = 0;
+  // The whole buffer: x has size() * slice floats.
+  void reduce_scatter_sum(const float* x, float* own, int64_t slice) {
+    reduce_scatter_sum(x, 0, size() * slice, own, slice);
+  }
+  void all_gather(const float* own, float* x, int64_t slice) { all_gather(own, x, 0, size() * slice, slice); }
   // v (n doubles) becomes the sum over ranks, added in rank order, on every rank.
   virtual void all_sum(double* v, int64_t n) = 0;
   virtual void barrier() = 0;
   // Ends every rank of the job with `code` (a rank that cannot go on).
   [[noreturn]] virtual void abort(int code) = 0;
 
-  // Bytes of the collectives' buffers so far (reduce-scatter and all-gather: the whole
-  // size() * slice buffer each), the trainer's communication count.
+  // Bytes of the collectives' buffers so far (reduce-scatter and all-gather: the range's
+  // count floats each), the trainer's communication count.
   int64_t collective_bytes() const { return bytes_; }
 
  protected:

@@ -10,13 +10,17 @@ namespace noeira {
 Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregressiveTrainer::create(
     std::unique_ptr<Module> model, const TrainerConfig& cfg, const AutoregressiveConfig& lm,
     const TokenCorpus& corpus, Communicator& comm, int zero_stage) {
-  if (zero_stage < 0 || zero_stage > 1)
+  if (zero_stage < 0 || zero_stage > 3)
     return make_error("--zero " + std::to_string(zero_stage) +
-                      ": ZeRO stages 2 and 3 are not implemented yet; use --zero 0 (DDP) or 1");
+                      ": ZeRO stages are 0 (DDP), 1 (optimizer state), 2 (+ gradients) and 3 "
+                      "(+ parameters)");
   if (cfg.device != Device::kCpu)
     return make_error("the distributed trainer runs on the CPU (MPI) only so far; the GPU "
                       "engine (NCCL) is not implemented yet: use --target cpu");
   if (cfg.use_train_cuda_graph) return make_error("--graph needs the GPU engine (NCCL)");
+  if (zero_stage == 3 && cfg.amp == BF16Policy)
+    return make_error("--zero 3 with --dtype bf16: sharded parameters have no bf16 copies yet; "
+                      "use --zero 2 (or --dtype fp32)");
   std::unique_ptr<DistributedAutoregressiveTrainer> t(new DistributedAutoregressiveTrainer());
   t->comm_ = &comm;
   t->zero_ = zero_stage;
@@ -24,17 +28,35 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregress
   t->optimizer_clips_ = false;  // clip_slice does it, from the reduced slices
   AutoregressiveConfig mine = lm;
   mine.first_row = static_cast<int64_t>(comm.rank()) * cfg.batch;
-  t->optim_slice_ = zero_stage >= 1 ? comm.rank() : -1;  // ZeRO-1: Adam state for the own slice
+  t->optim_slice_ = zero_stage >= 1 ? comm.rank() : -1;  // ZeRO-1..3: Adam state for the own slice
   NOEIRA_TRY(t->open(std::move(model), cfg));
   NOEIRA_TRY(t->build(mine, corpus));
-  t->padded_ = static_cast<int64_t>(t->plan_.bytes(MemCategory::kGrads) / sizeof(float));
-  if (t->padded_ % comm.size() != 0)
-    return make_error("internal: the gradient arena (" + std::to_string(t->padded_) +
-                      " floats) is not padded to a multiple of " + std::to_string(comm.size()));
   for (const ParamInfo& p : t->params_.all())
     t->segments_.push_back(static_cast<int64_t>(p.value.offset / sizeof(float)));
   t->segments_.push_back(t->padded_);
   return t;
+}
+
+Status DistributedAutoregressiveTrainer::plan_shards() {
+  padded_ = padded_params_;
+  if (padded_ % comm_->size() != 0)
+    return make_error("internal: the parameter arena (" + std::to_string(padded_) +
+                      " floats) is not padded to a multiple of " + std::to_string(comm_->size()));
+  if (zero_ < 2) return {};
+  Result<std::unique_ptr<LayerShards>> s =
+      LayerShards::plan(*model_, params_, padded_, zero_, *comm_);
+  if (!s) return s.error();
+  shards_ = std::move(s).value();
+  const size_t bytes = static_cast<size_t>(shards_->arena_floats()) * sizeof(float);
+  plan_.set_bytes(MemCategory::kGrads, bytes);
+  if (zero_ >= 3) plan_.set_bytes(MemCategory::kParams, bytes);
+  return {};
+}
+
+void DistributedAutoregressiveTrainer::bind_shards() {
+  if (!shards_) return;
+  shards_->bind(arenas_, *backend_.ops);
+  ctx_->set_hooks(shards_.get());
 }
 
 // torch's clip_grad_norm_ over the whole reduced gradient, computed from the slices.
@@ -57,27 +79,46 @@ void DistributedAutoregressiveTrainer::clip_slice(float* own) const {
   for (int64_t j = 0; j < slice(); ++j) own[j] *= coef;
 }
 
-// Sum into the own slice (in place), one scale, clip; DDP then gathers the gradients back.
-// The gradient arena is host memory on the CPU backend, and CPU ops run synchronously.
-void DistributedAutoregressiveTrainer::synchronize_gradients() {
-  float* g = static_cast<float*>(arenas_.base(MemCategory::kGrads));
-  const int64_t n = slice();
-  float* own = g + comm_->rank() * n;
+void DistributedAutoregressiveTrainer::begin_exchange() {
   bytes_before_step_ = comm_->collective_bytes();
-  comm_->reduce_scatter_sum(g, own, n);
+}
+
+// Sum into the own slice, one scale, clip; DDP then gathers the gradients back. ZeRO-2/3
+// reduced each layer's bucket during backward (LayerShards::after_backward) and point the
+// optimizer at the slices. The arenas are host memory on the CPU backend, and CPU ops run
+// synchronously.
+void DistributedAutoregressiveTrainer::synchronize_gradients() {
+  const int64_t n = slice();
+  float* g = static_cast<float*>(arenas_.memory(MemCategory::kGrads));
+  float* own = shards_ ? shards_->grad_slice() : g + comm_->rank() * n;
+  if (!shards_) comm_->reduce_scatter_sum(g, own, n);
   const float ranks = static_cast<float>(comm_->size());
   for (int64_t j = 0; j < n; ++j) own[j] /= ranks;
   clip_slice(own);
   if (zero_ == 0) comm_->all_gather(own, g, n);
+  if (shards_) shards_->window_slices();
 }
 
-// ZeRO-1: every rank updated its own slice; gather the parameters.
+// ZeRO-1/2: every rank updated its own slice; gather the parameters. ZeRO-3 keeps the slice.
 void DistributedAutoregressiveTrainer::synchronize_parameters() {
-  if (zero_ != 0) {
-    float* p = static_cast<float*>(arenas_.base(MemCategory::kParams));
+  if (zero_ == 1 || zero_ == 2) {
+    float* p = static_cast<float*>(arenas_.memory(MemCategory::kParams));
     comm_->all_gather(p + comm_->rank() * slice(), p, slice());
   }
   step_bytes_ = comm_->collective_bytes() - bytes_before_step_;
+}
+
+std::vector<float> DistributedAutoregressiveTrainer::parameter_arena_host() const {
+  if (zero_ < 3) return AutoregressiveTrainer::parameter_arena_host();
+  std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
+  comm_->all_gather(shards_->param_slice(), whole.data(), slice());
+  return whole;
+}
+
+void DistributedAutoregressiveTrainer::set_parameter_arena(const std::vector<float>& whole) {
+  if (zero_ < 3) return AutoregressiveTrainer::set_parameter_arena(whole);
+  backend_.ops->copy_to_device(shards_->param_slice(), whole.data() + comm_->rank() * slice(),
+                               static_cast<size_t>(slice()) * sizeof(float));
 }
 
 std::vector<float> DistributedAutoregressiveTrainer::optimizer_state_host(const Slot& s) const {
@@ -97,9 +138,11 @@ void DistributedAutoregressiveTrainer::set_optimizer_state(const Slot& s,
 
 Status DistributedAutoregressiveTrainer::check_replicas() const {
   backend_.ops->synchronize();
-  const auto* p = static_cast<const unsigned char*>(arenas_.base(MemCategory::kParams));
+  // ZeRO-3: the parameters as a forward would gather them from the slices.
+  const std::vector<float> values = parameter_arena_host();
+  const auto* p = reinterpret_cast<const unsigned char*>(values.data());
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes
-  for (size_t i = 0, n = plan_.bytes(MemCategory::kParams); i < n; ++i)
+  for (size_t i = 0, n = values.size() * sizeof(float); i < n; ++i)
     h = (h ^ p[i]) * 1099511628211ull;
   // Each rank's two 32-bit halves in its own places; the sum gathers them exactly.
   const int N = comm_->size(), r = comm_->rank();
@@ -122,12 +165,13 @@ Status DistributedAutoregressiveTrainer::check_replicas() const {
 // learns whether it worked.
 Status DistributedAutoregressiveTrainer::save_checkpoint(const std::filesystem::path& path) const {
   comm_->barrier();
-  // TrainerCore::save_checkpoint gathers the optimizer state (collective) on every rank;
-  // only rank 0 keeps the file.
+  // TrainerCore::save_checkpoint gathers the parameters (ZeRO-3) and the optimizer state
+  // (ZeRO-1..3), collectives, in this order on every rank; only rank 0 keeps the file.
   Status s;
   if (comm_->rank() == 0) {
     s = AutoregressiveTrainer::save_checkpoint(path);
   } else {
+    (void)parameter_arena_host();
     for (const auto& [name, slot] : optimizer_->state()) (void)optimizer_state_host(slot);
   }
   double failed = s ? 0.0 : 1.0;

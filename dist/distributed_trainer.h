@@ -5,17 +5,23 @@
 // to a multiple of N; rank r owns slice r.
 //
 // Every stage reduces gradients the same way: a reduce-scatter into the owner's slice
-// (Communicator::reduce_scatter_sum: summed in an order fixed by N), one scale by 1/N
-// (torch's DDP averages so), then global-norm clipping from the slices (each rank's
-// per-parameter sums of squares over its slice in double, summed over ranks in rank order;
-// then kernels/common/clip.h's norm and coefficient), applied to the slice. So the clipped
-// gradient slices are the same bits in every stage, and Adam is element-wise:
+// (Communicator::reduce_scatter_sum: summed in an order fixed by N, whatever the buffer is
+// cut into), one scale by 1/N (torch's DDP averages so), then global-norm clipping from the
+// slices (each rank's per-parameter sums of squares over its slice in double, summed over
+// ranks in rank order; then kernels/common/clip.h's norm and coefficient), applied to the
+// slice. So the clipped gradient slices are the same bits in every stage, and Adam is
+// element-wise:
 //   stage 0 (DDP): all-gather the gradients; every rank updates every parameter
 //     (communication: P reduce-scatter + P all-gather).
 //   stage 1 (ZeRO-1): Adam state only for the own slice; update it; all-gather the
 //     parameters (P + P). Same parameters as DDP, bit for bit.
-// ZeRO-2/3 (sharded gradients, parameters) and the NCCL engine are not implemented yet and
-// are refused at create.
+//   stage 2 (ZeRO-2): also the gradients sharded: a slice and per-layer bucket windows,
+//     each bucket reduce-scattered when its layer's backward is done (dist/layer_shards.h);
+//     then as ZeRO-1 (P + P).
+//   stage 3 (ZeRO-3): also the parameters sharded: each layer's parameters all-gathered
+//     into a window before its forward and again before its backward (P + P + P); the
+//     optimizer updates the slice, which is all the rank keeps.
+// The NCCL engine (GPU) is not implemented yet and is refused at create.
 //
 // Checkpoints: the single-process format plus "ranks" (resuming needs the same count):
 // every rank reaches a barrier and gathers the sharded state, rank 0 writes.
@@ -24,13 +30,14 @@
 #include <vector>
 
 #include "dist/communicator.h"
+#include "dist/layer_shards.h"
 #include "nn/training/autoregressive_trainer.h"
 
 namespace noeira {
 
 class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
  public:
-  // comm outlives the trainer. zero_stage: 0 (DDP) or 1 for now.
+  // comm outlives the trainer. zero_stage: 0 (DDP), 1, 2 or 3.
   static Result<std::unique_ptr<DistributedAutoregressiveTrainer>> create(
       std::unique_ptr<Module> model, const TrainerConfig& cfg, const AutoregressiveConfig& lm,
       const TokenCorpus& corpus, Communicator& comm, int zero_stage);
@@ -39,11 +46,13 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   int rank() const { return comm_->rank(); }
   int zero_stage() const { return zero_; }
   Communicator& communicator() const { return *comm_; }
+  // Stages 2 and 3: the layer buckets and windows (null below stage 2).
+  const LayerShards* shards() const { return shards_.get(); }
   // Floats in the padded flat parameter buffer, and in one rank's slice of it.
   int64_t padded_params() const { return padded_; }
   int64_t slice() const { return padded_ / comm_->size(); }
   // Bytes of collective buffers the last training step moved, as the communicator counted
-  // them (2P floats for stages 0 and 1); 0 before the first step.
+  // them (2P floats for stages 0, 1 and 2, 3P for stage 3); 0 before the first step.
   int64_t comm_bytes_per_step() const { return step_bytes_; }
   // Collective: every rank calls it; rank 0 writes.
   Status save_checkpoint(const std::filesystem::path& path) const override;
@@ -53,11 +62,16 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
 
  private:
   DistributedAutoregressiveTrainer() = default;
+  Status plan_shards() override;
+  void bind_shards() override;
+  void begin_exchange() override;
   void synchronize_gradients() override;
   void synchronize_parameters() override;
   void combine_train_stats(LossStats& stats, std::vector<float>& step_losses) const override;
   std::vector<float> optimizer_state_host(const Slot& s) const override;
   void set_optimizer_state(const Slot& s, const std::vector<float>& whole) override;
+  std::vector<float> parameter_arena_host() const override;
+  void set_parameter_arena(const std::vector<float>& whole) override;
   void clip_slice(float* own) const;
 
   Communicator* comm_ = nullptr;
@@ -66,6 +80,7 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   int64_t bytes_before_step_ = 0, step_bytes_ = 0;  // Communicator::collective_bytes() marks
   // Parameter i covers arena floats [segments_[i], segments_[i + 1]) (gaps included).
   std::vector<int64_t> segments_;
+  std::unique_ptr<LayerShards> shards_;  // stages 2 and 3
 };
 
 }  // namespace noeira

@@ -64,44 +64,67 @@ std::string MpiCommunicator::engine() const {
   return "MPI (" + s + ")";
 }
 
-void MpiCommunicator::reduce_scatter_sum(const float* x, float* out, int64_t slice) {
+namespace {
+
+// The part of [first, first + count) in rank r's slice, as [lo, hi) (lo == hi: none).
+struct Part {
+  int64_t lo, hi;
+  int64_t size() const { return hi - lo; }
+};
+Part part_of(int64_t r, int64_t first, int64_t count, int64_t slice) {
+  const int64_t lo = std::max(first, r * slice), hi = std::min(first + count, (r + 1) * slice);
+  return {lo, std::max(lo, hi)};
+}
+
+}  // namespace
+
+// In pieces of at most kMaxCount floats (MPI counts are int); every element lies in one
+// piece, so its sum order does not depend on the cut.
+void MpiCommunicator::reduce_scatter_sum(const float* x, int64_t first, int64_t count,
+                                         float* own, int64_t slice) {
   const int64_t N = size_;
-  const float* own = x + rank_ * slice;
-  for (int64_t i = 0; i < slice; ++i) out[i] = own[i];
-  bytes_ += N * slice * static_cast<int64_t>(sizeof(float));
-  if (N == 1 || slice == 0) return;
-  recv_.resize(static_cast<size_t>(std::min(slice, kMaxCount)));
-  for (int64_t k = 1; k < N; ++k) {
-    const int dst = static_cast<int>((rank_ + k) % N), src = static_cast<int>((rank_ - k + N) % N);
-    for (int64_t first = 0; first < slice; first += kMaxCount) {
-      const int count = static_cast<int>(std::min(kMaxCount, slice - first));
-      check(MPI_Sendrecv(x + dst * slice + first, count, MPI_FLOAT, dst, 0, recv_.data(), count,
-                         MPI_FLOAT, src, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+  bytes_ += count * static_cast<int64_t>(sizeof(float));
+  for (int64_t at = first; at < first + count; at += kMaxCount) {
+    const int64_t n = std::min(kMaxCount, first + count - at);
+    const float* xs = x + (at - first);  // (n) this piece of the range
+    const Part mine = part_of(rank_, at, n, slice);
+    float* o = mine.size() > 0 ? own + (mine.lo - rank_ * slice) : own;
+    for (int64_t i = 0; i < mine.size(); ++i) o[i] = xs[mine.lo - at + i];
+    if (N == 1) continue;
+    recv_.resize(static_cast<size_t>(std::max<int64_t>(mine.size(), 1)));
+    for (int64_t k = 1; k < N; ++k) {
+      const int dst = static_cast<int>((rank_ + k) % N), src = static_cast<int>((rank_ - k + N) % N);
+      const Part theirs = part_of(dst, at, n, slice);
+      check(MPI_Sendrecv(theirs.size() > 0 ? xs + (theirs.lo - at) : xs, static_cast<int>(theirs.size()), MPI_FLOAT, dst, 0,
+                         recv_.data(), static_cast<int>(mine.size()), MPI_FLOAT, src, 0,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE),
             "MPI_Sendrecv (gradient reduce-scatter)");
-      float* o = out + first;
-      for (int i = 0; i < count; ++i) o[i] += recv_[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < mine.size(); ++i) o[i] += recv_[static_cast<size_t>(i)];
     }
   }
 }
 
-void MpiCommunicator::all_gather(const float* in, float* out, int64_t slice) {
-  bytes_ += size_ * slice * static_cast<int64_t>(sizeof(float));
-  if (slice > kMaxCount) {  // in pieces: one all-gather per piece, into a strided layout
-    for (int64_t first = 0; first < slice; first += kMaxCount) {
-      const int count = static_cast<int>(std::min(kMaxCount, slice - first));
-      float* mine = out + rank_ * slice + first;
-      if (in + first != mine) std::memmove(mine, in + first, static_cast<size_t>(count) * sizeof(float));
-      for (int r = 0; r < size_; ++r)
-        check(MPI_Bcast(out + r * slice + first, count, MPI_FLOAT, r, MPI_COMM_WORLD),
-              "MPI_Bcast (all-gather)");
+void MpiCommunicator::all_gather(const float* own, float* x, int64_t first, int64_t count,
+                                 int64_t slice) {
+  bytes_ += count * static_cast<int64_t>(sizeof(float));
+  counts_.resize(static_cast<size_t>(size_));
+  displs_.resize(static_cast<size_t>(size_));
+  for (int64_t at = first; at < first + count; at += kMaxCount) {
+    const int64_t n = std::min(kMaxCount, first + count - at);
+    for (int r = 0; r < size_; ++r) {
+      const Part p = part_of(r, at, n, slice);
+      counts_[static_cast<size_t>(r)] = static_cast<int>(p.size());
+      displs_[static_cast<size_t>(r)] = p.size() > 0 ? static_cast<int>(p.lo - at) : 0;
     }
-    return;
+    const Part mine = part_of(rank_, at, n, slice);
+    float* piece = x + (at - first);
+    const float* send = mine.size() > 0 ? own + (mine.lo - rank_ * slice) : own;
+    // The own part may already sit in its place in x (the ZeRO exchanges): MPI_IN_PLACE.
+    const bool in_place = mine.size() > 0 && send == piece + (mine.lo - at);
+    check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, static_cast<int>(mine.size()), MPI_FLOAT,
+                         piece, counts_.data(), displs_.data(), MPI_FLOAT, MPI_COMM_WORLD),
+          "MPI_Allgatherv");
   }
-  // The own slice may already sit in its place in out (the ZeRO exchanges): MPI_IN_PLACE.
-  const bool in_place = in == out + rank_ * slice;
-  check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, static_cast<int>(slice), MPI_FLOAT, out,
-                      static_cast<int>(slice), MPI_FLOAT, MPI_COMM_WORLD),
-        "MPI_Allgather");
 }
 
 void MpiCommunicator::all_sum(double* v, int64_t n) {

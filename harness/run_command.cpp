@@ -361,8 +361,8 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
                   "gpt family: the data-parallel scaling benchmark over these rank counts "
                   "(e.g. 1,2,4; ranks > 1 start with mpirun), instead of the variant matrix")
       ->delimiter(',')->check(CLI::PositiveNumber);
-  cmd->add_option("--zero", o->zero_list, "With --ranks-list: ZeRO stages (0 = DDP, 1; 2 and 3 "
-                                           "not yet), e.g. 0,1")
+  cmd->add_option("--zero", o->zero_list, "With --ranks-list: ZeRO stages (0 = DDP, 1, 2, 3), "
+                                           "e.g. 0,1,2,3")
       ->delimiter(',')->check(CLI::Range(0, 3))->capture_default_str();
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;

@@ -122,6 +122,15 @@ Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
   return write_file_atomically(path, j.dump(2) + "\n", "the timing summary");
 }
 
+[[maybe_unused]] const char* zero_stage_summary(int stage) {
+  switch (stage) {
+    case 0: return "DDP: reduce-scatter + all-gather of gradients";
+    case 1: return "ZeRO-1: Adam state per slice, parameters all-gathered";
+    case 2: return "ZeRO-2: Adam state and gradients per slice, buckets reduced during backward";
+    default: return "ZeRO-3: Adam state, gradients and parameters per slice, layers gathered";
+  }
+}
+
 // The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
 // the validation loss and the throughput.
 int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& data,
@@ -175,10 +184,15 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     std::printf("data parallel: %d ranks over %s, ZeRO stage %d (%s), global batch %lld rows; "
                 "%lld padded parameter floats, %lld per rank's slice\n",
                 t.ranks(), dist.comm->engine().c_str(), d.zero_stage(),
-                d.zero_stage() == 0 ? "DDP: reduce-scatter + all-gather of gradients"
-                                    : "ZeRO-1: Adam state per slice, parameters all-gathered",
+                zero_stage_summary(d.zero_stage()),
                 static_cast<long long>(recipe.batch * t.ranks()),
                 static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()));
+    if (const LayerShards* sh = d.shards())
+      std::printf("ZeRO-%d per rank: %s = slice %lld + resident bucket %lld + layer window %lld "
+                  "floats (+ alignment), %zu buckets\n",
+                  d.zero_stage(), d.zero_stage() >= 3 ? "parameters and gradients" : "gradients",
+                  static_cast<long long>(d.slice()), static_cast<long long>(sh->buckets()[0].count),
+                  static_cast<long long>(sh->window_floats()), sh->buckets().size());
   }
 #endif
   std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
@@ -367,7 +381,8 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_flag("--graph", o->graph, "Capture the training step as a CUDA graph (gpu only)");
   cmd->add_option("--zero", o->zero,
                   "gpt family, data parallel over the ranks of `mpirun -np N`: ZeRO stage "
-                  "(0 = DDP, 1 = ZeRO-1; 2 and 3 not yet); each rank trains the recipe's batch, so the global "
+                  "(0 = DDP, 1 = Adam state sharded, 2 = also gradients, 3 = also parameters; "
+                  "docs/distributed.md); each rank trains the recipe's batch, so the global "
                   "batch is N times it. Started by mpirun with N > 1, stage 0 is the default")
       ->check(CLI::Range(0, 3));
   cmd->add_flag("--check-replicas", o->check_replicas,

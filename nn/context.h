@@ -2,6 +2,7 @@
 // and the device-resident step counters.
 #pragma once
 #include "kernels/ops.h"
+#include "nn/layer_hooks.h"
 #include "nn/memory_plan.h"
 
 namespace noeira {
@@ -30,6 +31,9 @@ class Context {
   // The run's seed (Dropout's masks).
   uint64_t seed() const { return seed_; }
   void set_seed(uint64_t seed) { seed_ = seed; }
+  // Per-layer calls of a sharding trainer (nn/layer_hooks.h); null on one process.
+  LayerHooks* hooks() const { return hooks_; }
+  void set_hooks(LayerHooks* h) { hooks_ = h; }
 
  private:
   Ops& ops_;
@@ -39,6 +43,7 @@ class Context {
   Slot workspace_;
   uint64_t seed_ = 0;
   bool training_ = true;
+  LayerHooks* hooks_ = nullptr;
 };
 
 }  // namespace noeira

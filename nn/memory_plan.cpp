@@ -80,6 +80,7 @@ Arenas& Arenas::operator=(Arenas&& o) noexcept {
     release_all();
     allocator_ = std::exchange(o.allocator_, nullptr);
     device_ = o.device_;
+    memory_ = std::exchange(o.memory_, {});
     bases_ = std::exchange(o.bases_, {});
   }
   return *this;
@@ -89,8 +90,9 @@ Arenas::~Arenas() { release_all(); }
 
 void Arenas::release_all() {
   if (!allocator_) return;
-  for (void*& b : bases_)
-    if (b) allocator_->release(std::exchange(b, nullptr));
+  for (void*& m : memory_)
+    if (m) allocator_->release(std::exchange(m, nullptr));
+  bases_ = {};
 }
 
 Result<Arenas> Arenas::allocate(const MemoryPlan& plan, Allocator& allocator) {
@@ -102,7 +104,8 @@ Result<Arenas> Arenas::allocate(const MemoryPlan& plan, Allocator& allocator) {
     if (plan.bytes(c) == 0) continue;
     Result<void*> p = allocator.allocate(plan.bytes(c), mem_category_name(c));
     if (!p) return p.error();
-    a.bases_[i] = *p;
+    a.memory_[i] = *p;
+    a.bases_[i] = reinterpret_cast<std::uintptr_t>(*p);
   }
   return a;
 }

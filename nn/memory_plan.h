@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,10 @@ class MemoryPlan {
   // invalid (0 bytes) when `bytes` is 0.
   Slot reserve_bytes(MemCategory c, size_t bytes, size_t align = 256);
   size_t bytes(MemCategory c) const { return sizes_[static_cast<size_t>(c)]; }
+  // Replaces a category's size with what is really allocated for it: a ZeRO-2/3 rank keeps
+  // its slice and per-layer windows of the parameter or gradient arena (Arenas::set_window),
+  // not the arena the slots were laid out in.
+  void set_bytes(MemCategory c, size_t bytes) { sizes_[static_cast<size_t>(c)] = bytes; }
   size_t total_bytes() const;
   // A table of bytes per category, for `train` to print.
   std::string describe() const;
@@ -81,8 +86,21 @@ class Arenas {
   // One allocation per non-empty category of the plan.
   static Result<Arenas> allocate(const MemoryPlan& plan, Allocator& allocator);
 
-  void* base(MemCategory c) const { return bases_[static_cast<size_t>(c)]; }
-  void* ptr(const Slot& s) const { return static_cast<char*>(base(s.category)) + s.offset; }
+  // Where offset 0 of category c's slots lies. Normally the allocation itself; under a
+  // window, an address computed so that the window's slots land in it (not dereferenceable).
+  void* base(MemCategory c) const { return reinterpret_cast<void*>(bases_[static_cast<size_t>(c)]); }
+  void* ptr(const Slot& s) const {
+    return reinterpret_cast<void*>(bases_[static_cast<size_t>(s.category)] + s.offset);
+  }
+  // The allocation of category c (what fill_zero or a capture's save may touch whole).
+  void* memory(MemCategory c) const { return memory_[static_cast<size_t>(c)]; }
+  // Slots of c at offsets >= `first` now point into `mem` (offset `first` at mem[0]): how a
+  // ZeRO rank runs a layer on gathered parameters or a gradient bucket without a full arena.
+  // Integer arithmetic, so the shifted base is never an out-of-range pointer.
+  void set_window(MemCategory c, void* mem, size_t first) {
+    bases_[static_cast<size_t>(c)] = reinterpret_cast<std::uintptr_t>(mem) - first;
+  }
+  void reset_window(MemCategory c) { set_window(c, memory(c), 0); }
   template <class T>
   T* as(const Slot& s) const { return static_cast<T*>(ptr(s)); }
   // A view of a slot; rows >= 0 replaces the leading dimension.
@@ -93,7 +111,8 @@ class Arenas {
   void release_all();
   Allocator* allocator_ = nullptr;
   Device device_ = Device::kCpu;
-  std::array<void*, kMemCategoryCount> bases_{};
+  std::array<void*, kMemCategoryCount> memory_{};
+  std::array<std::uintptr_t, kMemCategoryCount> bases_{};
 };
 
 }  // namespace noeira

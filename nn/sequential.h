@@ -21,9 +21,13 @@ class Sequential : public Module {
   const std::vector<std::pair<std::string, std::unique_ptr<Module>>>& children() const {
     return children_;
   }
+  // After plan(): the registry indices [first, second) of the parameters child i registered
+  // (empty for a child without parameters of its own).
+  std::pair<size_t, size_t> child_params(size_t i) const { return child_params_.at(i); }
 
  private:
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
+  std::vector<std::pair<size_t, size_t>> child_params_;
 };
 
 }  // namespace noeira

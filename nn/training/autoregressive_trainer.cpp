@@ -106,7 +106,8 @@ void AutoregressiveTrainer::enqueue_step() {
     ops.batch_windows(arenas_.as<int32_t>(train_ids_), n_train_, cfg_.seed, ctx.counters(),
                       cfg_.batch, T_, lm_.first_row, arenas_.as<int32_t>(batch_x_),
                       arenas_.as<int32_t>(batch_y_));
-  ops.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  begin_exchange();
   const Tensor logits = model_->forward(ctx, arenas_.view(batch_x_));  // (B, T, V)
   const Tensor dlogits = loss_->run(ctx, logits, arenas_.view(batch_y_),
                                     arenas_.as<LossStats>(train_stats_),

@@ -55,6 +55,9 @@ class AutoregressiveTrainer : public TrainerCore {
  protected:
   AutoregressiveTrainer() = default;
   Status build(const AutoregressiveConfig& lm, const TokenCorpus& corpus);
+  // At the start of a step, after the gradients are zeroed: a data-parallel trainer marks
+  // its communication count; nothing on one process.
+  virtual void begin_exchange() {}
   // Between backward and the optimizer step: a data-parallel trainer's gradient exchange
   // (dist/distributed_trainer.h); nothing on one process.
   virtual void synchronize_gradients() {}

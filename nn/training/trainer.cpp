@@ -128,7 +128,7 @@ void Trainer::enqueue_step() {
                   ctx.counters(), arenas_.view(batch_x_));
   ops.gather_rows(arenas_.view(train_y_), perm, cfg_.batch, target_shape_.numel(),
                   ctx.counters(), arenas_.view(batch_y_));
-  ops.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
   const Tensor out = model_->forward(ctx, arenas_.view(batch_x_));
   const Tensor dout = loss_->run(ctx, out, arenas_.view(batch_y_),
                                  arenas_.as<LossStats>(train_stats_),

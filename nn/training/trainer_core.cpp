@@ -1,5 +1,6 @@
 #include "nn/training/trainer_core.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace noeira {
@@ -39,6 +40,7 @@ Status TrainerCore::allocate(int64_t history) {
   // Padding floats at the end of the parameter arenas (zero, never read by a module).
   const int64_t n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
   const int64_t pad = (param_pad_multiple_ - n % param_pad_multiple_) % param_pad_multiple_;
+  padded_params_ = n + pad;
   if (pad > 0) {
     plan_.reserve(MemCategory::kParams, Shape{pad}, DType::kF32, sizeof(float));
     plan_.reserve(MemCategory::kGrads, Shape{pad}, DType::kF32, sizeof(float));
@@ -65,6 +67,7 @@ Status TrainerCore::allocate(int64_t history) {
   if (cfg_.amp == BF16Policy &&
       plan_.bytes(MemCategory::kParamCopies) * 2 != plan_.bytes(MemCategory::kParams))
     return make_error("internal: bf16 weight copies do not mirror the parameter arena");
+  NOEIRA_TRY(plan_shards());
 
   // ---- Allocate once; nothing allocates after this line. ----
   Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
@@ -73,6 +76,7 @@ Status TrainerCore::allocate(int64_t history) {
   ctx_ = std::make_unique<Context>(ops, arenas_, counters_, scratch_, workspace_, cfg_.seed);
   if (reduction_ws_.valid())
     NOEIRA_TRY(ops.bind_reduction_workspace(arenas_.ptr(reduction_ws_), reduction_bytes_));
+  bind_shards();
   return {};
 }
 
@@ -113,13 +117,13 @@ Status TrainerCore::capture_step() {
                               MemCategory::kOptimState, MemCategory::kBuffers};
   for (MemCategory c : kept) {
     saved.emplace_back(plan_.bytes(c));
-    if (!saved.back().empty()) ops.copy_to_host(saved.back().data(), arenas_.base(c), saved.back().size());
+    if (!saved.back().empty()) ops.copy_to_host(saved.back().data(), arenas_.memory(c), saved.back().size());
   }
   before_step();
   enqueue_step();
   ops.synchronize();
   for (size_t i = 0; i < saved.size(); ++i)
-    if (!saved[i].empty()) ops.copy_to_device(arenas_.base(kept[i]), saved[i].data(), saved[i].size());
+    if (!saved[i].empty()) ops.copy_to_device(arenas_.memory(kept[i]), saved[i].data(), saved[i].size());
   write_counters();
   ops.synchronize();
   NOEIRA_TRY(ops.begin_capture());
@@ -142,10 +146,24 @@ DeviceStepTimer* TrainerCore::device_timer(DeviceTimerKind kind, std::string* wh
 
 void TrainerCore::initialise_params() {
   const auto& all = params_.all();
+  std::vector<float> whole(static_cast<size_t>(padded_params_), 0.0f);
   for (size_t i = 0; i < all.size(); ++i) {
     const std::vector<float> w = init_values(all[i], static_cast<uint32_t>(i), cfg_.seed, cfg_.init);
-    backend_.ops->copy_to_device(arenas_.ptr(all[i].value), w.data(), w.size() * sizeof(float));
+    std::copy(w.begin(), w.end(), whole.begin() + static_cast<int64_t>(all[i].value.offset / sizeof(float)));
   }
+  set_parameter_arena(whole);
+}
+
+std::vector<float> TrainerCore::parameter_arena_host() const {
+  std::vector<float> whole(static_cast<size_t>(padded_params_));
+  backend_.ops->copy_to_host(whole.data(), arenas_.memory(MemCategory::kParams),
+                             whole.size() * sizeof(float));
+  return whole;
+}
+
+void TrainerCore::set_parameter_arena(const std::vector<float>& whole) {
+  backend_.ops->copy_to_device(arenas_.memory(MemCategory::kParams), whole.data(),
+                               whole.size() * sizeof(float));
 }
 
 // Module buffers (BatchNorm's running statistics) start at their declared values.
@@ -160,9 +178,8 @@ void TrainerCore::initialise_buffers() {
 // arena has the parameter arena's layout at half the size).
 void TrainerCore::refresh_param_copies() {
   if (cfg_.amp != BF16Policy) return;
-  const auto n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
-  backend_.ops->cast(ConstView{arenas_.base(MemCategory::kParams), DType::kF32, n},
-                     View{arenas_.base(MemCategory::kParamCopies), DType::kBF16, n});
+  backend_.ops->cast(ConstView{arenas_.memory(MemCategory::kParams), DType::kF32, padded_params_},
+                     View{arenas_.memory(MemCategory::kParamCopies), DType::kBF16, padded_params_});
 }
 
 void TrainerCore::write_counters(int64_t batch_in_epoch) {
@@ -244,9 +261,9 @@ std::vector<EpochStats> TrainerCore::train(int epochs,
 
 std::vector<float> TrainerCore::param_values(size_t index) const {
   const ParamInfo& p = params_.all().at(index);
-  std::vector<float> v(static_cast<size_t>(p.value.shape.numel()));
-  backend_.ops->copy_to_host(v.data(), arenas_.ptr(p.value), v.size() * sizeof(float));
-  return v;
+  const std::vector<float> whole = parameter_arena_host();
+  const auto first = whole.begin() + static_cast<int64_t>(p.value.offset / sizeof(float));
+  return std::vector<float>(first, first + p.value.shape.numel());
 }
 
 }  // namespace noeira

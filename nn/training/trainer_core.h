@@ -182,6 +182,19 @@ class TrainerCore {
   // host, and back. By default the buffer itself; ZeRO-1 gathers and scatters slices.
   virtual std::vector<float> optimizer_state_host(const Slot& s) const;
   virtual void set_optimizer_state(const Slot& s, const std::vector<float>& whole);
+  // The parameter arena (padded_params_ floats) on the host, and back: the arena itself by
+  // default; a ZeRO-3 rank, which holds only its slice, gathers and scatters (collective).
+  virtual std::vector<float> parameter_arena_host() const;
+  virtual void set_parameter_arena(const std::vector<float>& whole);
+  // Sharding hooks of a data-parallel trainer: plan_shards runs after every buffer is
+  // reserved and may shrink the parameter and gradient arenas to what a rank keeps
+  // (MemoryPlan::set_bytes); bind_shards runs once the arenas exist, before anything is
+  // written to them.
+  virtual Status plan_shards() { return {}; }
+  virtual void bind_shards() {}
+  // Floats of the parameter (and gradient) arena as laid out, padding included, whatever
+  // plan_shards made of the allocation.
+  int64_t padded_params_ = 0;
 
  private:
   Status capture_step();

@@ -82,7 +82,11 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
     CheckpointTensor& t = add(name, group, s.shape);
     backend_.ops->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
   };
-  for (const ParamInfo& p : params_.all()) add_slot(p.name, "param", p.value);
+  const std::vector<float> values = parameter_arena_host();
+  for (const ParamInfo& p : params_.all()) {
+    CheckpointTensor& t = add(p.name, "param", p.value.shape);
+    std::memcpy(t.bytes.data(), values.data() + p.value.offset / sizeof(float), t.bytes.size());
+  }
   for (const BufferInfo& b : params_.buffers()) add_slot(b.name, "buffer", b.value);
   // Optimizer state is laid out like the parameter arena: store it per parameter.
   for (const auto& [state_name, slot] : optimizer_->state()) {
@@ -96,7 +100,7 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
 }
 
 std::vector<float> TrainerCore::optimizer_state_host(const Slot& s) const {
-  std::vector<float> whole(plan_.bytes(MemCategory::kParams) / sizeof(float), 0.0f);
+  std::vector<float> whole(static_cast<size_t>(padded_params_), 0.0f);
   backend_.ops->copy_to_host(whole.data(), arenas_.ptr(s), s.bytes);
   return whole;
 }
@@ -153,7 +157,13 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
     copies.push_back({*t, static_cast<char*>(arenas_.ptr(s)) + byte_offset});
     return {};
   };
-  for (const ParamInfo& p : params_.all()) NOEIRA_TRY(plan_copy(p.name, p.value, 0, p.value.shape));
+  // Parameters: assembled as the whole arena on the host (a ZeRO-3 rank keeps a slice of it).
+  std::vector<float> values(static_cast<size_t>(padded_params_), 0.0f);
+  for (const ParamInfo& p : params_.all()) {
+    Result<const CheckpointTensor*> t = find(p.name, p.value.shape);
+    if (!t) return t.error();
+    std::memcpy(values.data() + p.value.offset / sizeof(float), (*t)->bytes.data(), (*t)->bytes.size());
+  }
   for (const BufferInfo& b : params_.buffers())
     NOEIRA_TRY(plan_copy(b.name, b.value, 0, b.value.shape));
   size_t optim_tensors = 0;
@@ -163,7 +173,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
   size_t state_tensors = 0;
   if (resume)
     for (const auto& [state_name, slot] : optimizer_->state()) {
-      std::vector<float> whole(plan_.bytes(MemCategory::kParams) / sizeof(float), 0.0f);
+      std::vector<float> whole(static_cast<size_t>(padded_params_), 0.0f);
       for (const ParamInfo& p : params_.all()) {
         Result<const CheckpointTensor*> t = find(state_name + "." + p.name, p.value.shape);
         if (!t) return t.error();
@@ -173,7 +183,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
       }
       states.emplace_back(slot, std::move(whole));
     }
-  if (ck.tensors.size() != copies.size() + (resume ? state_tensors : optim_tensors))
+  if (ck.tensors.size() != params_.all().size() + copies.size() + (resume ? state_tensors : optim_tensors))
     return make_error(where + ": holds tensors this model does not have");
   uint64_t seed = 0;
   int epoch = 0;
@@ -186,6 +196,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
     return make_error(where + ": header lacks seed/epoch/step");
   }
 
+  set_parameter_arena(values);
   for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
   for (const auto& [slot, whole] : states) set_optimizer_state(slot, whole);
   refresh_param_copies();

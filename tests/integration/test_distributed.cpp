@@ -4,11 +4,12 @@
 // --allow-run-as-root). DDP over N ranks is one process with an N-times batch to fp32
 // round-off, repeats bit for bit, keeps the ranks' parameters identical, pads a parameter
 // count N does not divide, resumes exactly, and a killed rank ends the job without a
-// partial checkpoint.
+// partial checkpoint. ZeRO-1, -2 and -3 are DDP bit for bit, keeping 1/N of what they shard.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -144,51 +145,95 @@ TEST_CASE("DDP: a resumed run ends bit-identical; another rank count is refused 
   CHECK_THAT(other.output, Catch::Contains("made by 2 rank(s)") && Catch::Contains("mpirun -np 2"));
 }
 
-TEST_CASE("ZeRO-1 is DDP bit for bit (2 and 4 ranks), with Adam state for 1/N of the "
-          "parameters per rank; it resumes exactly", "[distributed][mpi][zero]") {
+// gpt-tiny: 804,096 parameters; wte + wpe (the resident bucket) 16,512; one block (the
+// largest bucket, the layer window) 196,864.
+constexpr long long kParams = 804096, kResident = 16512, kWindow = 196864;
+
+TEST_CASE("ZeRO-1, -2 and -3 are DDP bit for bit (2 and 4 ranks); each keeps 1/N of what it "
+          "shards, per the memory plan; collectives move 2P (3P for ZeRO-3) per step",
+          "[distributed][mpi][zero]") {
   SKIP_WITHOUT_MPIRUN();
   TempDir dir;
   for (const int N : {2, 4}) {
-    INFO(N << " ranks");
-    const auto ddp = dir / "ddp.ckpt", z1 = dir / "z1.ckpt";
+    const long long slice = kParams / N;
+    const auto ddp = dir / "ddp.ckpt";
     const CommandResult a = train(N, "--zero 0 --steps 6 --save '" + ddp.string() + "'");
-    const CommandResult b =
-        train(N, "--zero 1 --steps 6 --check-replicas --save '" + z1.string() + "'");
-    INFO(b.output);
+    INFO(a.output);
     REQUIRE(a.exit_code == 0);
-    REQUIRE(b.exit_code == 0);
-    CHECK(file_bytes(ddp) == file_bytes(z1));  // parameters and (gathered) Adam state
-    // 804,096 floats in slices of 804,096 / N; Adam's m and v for one slice, vs all of it.
-    CHECK_THAT(b.output, Catch::Contains("ZeRO stage 1"));
-    CHECK(plan_bytes(b.output, "optimizer state") == 2LL * (804096 / N) * 4);
-    CHECK(plan_bytes(a.output, "optimizer state") == 2LL * 804096 * 4);
+    CHECK(plan_bytes(a.output, "optimizer state") == 2 * kParams * 4);
+    CHECK(plan_bytes(a.output, "gradients") == kParams * 4);
+    for (const int stage : {1, 2, 3}) {
+      INFO(N << " ranks, ZeRO-" << stage);
+      const auto z = dir / ("zero" + std::to_string(stage) + ".ckpt");
+      const CommandResult b = train(N, "--zero " + std::to_string(stage) +
+                                           " --steps 6 --check-replicas --save '" + z.string() + "'");
+      INFO(b.output);
+      REQUIRE(b.exit_code == 0);
+      CHECK_THAT(b.output, Catch::Contains("ZeRO stage " + std::to_string(stage)));
+      CHECK(file_bytes(ddp) == file_bytes(z));  // parameters and (gathered) Adam state
+      // Adam's m and v for one slice; gradients (and parameters) as the slice plus the
+      // resident bucket and one layer window (with at most 2 x 64 floats of alignment).
+      CHECK(plan_bytes(b.output, "optimizer state") == 2 * slice * 4);
+      const long long sharded_lo = (slice + kResident + kWindow) * 4, sharded_hi = sharded_lo + 128 * 4;
+      const long long grads = plan_bytes(b.output, "gradients"), params = plan_bytes(b.output, "parameters");
+      if (stage >= 2) {
+        CHECK(grads >= sharded_lo);
+        CHECK(grads <= sharded_hi);
+      } else {
+        CHECK(grads == kParams * 4);
+      }
+      if (stage >= 3) {
+        CHECK(params == grads);
+      } else {
+        CHECK(params == kParams * 4);
+      }
+      const double mb = (stage == 3 ? 3.0 : 2.0) * kParams * 4 / 1e6;
+      char want[64];
+      std::snprintf(want, sizeof want, "collectives: %.2f MB per step", mb);
+      CHECK_THAT(b.output, Catch::Contains(want));
+    }
   }
-  const auto straight = dir / "s.ckpt", half = dir / "h.ckpt", resumed = dir / "r.ckpt";
-  REQUIRE(train(2, "--zero 1 --steps 8 --save '" + straight.string() + "'").exit_code == 0);
-  REQUIRE(train(2, "--zero 1 --steps 4 --save '" + half.string() + "'").exit_code == 0);
-  REQUIRE(train(2, "--zero 1 --steps 8 --resume '" + half.string() + "' --save '" +
-                       resumed.string() + "'").exit_code == 0);
-  CHECK(file_bytes(straight) == file_bytes(resumed));
 }
 
-TEST_CASE("the scaling benchmark: one process and 2 ranks (DDP, ZeRO-1), per-rank times, "
-          "efficiency, communication and memory per rank; ZeRO-2 reported as missing",
-          "[distributed][mpi][scaling]") {
+TEST_CASE("ZeRO-1, -2 and -3 resume from their checkpoints bit for bit",
+          "[distributed][mpi][zero][checkpoint]") {
+  SKIP_WITHOUT_MPIRUN();
+  TempDir dir;
+  for (const std::string stage : {"1", "2", "3"}) {
+    INFO("ZeRO-" << stage);
+    const auto straight = dir / "s.ckpt", half = dir / "h.ckpt", resumed = dir / "r.ckpt";
+    const std::string z = "--zero " + stage + " ";
+    REQUIRE(train(2, z + "--steps 8 --save '" + straight.string() + "'").exit_code == 0);
+    REQUIRE(train(2, z + "--steps 4 --save '" + half.string() + "'").exit_code == 0);
+    REQUIRE(train(2, z + "--steps 8 --resume '" + half.string() + "' --save '" +
+                         resumed.string() + "'").exit_code == 0);
+    CHECK(file_bytes(straight) == file_bytes(resumed));
+  }
+}
+
+TEST_CASE("the scaling benchmark: one process and 2 ranks (DDP, ZeRO-1, -2, -3), per-rank "
+          "times, efficiency, communication and memory per rank", "[distributed][mpi][scaling]") {
   SKIP_WITHOUT_MPIRUN();
   TempDir dir;
   const auto out = dir / "scale.json";
-  const CommandResult r = run_bench("--model gpt-tiny --ranks-list 1,2 --zero 0,1,2 --steps 6 "
+  const CommandResult r = run_bench("--model gpt-tiny --ranks-list 1,2 --zero 0,1,2,3 --steps 6 "
                                     "--twin none --out '" + out.string() + "'");
   INFO(r.output);
-  CHECK(r.exit_code == 0);  // a stage not implemented is a row, not a failure
-  CHECK_THAT(r.output, Catch::Contains("ZeRO-2 is not implemented yet"));
+  CHECK(r.exit_code == 0);
   std::ifstream in(out);
   const nlohmann::json j = nlohmann::json::parse(in);
   CHECK(j["schema"] == "noeira-scaling/1");
-  REQUIRE(j["rows"].size() == 4);  // 1; 2 x ZeRO 0, 1, 2
+  REQUIRE(j["rows"].size() == 5);  // 1; 2 x ZeRO 0, 1, 2, 3
   const nlohmann::json& one = j["rows"][0]["ours"];
   const nlohmann::json& ddp = j["rows"][1]["ours"];
   const nlohmann::json& z1 = j["rows"][2]["ours"];
+  const nlohmann::json& z2 = j["rows"][3]["ours"];
+  const nlohmann::json& z3 = j["rows"][4]["ours"];
+  CHECK(z2["comm_bytes_per_step"] == 2 * 804096 * 4);
+  CHECK(z3["comm_bytes_per_step"] == 3 * 804096 * 4);
+  CHECK(z2["bytes_per_rank"]["gradients"].get<long long>() < 804096 * 4);
+  CHECK(z3["bytes_per_rank"]["parameters"].get<long long>() < 804096 * 4);
+  CHECK(z3["final_val_loss"] == ddp["final_val_loss"]);
   CHECK(one["ranks"] == 1);
   CHECK(ddp["per_rank_median_step_ms"].size() == 2);
   CHECK(ddp["comm_bytes_per_step"] == 2 * 804096 * 4);  // 2P: reduce-scatter + all-gather
