@@ -4,11 +4,23 @@
 // Determinism: a sum over ranks runs in an order fixed by the rank count alone, element by
 // element, so the same N gives the same bits whatever the buffer is cut into (one call for
 // the whole gradient, or one per bucket) and whichever ZeRO stage calls it.
+//
+// Memory and ordering: an engine works on the memory of the backend it is attached to
+// (attach): host memory for MPI, device memory for NCCL. MPI's calls are blocking. NCCL's
+// are enqueued on a communication stream that first waits for everything enqueued so far
+// on the compute stream (an event, no host synchronisation); join() makes the compute
+// stream wait for the collectives enqueued so far — call it before computing on what a
+// collective wrote or overwriting what it reads. Buffers of host values (statistics,
+// checkpoint gathers) go through host().
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "nn/error.h"
+
 namespace noeira {
+
+class Ops;
 
 class Communicator {
  public:
@@ -37,7 +49,25 @@ class Communicator {
     reduce_scatter_sum(x, 0, size() * slice, own, slice);
   }
   void all_gather(const float* own, float* x, int64_t slice) { all_gather(own, x, 0, size() * slice, slice); }
-  // v (n doubles) becomes the sum over ranks, added in rank order, on every rank.
+  // all (size() * bytes) = every rank's `bytes` of own, in rank order.
+  virtual void all_gather_bytes(const void* own, void* all, int64_t bytes) = 0;
+  // The compute stream waits for the collectives enqueued so far (nothing for MPI).
+  virtual void join() {}
+  // The backend whose memory the collectives use: an Error when this engine cannot serve
+  // it (MPI needs the CPU backend, NCCL the CUDA one).
+  virtual Status attach(Ops& ops) = 0;
+  // Device scratch the engine needs for collectives over ranges of at most `slice` floats
+  // per rank (the trainer plans it and binds it before the first collective).
+  virtual size_t scratch_bytes(int64_t slice) const {
+    (void)slice;
+    return 0;
+  }
+  virtual void bind_scratch(void* p) { (void)p; }
+  // The communicator for host buffers (this one for MPI; NCCL's MPI bootstrap).
+  virtual Communicator& host() { return *this; }
+
+  // Host buffers (host()'s engine): v (n doubles) becomes the sum over ranks, added in rank
+  // order, on every rank.
   virtual void all_sum(double* v, int64_t n) = 0;
   virtual void barrier() = 0;
   // Ends every rank of the job with `code` (a rank that cannot go on).

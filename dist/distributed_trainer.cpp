@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/common/clip.h"
 
 namespace noeira {
 
@@ -14,10 +13,9 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregress
     return make_error("--zero " + std::to_string(zero_stage) +
                       ": ZeRO stages are 0 (DDP), 1 (optimizer state), 2 (+ gradients) and 3 "
                       "(+ parameters)");
-  if (cfg.device != Device::kCpu)
-    return make_error("the distributed trainer runs on the CPU (MPI) only so far; the GPU "
-                      "engine (NCCL) is not implemented yet: use --target cpu");
-  if (cfg.use_train_cuda_graph) return make_error("--graph needs the GPU engine (NCCL)");
+  if (cfg.use_train_cuda_graph)
+    return make_error("--graph with data parallelism: capturing a step with collectives is not "
+                      "implemented yet; drop --graph");
   if (zero_stage == 3 && cfg.amp == BF16Policy)
     return make_error("--zero 3 with --dtype bf16: sharded parameters have no bf16 copies yet; "
                       "use --zero 2 (or --dtype fp32)");
@@ -25,78 +23,87 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregress
   t->comm_ = &comm;
   t->zero_ = zero_stage;
   t->param_pad_multiple_ = comm.size();
-  t->optimizer_clips_ = false;  // clip_slice does it, from the reduced slices
+  t->optimizer_clips_ = false;  // Ops::clip_slice does it, from the reduced slices
   AutoregressiveConfig mine = lm;
   mine.first_row = static_cast<int64_t>(comm.rank()) * cfg.batch;
   t->optim_slice_ = zero_stage >= 1 ? comm.rank() : -1;  // ZeRO-1..3: Adam state for the own slice
   NOEIRA_TRY(t->open(std::move(model), cfg));
+  NOEIRA_TRY(comm.attach(*t->backend_.ops));
   NOEIRA_TRY(t->build(mine, corpus));
-  for (const ParamInfo& p : t->params_.all())
-    t->segments_.push_back(static_cast<int64_t>(p.value.offset / sizeof(float)));
-  t->segments_.push_back(t->padded_);
   return t;
 }
 
+// Every stage: the layer buckets; stages 2 and 3 shrink the arenas to a rank's slice and
+// windows. Also the exchange's own buffers: the parameter offsets (clipping's segments),
+// this rank's and every rank's per-parameter sums of squares, the clip coefficient, and
+// the engine's scratch.
 Status DistributedAutoregressiveTrainer::plan_shards() {
   padded_ = padded_params_;
-  if (padded_ % comm_->size() != 0)
+  const int64_t N = comm_->size();
+  if (padded_ % N != 0)
     return make_error("internal: the parameter arena (" + std::to_string(padded_) +
-                      " floats) is not padded to a multiple of " + std::to_string(comm_->size()));
-  if (zero_ < 2) return {};
-  Result<std::unique_ptr<LayerShards>> s =
-      LayerShards::plan(*model_, params_, padded_, zero_, *comm_);
+                      " floats) is not padded to a multiple of " + std::to_string(N));
+  Result<std::unique_ptr<LayerShards>> s = LayerShards::plan(*model_, params_, padded_, zero_, *comm_);
   if (!s) return s.error();
   shards_ = std::move(s).value();
-  const size_t bytes = static_cast<size_t>(shards_->arena_floats()) * sizeof(float);
-  plan_.set_bytes(MemCategory::kGrads, bytes);
-  if (zero_ >= 3) plan_.set_bytes(MemCategory::kParams, bytes);
+  if (zero_ >= 2) {
+    const size_t bytes = static_cast<size_t>(shards_->arena_floats()) * sizeof(float);
+    plan_.set_bytes(MemCategory::kGrads, bytes);
+    if (zero_ >= 3) plan_.set_bytes(MemCategory::kParams, bytes);
+  }
+  for (const ParamInfo& p : params_.all())
+    segments_.push_back(static_cast<int64_t>(p.value.offset / sizeof(float)));
+  segments_.push_back(padded_);
+  const auto n_params = static_cast<int64_t>(params_.all().size());
+  const auto bytes = [](int64_t n, size_t size) { return static_cast<size_t>(n) * size; };
+  segments_slot_ = plan_.reserve_bytes(MemCategory::kScalars, bytes(n_params + 1, sizeof(int64_t)));
+  sumsq_own_ = plan_.reserve_bytes(MemCategory::kScalars, bytes(n_params, sizeof(double)));
+  sumsq_all_ = plan_.reserve_bytes(MemCategory::kScalars, bytes(N * n_params, sizeof(double)));
+  coef_ = plan_.reserve_bytes(MemCategory::kScalars, sizeof(float));
+  comm_scratch_ = plan_.reserve_bytes(MemCategory::kWorkspace, comm_->scratch_bytes(slice()));
   return {};
 }
 
 void DistributedAutoregressiveTrainer::bind_shards() {
-  if (!shards_) return;
   shards_->bind(arenas_, *backend_.ops);
   ctx_->set_hooks(shards_.get());
-}
-
-// torch's clip_grad_norm_ over the whole reduced gradient, computed from the slices.
-void DistributedAutoregressiveTrainer::clip_slice(float* own) const {
-  const double max_norm = cfg_.optimizer.grad_clip;
-  if (!(max_norm > 0.0)) return;
-  const int64_t lo = comm_->rank() * slice(), hi = lo + slice();
-  const size_t n_params = segments_.size() - 1;
-  std::vector<double> sq(n_params, 0.0);
-  for (size_t i = 0; i < n_params; ++i) {
-    const int64_t a = std::max(lo, segments_[i]), b = std::min(hi, segments_[i + 1]);
-    double s = 0.0;
-    for (int64_t j = a; j < b; ++j) s += static_cast<double>(own[j - lo]) * own[j - lo];
-    sq[i] = s;
-  }
-  comm_->all_sum(sq.data(), static_cast<int64_t>(n_params));
-  double total_sq = 0.0;
-  for (double s : sq) total_sq += clip_norm_square(clip_segment_norm(s));
-  const float coef = clip_coefficient(clip_total_norm(total_sq), static_cast<float>(max_norm));
-  for (int64_t j = 0; j < slice(); ++j) own[j] *= coef;
+  backend_.ops->copy_to_device(arenas_.ptr(segments_slot_), segments_.data(),
+                               segments_.size() * sizeof(int64_t));
+  comm_->bind_scratch(comm_scratch_.valid() ? arenas_.ptr(comm_scratch_) : nullptr);
 }
 
 void DistributedAutoregressiveTrainer::begin_exchange() {
   bytes_before_step_ = comm_->collective_bytes();
 }
 
-// Sum into the own slice, one scale, clip; DDP then gathers the gradients back. ZeRO-2/3
-// reduced each layer's bucket during backward (LayerShards::after_backward) and point the
-// optimizer at the slices. The arenas are host memory on the CPU backend, and CPU ops run
-// synchronously.
+// The buckets were reduce-scattered into the slices during backward
+// (LayerShards::after_backward). Then one scale by 1/N and global-norm clipping from the
+// slices: each rank's per-parameter sums of squares, gathered, added in rank order
+// (Ops::slice_mean_sumsq, Ops::clip_slice). DDP gathers the gradients back; ZeRO-2/3 point
+// the optimizer at the slices.
 void DistributedAutoregressiveTrainer::synchronize_gradients() {
-  const int64_t n = slice();
-  float* g = static_cast<float*>(arenas_.memory(MemCategory::kGrads));
-  float* own = shards_ ? shards_->grad_slice() : g + comm_->rank() * n;
-  if (!shards_) comm_->reduce_scatter_sum(g, own, n);
-  const float ranks = static_cast<float>(comm_->size());
-  for (int64_t j = 0; j < n; ++j) own[j] /= ranks;
-  clip_slice(own);
-  if (zero_ == 0) comm_->all_gather(own, g, n);
-  if (shards_) shards_->window_slices();
+  Ops& ops = *backend_.ops;
+  const int64_t n = slice(), N = comm_->size();
+  float* own = shards_->grad_slice();
+  const auto n_params = static_cast<int64_t>(segments_.size()) - 1;
+  const float max_norm = static_cast<float>(cfg_.optimizer.grad_clip);
+  const bool clip = max_norm > 0.0f;
+  comm_->join();
+  ops.slice_mean_sumsq(own, comm_->rank() * n, n, static_cast<float>(N),
+                       clip ? arenas_.as<int64_t>(segments_slot_) : nullptr, n_params,
+                       arenas_.as<double>(sumsq_own_));
+  if (clip) {
+    comm_->all_gather_bytes(arenas_.ptr(sumsq_own_), arenas_.ptr(sumsq_all_),
+                            n_params * static_cast<int64_t>(sizeof(double)));
+    comm_->join();
+    ops.clip_slice(own, n, arenas_.as<double>(sumsq_all_), N, n_params, max_norm,
+                   arenas_.as<float>(coef_));
+  }
+  if (zero_ == 0) {
+    comm_->all_gather(own, static_cast<float*>(arenas_.memory(MemCategory::kGrads)), n);
+    comm_->join();
+  }
+  shards_->window_slices();
 }
 
 // ZeRO-1/2: every rank updated its own slice; gather the parameters. ZeRO-3 keeps the slice.
@@ -104,14 +111,18 @@ void DistributedAutoregressiveTrainer::synchronize_parameters() {
   if (zero_ == 1 || zero_ == 2) {
     float* p = static_cast<float*>(arenas_.memory(MemCategory::kParams));
     comm_->all_gather(p + comm_->rank() * slice(), p, slice());
+    comm_->join();
   }
   step_bytes_ = comm_->collective_bytes() - bytes_before_step_;
 }
 
+// ZeRO-3: each rank's slice, copied to the host and gathered there (host engine).
 std::vector<float> DistributedAutoregressiveTrainer::parameter_arena_host() const {
   if (zero_ < 3) return AutoregressiveTrainer::parameter_arena_host();
   std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
-  comm_->all_gather(shards_->param_slice(), whole.data(), slice());
+  float* own = whole.data() + comm_->rank() * slice();
+  backend_.ops->copy_to_host(own, shards_->param_slice(), static_cast<size_t>(slice()) * sizeof(float));
+  comm_->host().all_gather(own, whole.data(), slice());
   return whole;
 }
 
@@ -126,7 +137,7 @@ std::vector<float> DistributedAutoregressiveTrainer::optimizer_state_host(const 
   std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
   float* own = whole.data() + comm_->rank() * slice();
   backend_.ops->copy_to_host(own, arenas_.ptr(s), s.bytes);
-  comm_->all_gather(own, whole.data(), slice());
+  comm_->host().all_gather(own, whole.data(), slice());
   return whole;
 }
 

@@ -21,7 +21,8 @@
 //   stage 3 (ZeRO-3): also the parameters sharded: each layer's parameters all-gathered
 //     into a window before its forward and again before its backward (P + P + P); the
 //     optimizer updates the slice, which is all the rank keeps.
-// The NCCL engine (GPU) is not implemented yet and is refused at create.
+// Engines: MPI on the CPU backend, NCCL on the CUDA one (dist/nccl_communicator.h; the
+// buckets' exchanges overlap the backward on a communication stream).
 //
 // Checkpoints: the single-process format plus "ranks" (resuming needs the same count):
 // every rank reaches a barrier and gathers the sharded state, rank 0 writes.
@@ -46,7 +47,7 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   int rank() const { return comm_->rank(); }
   int zero_stage() const { return zero_; }
   Communicator& communicator() const { return *comm_; }
-  // Stages 2 and 3: the layer buckets and windows (null below stage 2).
+  // The layer buckets, and from stage 2 the windows.
   const LayerShards* shards() const { return shards_.get(); }
   // Floats in the padded flat parameter buffer, and in one rank's slice of it.
   int64_t padded_params() const { return padded_; }
@@ -72,7 +73,6 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   void set_optimizer_state(const Slot& s, const std::vector<float>& whole) override;
   std::vector<float> parameter_arena_host() const override;
   void set_parameter_arena(const std::vector<float>& whole) override;
-  void clip_slice(float* own) const;
 
   Communicator* comm_ = nullptr;
   int zero_ = 0;
@@ -80,7 +80,10 @@ class DistributedAutoregressiveTrainer final : public AutoregressiveTrainer {
   int64_t bytes_before_step_ = 0, step_bytes_ = 0;  // Communicator::collective_bytes() marks
   // Parameter i covers arena floats [segments_[i], segments_[i + 1]) (gaps included).
   std::vector<int64_t> segments_;
-  std::unique_ptr<LayerShards> shards_;  // stages 2 and 3
+  std::unique_ptr<LayerShards> shards_;
+  // (n_params + 1) int64 offsets; (n_params) and (N, n_params) doubles; one float; the
+  // engine's scratch.
+  Slot segments_slot_, sumsq_own_, sumsq_all_, coef_, comm_scratch_;
 };
 
 }  // namespace noeira

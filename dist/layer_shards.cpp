@@ -60,14 +60,22 @@ void LayerShards::bind(Arenas& arenas, Ops& ops) {
 }
 
 float* LayerShards::grad_slice() const {
-  return static_cast<float*>(arenas_->memory(MemCategory::kGrads)) + slice_at_;
+  return static_cast<float*>(arenas_->memory(MemCategory::kGrads)) +
+         (stage_ >= 2 ? slice_at_ : comm_->rank() * slice_);
 }
 
 float* LayerShards::param_slice() const {
-  return static_cast<float*>(arenas_->memory(MemCategory::kParams)) + slice_at_;
+  return static_cast<float*>(arenas_->memory(MemCategory::kParams)) +
+         (stage_ >= 3 ? slice_at_ : comm_->rank() * slice_);
+}
+
+float* LayerShards::grad_bucket(int b) const {
+  auto* g = static_cast<float*>(arenas_->memory(MemCategory::kGrads));
+  return g + (stage_ >= 2 ? region(b) : buckets_[static_cast<size_t>(b)].first);
 }
 
 void LayerShards::window_slices() {
+  if (stage_ < 2) return;
   const size_t first = static_cast<size_t>(comm_->rank() * slice_) * sizeof(float);
   arenas_->set_window(MemCategory::kGrads, grad_slice(), first);
   if (stage_ >= 3) arenas_->set_window(MemCategory::kParams, param_slice(), first);
@@ -98,6 +106,7 @@ void LayerShards::gather_params(int b) const {
   const Bucket& k = buckets_[static_cast<size_t>(std::max(b, 0))];
   float* mem = static_cast<float*>(arenas_->memory(MemCategory::kParams)) + region(b);
   comm_->all_gather(param_slice(), mem, k.first, k.count, slice_);
+  comm_->join();  // the layer runs on what was gathered
 }
 
 void LayerShards::before_forward(const Module& layer) {
@@ -121,10 +130,14 @@ void LayerShards::before_backward(const Module& layer) {
     }
     window(MemCategory::kParams, b);
   }
-  // The resident bucket was zeroed with the whole arena at the start of the step.
-  if (b > 0)
+  if (stage_ < 2) return;
+  // The resident bucket was zeroed with the whole arena at the start of the step; the
+  // window is zeroed once the previous bucket's exchange has read it.
+  if (b > 0) {
+    comm_->join();
     ops_->fill_zero(static_cast<float*>(arenas_->memory(MemCategory::kGrads)) + region(b),
                     static_cast<size_t>(buckets_[static_cast<size_t>(b)].count) * sizeof(float));
+  }
   window(MemCategory::kGrads, b);
 }
 
@@ -132,8 +145,7 @@ void LayerShards::after_backward(const Module& layer) {
   const int b = bucket_of(layer);
   if (b < 0) return;
   const Bucket& k = buckets_[static_cast<size_t>(b)];
-  const float* mem = static_cast<const float*>(arenas_->memory(MemCategory::kGrads)) + region(b);
-  comm_->reduce_scatter_sum(mem, k.first, k.count, grad_slice(), slice_);
+  comm_->reduce_scatter_sum(grad_bucket(b), k.first, k.count, grad_slice(), slice_);
 }
 
 }  // namespace noeira

@@ -1,11 +1,14 @@
-// ZeRO-2 and ZeRO-3 on one rank (DESIGN.md section 2): the flat parameter and gradient
+// Data parallelism layer by layer (DESIGN.md section 2): the flat parameter and gradient
 // arenas cut into one bucket per layer (a child of the model's top-level Sequential that
-// has parameters), and the hooks that move a layer's state in and out around its use.
+// has parameters), and the hooks that exchange a layer's state around its use. Every
+// stage reduce-scatters a layer's gradient bucket into the owners' slices as soon as the
+// layer's backward is done (Communicator::reduce_scatter_sum over the bucket's range: the
+// same element order as a whole-buffer call, so the same bits); on the GPU that exchange
+// overlaps the backward of the layers before it.
 //
+//   DDP, ZeRO-1: the full gradient arena; the bucket is reduced in place.
 //   ZeRO-2 (gradients sharded): the rank keeps its gradient slice; a layer's gradients are
-//     written into a bucket window before its backward and reduce-scattered into the owners'
-//     slices as soon as its backward is done (Communicator::reduce_scatter_sum over the
-//     bucket's range: the same element order as the whole-buffer call, so the same bits).
+//     written into a bucket window before its backward.
 //   ZeRO-3 (parameters sharded too): the rank keeps its parameter slice; a layer's
 //     parameters are all-gathered into a window before its forward and again before its
 //     backward.
@@ -13,7 +16,8 @@
 // Windows: the first layer's bucket (GPT's wte and wpe) is resident for the whole step,
 // because the tied LM head, a layer without parameters of its own, reads and accumulates
 // into it at the other end of the model; every other bucket uses one window sized for the
-// largest. A layer without parameters runs with the resident window. Each arena a rank
+// largest (on the GPU the compute stream waits for the window's last exchange before
+// reusing it). A layer without parameters runs with the resident window. Each arena a rank
 // allocates for a sharded category is [slice | resident bucket | window], each placed so
 // that its addresses have the alignment the full arena would give them (mod 256 bytes).
 #pragma once
@@ -34,11 +38,12 @@ class LayerShards final : public LayerHooks {
   };
 
   // model must be a Sequential (as build_gpt makes it); padded = the arenas' floats, a
-  // multiple of comm.size(); stage 2 or 3.
+  // multiple of comm.size(); stage 0 to 3.
   static Result<std::unique_ptr<LayerShards>> plan(const Module& model, const ParamRegistry& params,
                                                    int64_t padded, int stage, Communicator& comm);
 
-  // Floats a rank allocates for each sharded arena (gradients; parameters too at stage 3).
+  // Floats a rank allocates for each sharded arena (gradients from stage 2; parameters too
+  // at stage 3).
   int64_t arena_floats() const { return arena_floats_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
   int64_t window_floats() const { return window_floats_; }
@@ -48,8 +53,8 @@ class LayerShards final : public LayerHooks {
   // The rank's slices: elements [rank * slice, (rank + 1) * slice) of the flat arenas.
   float* grad_slice() const;
   float* param_slice() const;  // stage 3
-  // Point the gradient (and, at stage 3, parameter) slots at the slices: the optimizer
-  // step, which touches only the own slice, runs on them.
+  // Stages 2 and 3: point the gradient (and, at stage 3, parameter) slots at the slices:
+  // the optimizer step, which touches only the own slice, runs on them.
   void window_slices();
 
   void before_forward(const Module& layer) override;
@@ -64,6 +69,8 @@ class LayerShards final : public LayerHooks {
   int bucket_of(const Module& layer) const;
   // Where bucket b (or the resident one for b < 0) lives in a sharded arena, in floats.
   int64_t region(int b) const;
+  // Bucket b's gradients as the layer wrote them (a window, or the full arena).
+  float* grad_bucket(int b) const;
   void window(MemCategory c, int b) const;
   void gather_params(int b) const;
 

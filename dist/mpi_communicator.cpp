@@ -1,5 +1,7 @@
 #include "dist/mpi_communicator.h"
 
+#include "kernels/ops.h"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -125,6 +127,19 @@ void MpiCommunicator::all_gather(const float* own, float* x, int64_t first, int6
                          piece, counts_.data(), displs_.data(), MPI_FLOAT, MPI_COMM_WORLD),
           "MPI_Allgatherv");
   }
+}
+
+void MpiCommunicator::all_gather_bytes(const void* own, void* all, int64_t bytes) {
+  check(MPI_Allgather(own, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes),
+                      MPI_BYTE, MPI_COMM_WORLD),
+        "MPI_Allgather (bytes)");
+}
+
+Status MpiCommunicator::attach(Ops& ops) {
+  if (!ops.host_memory())
+    return make_error("the MPI engine moves host memory: ranks on the GPU use NCCL "
+                      "(a build with CUDA and NCCL, --target gpu)");
+  return {};
 }
 
 void MpiCommunicator::all_sum(double* v, int64_t n) {

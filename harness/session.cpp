@@ -76,7 +76,6 @@ Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& rec
   return AutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm, data.corpus);
 }
 
-#if defined(NOEIRA_WITH_MPI)
 Result<std::unique_ptr<DistributedAutoregressiveTrainer>> make_distributed_lm_trainer(
     const Recipe& recipe, const DataSplit& data, const TrainerOptions& o, Communicator& comm,
     int zero_stage) {
@@ -85,7 +84,6 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> make_distributed_lm_tr
   return DistributedAutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm,
                                                   data.corpus, comm, zero_stage);
 }
-#endif
 
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
                                                   const TrainerOptions& o) {

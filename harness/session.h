@@ -9,9 +9,7 @@
 #include "models/recipe_data.h"
 #include "nn/training/autoregressive_trainer.h"
 #include "nn/training/trainer.h"
-#if defined(NOEIRA_WITH_MPI)
 #include "dist/distributed_trainer.h"
-#endif
 
 namespace noeira {
 
@@ -50,11 +48,9 @@ Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const Da
 Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
                                                                const DataSplit& data,
                                                                const TrainerOptions& o);
-#if defined(NOEIRA_WITH_MPI)
 // The gpt family over the ranks of comm (data parallel, ZeRO stage zero_stage).
 Result<std::unique_ptr<DistributedAutoregressiveTrainer>> make_distributed_lm_trainer(
     const Recipe& recipe, const DataSplit& data, const TrainerOptions& o, Communicator& comm,
     int zero_stage);
-#endif
 
 }  // namespace noeira

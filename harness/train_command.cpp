@@ -14,6 +14,9 @@
 #include "nn/atomic_file.h"
 #if defined(NOEIRA_WITH_MPI)
 #include "dist/mpi_communicator.h"
+#if defined(NOEIRA_WITH_NCCL)
+#include "dist/nccl_communicator.h"
+#endif
 #endif
 
 namespace noeira {
@@ -44,6 +47,10 @@ struct TrainOptions {
 struct Distributed {
 #if defined(NOEIRA_WITH_MPI)
   std::unique_ptr<MpiCommunicator> comm;
+  // --target gpu: NCCL between the GPUs, bootstrapped over comm; null on the CPU.
+  std::unique_ptr<Communicator> device_comm;
+  // The engine the trainer's collectives use.
+  Communicator& engine() const { return device_comm ? *device_comm : *comm; }
 #endif
   bool active() const {
 #if defined(NOEIRA_WITH_MPI)
@@ -91,7 +98,7 @@ Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
     const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
     zero = d.zero_stage();
     comm_bytes = d.comm_bytes_per_step();
-    engine = dist.comm->engine();
+    engine = dist.engine().engine();
   }
 #else
   (void)dist;
@@ -150,8 +157,18 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     // Rank 0 alone prints; the others keep stderr for their errors.
     if (dist.comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
       return dist.fail("cannot silence rank " + std::to_string(dist.comm->rank()), kExitFailure);
+    if (to.device == Device::kGpu) {
+#if defined(NOEIRA_WITH_NCCL)
+      Result<std::unique_ptr<NcclCommunicator>> nccl = NcclCommunicator::create(*dist.comm);
+      if (!nccl) return dist.fail(nccl.error().message, kExitFailure);
+      dist.device_comm = std::move(nccl).value();
+#else
+      return dist.fail("--target gpu with data parallelism needs NCCL (nccl.h and libnccl "
+                       "next to the CUDA toolkit) in the build", kExitFailure);
+#endif
+    }
     Result<std::unique_ptr<DistributedAutoregressiveTrainer>> made =
-        make_distributed_lm_trainer(recipe, data, to, *dist.comm, std::max(o.zero, 0));
+        make_distributed_lm_trainer(recipe, data, to, dist.engine(), std::max(o.zero, 0));
     if (!made) return dist.fail(made.error().message, kExitFailure);
     owned = std::move(made).value();
   }
@@ -183,11 +200,11 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
     const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
     std::printf("data parallel: %d ranks over %s, ZeRO stage %d (%s), global batch %lld rows; "
                 "%lld padded parameter floats, %lld per rank's slice\n",
-                t.ranks(), dist.comm->engine().c_str(), d.zero_stage(),
+                t.ranks(), dist.engine().engine().c_str(), d.zero_stage(),
                 zero_stage_summary(d.zero_stage()),
                 static_cast<long long>(recipe.batch * t.ranks()),
                 static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()));
-    if (const LayerShards* sh = d.shards())
+    if (const LayerShards* sh = d.shards(); sh && d.zero_stage() >= 2)
       std::printf("ZeRO-%d per rank: %s = slice %lld + resident bucket %lld + layer window %lld "
                   "floats (+ alignment), %zu buckets\n",
                   d.zero_stage(), d.zero_stage() >= 3 ? "parameters and gradients" : "gradients",

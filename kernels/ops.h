@@ -77,6 +77,8 @@ class DeviceStepTimer {
 class Ops {
  public:
   virtual ~Ops() = default;
+  // Whether the pointers this backend takes are host memory (the CPU backend).
+  virtual bool host_memory() const = 0;
 
   // ---- Matrix products. fp32 accumulation; A and B both fp32 or both bf16. ----
 
@@ -364,6 +366,21 @@ class Ops {
   }
   virtual void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments,
                               float max_norm, float* norm, void* workspace) = 0;
+
+  // Data parallelism (dist/distributed_trainer.h), on one rank's slice g: elements
+  // [lo, lo + n) of the flat gradient arena, already summed over the ranks.
+  // slice_mean_sumsq divides g by `ranks` in place (the mean; a division, as torch's DDP);
+  // then, when segments (device, n_segments + 1 offsets of the whole arena) is not null,
+  // writes each segment's sum of squares over the slice's part of it into sumsq[p]
+  // (double; element order on the CPU, a fixed tree on CUDA; 0 where the slice misses p).
+  virtual void slice_mean_sumsq(float* g, int64_t lo, int64_t n, float ranks,
+                                const int64_t* segments, int64_t n_segments, double* sumsq) = 0;
+  // clip_slice: every rank's sumsq (ranks x n_segments, rank-major, device) -> segment p's
+  // sum of squares = the ranks' values added in rank order; then kernels/common/clip.h's
+  // segment norms, total (segment order) and coefficient, written to *coef (device fp32);
+  // g (n floats) *= coef.
+  virtual void clip_slice(float* g, int64_t n, const double* sumsq, int64_t ranks,
+                          int64_t n_segments, float max_norm, float* coef) = 0;
 
   // ---- Data ----
 

@@ -14,6 +14,7 @@
 //   cpu_norm.cpp         BatchNorm2d
 //   cpu_image_misc.cpp   shortcut, dropout, augment_crop_flip
 //   cpu_sequence.cpp     embedding, LayerNorm, clip_grad_norm
+//   cpu_dist.cpp         a data-parallel rank's slice: mean, sums of squares, clipping
 //   cpu_attention.cpp    self-attention (per (batch, head): oneDNN GEMMs + fused softmax)
 //   cpu_tokens.cpp       patchify, the class token, token-row copies (ViT)
 //   cpu_batch_windows.cpp  batch_windows (the autoregressive batch, rows of the corpus)
@@ -121,12 +122,17 @@ class CpuOps final : public Ops {
   size_t clip_workspace_bytes(int64_t n_segments) const override;
   void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments, float max_norm,
                       float* norm, void* workspace) override;
+  void slice_mean_sumsq(float* g, int64_t lo, int64_t n, float ranks, const int64_t* segments,
+                        int64_t n_segments, double* sumsq) override;
+  void clip_slice(float* g, int64_t n, const double* sumsq, int64_t ranks, int64_t n_segments,
+                  float max_norm, float* coef) override;
 
   void gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
                    const StepCounters* counters, View dst) override;
   Result<size_t> shuffle_workspace_bytes(int64_t n) const override;
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
+  bool host_memory() const override { return true; }
   bool supports_bf16() const override { return true; }
   void advance(StepCounters* counters) override;
   void fill_zero(void* p, size_t bytes) override;

@@ -83,6 +83,7 @@ class CudaOps final : public Ops {
                      const StepCounters* counters, int64_t B, int64_t T, int64_t first_row,
                      int32_t* inputs, int32_t* targets) override;
   void advance(StepCounters* counters) override;
+  bool host_memory() const override { return false; }
   bool supports_bf16() const override { return true; }
 
   // cuda_image_ops.cpp: convolutions through cuDNN (cudnn_conv.h: algorithms, math types,
@@ -155,6 +156,11 @@ class CudaOps final : public Ops {
   size_t clip_workspace_bytes(int64_t n_segments) const override;
   void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments, float max_norm,
                       float* norm, void* workspace) override;
+  // cuda_dist_ops.cpp: a data-parallel rank's slice.
+  void slice_mean_sumsq(float* g, int64_t lo, int64_t n, float ranks, const int64_t* segments,
+                        int64_t n_segments, double* sumsq) override;
+  void clip_slice(float* g, int64_t n, const double* sumsq, int64_t ranks, int64_t n_segments,
+                  float max_norm, float* coef) override;
 
   // cuda_ops.cpp: set-up, workspaces, memory, copies, synchronisation, timers.
   // bias_grad's per-chunk partials (kernels/common/column_sum.h), from the caller's plan.
