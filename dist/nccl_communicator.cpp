@@ -98,9 +98,12 @@ NcclCommunicator::~NcclCommunicator() {
 std::string NcclCommunicator::engine() const {
   int v = 0;
   ncclGetVersion(&v);
-  // 2.28.9 is 22809 (NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch).
-  return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100) + " over " + host_->engine();
+  // 2.28.9 is 22809 (NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch);
+  // before 2.9 it was major * 1000 + minor * 100 + patch (2.8.4 is 2804).
+  const bool old = v < 10000;
+  return "NCCL " + std::to_string(old ? v / 1000 : v / 10000) + "." +
+         std::to_string(old ? v / 100 % 10 : v / 100 % 100) + "." + std::to_string(v % 100) +
+         " over " + host_->engine();
 }
 
 Status NcclCommunicator::attach(Ops& ops) {

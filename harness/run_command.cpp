@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -366,6 +367,19 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
       ->delimiter(',')->check(CLI::Range(0, 3))->capture_default_str();
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
+    // The benchmark starts its own ranks (an mpirun per configuration); under mpirun every
+    // rank would run the whole matrix. Rank 0 says so, the others leave quietly.
+    if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1) {
+      const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+      if (r && std::atoi(r) != 0) return kExitUsage;
+      return report_error("the benchmark starts its ranks itself: run it without mpirun, e.g. "
+                          "noeira-bench --model " + o->model + " --ranks-list " + n +
+                          " --zero 0,1,2,3 (training under mpirun: noeira-bench train ...)",
+                          kExitUsage);
+    }
+    if (o->ranks_list.empty() && cmd->count("--zero") > 0)
+      return report_error("--zero chooses the stages of the scaling benchmark: add --ranks-list, "
+                          "e.g. --ranks-list 1,2 --zero 0,1,2,3", kExitUsage);
     if (!o->ranks_list.empty()) {
       ScalingOptions s;
       s.model = o->model;

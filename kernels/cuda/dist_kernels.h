@@ -2,7 +2,8 @@
 // communicator's rank-ordered sum). Orders:
 //   slice_mean_sumsq: g[i] /= ranks (grid stride); then one block per segment p: thread t
 //     of 256 sums double(g)^2 over the slice's part of p at t, t + 256, ... in order; the
-//     thread sums folded pairwise (t += t + h, h = 128, ..., 1) into sumsq[p].
+//     thread sums folded pairwise (sums[t] += sums[t + h] for t < h; h = 128, ..., 1)
+//     into sumsq[p] (0 where the slice misses p).
 //   clip_slice: one thread adds each segment's ranks in rank order and the segment norms
 //     in segment order (kernels/common/clip.h) into *coef; then g *= *coef (grid stride).
 //   rank_ordered_sum: out[i] = kernels/common/rank_sum.h over own[i] and the received

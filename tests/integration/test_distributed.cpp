@@ -103,7 +103,9 @@ TEST_CASE("DDP over 2 and 4 ranks is one process with a 2- and 4-times batch (10
     REQUIRE(b.ok());
     CHECK(a->meta["ranks"] == N);
     const double dev = max_rel_deviation(*a, *b);
-    INFO("max relative parameter deviation " << dev);
+    // Printed every run: the issue asks for the measured figure next to the tolerance.
+    WARN(N << " ranks vs one process, 10 steps: max relative parameter deviation " << dev
+           << " (tolerance 1e-5)");
     CHECK(dev < 1e-5);  // fp32 round-off of sums taken in another order
   }
 }
@@ -284,4 +286,16 @@ TEST_CASE("DDP: a rank killed mid-run ends the job, names the rank, leaves no ch
   CHECK_FALSE(Catch::Contains("rc=0").match(r.output));
   CHECK_THAT(r.output, Catch::Contains("rank"));
   CHECK_FALSE(std::filesystem::exists(ckpt));
+}
+
+TEST_CASE("the benchmark starts its own ranks: under mpirun, or with --zero but no "
+          "--ranks-list, it says how to run it", "[distributed][mpi][scaling]") {
+  SKIP_WITHOUT_MPIRUN();
+  const CommandResult a = run_bench("--model gpt-tiny --zero 2");
+  CHECK(a.exit_code == 2);
+  CHECK_THAT(a.output, Catch::Contains("add --ranks-list"));
+  const CommandResult b = run_shell(mpirun(2) + "--model gpt-tiny --zero 2 2>&1");
+  CHECK(b.exit_code != 0);
+  CHECK_THAT(b.output, Catch::Contains("run it without mpirun") &&
+                           Catch::Contains("--ranks-list 2"));
 }
