@@ -12,6 +12,7 @@
 #include "harness/host_info.h"
 #include "harness/micro_command.h"
 #include "harness/report_command.h"
+#include "harness/suite_command.h"
 #include "harness/run_command.h"
 #include "harness/sample_command.h"
 #include "harness/train_command.h"
@@ -91,6 +92,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_env_command(app));
   commands.push_back(add_compare_command(app));
   commands.push_back(add_report_command(app));
+  commands.push_back(add_suite_command(app));
   commands.push_back(add_micro_command(app));
   const std::string first = args.size() > 1 ? args[1] : "";
   const auto known = app.get_subcommands([&](const CLI::App* c) { return c->check_name(first); });

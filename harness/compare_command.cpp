@@ -23,6 +23,7 @@ struct CompareOptions {
   double alpha = 0.05;
   std::string timer = "auto";
   bool ignore_device = false;
+  bool allow_missing = false;
 };
 
 std::string describe_file(const std::string& path, const nlohmann::json& r) {
@@ -78,6 +79,7 @@ int run_compare(const CompareOptions& o) {
   gate.alpha = o.alpha;
   gate.timer = o.timer;
   gate.ignore_device = o.ignore_device;
+  gate.allow_missing = o.allow_missing;
   Result<GateReport> report = compare_results(*base, *next, gate);
   if (!report)
     return report_error(o.base_path + " vs " + o.new_path + ": " + report.error().message,
@@ -91,12 +93,20 @@ int run_compare(const CompareOptions& o) {
       gate.alpha, 1.0 + gate.max_slowdown);
   std::printf("%s", timing_table(*report).c_str());
   if (!report->accuracy.empty()) std::printf("\n%s", accuracy_table(*report).c_str());
+  if (!report->missing.empty()) {
+    std::printf("\nran in the base, not in the new file%s:\n",
+                gate.allow_missing ? " (--allow-missing: listed, not failing)" : "");
+    for (const MissingVariant& m : report->missing)
+      std::printf("  MISSING %s (%s) %s: %s\n", m.model.c_str(), m.dataset.c_str(),
+                  m.variant.c_str(), m.why.c_str());
+  }
   const bool failed = report->failed();
-  std::printf("\n%d slower, %d faster, %d same, %d ambiguous; %d accuracy regression%s: %s\n",
+  std::printf("\n%d slower, %d faster, %d same, %d ambiguous; %d accuracy regression%s; "
+              "%zu missing: %s\n",
               report->count(Verdict::kSlower), report->count(Verdict::kFaster),
               report->count(Verdict::kSame), report->count(Verdict::kAmbiguous),
               report->regressions(), report->regressions() == 1 ? "" : "s",
-              failed ? "FAIL" : "PASS");
+              report->missing.size(), failed ? "FAIL" : "PASS");
   return failed ? kExitFailure : kExitOk;
 }
 
@@ -122,6 +132,9 @@ std::function<int()> add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--ignore-device", o->ignore_device,
                 "Compare files measured on different GPUs/CPUs");
+  cmd->add_flag("--allow-missing", o->allow_missing,
+                "Do not fail when a variant that ran in the base is missing, failed or "
+                "unavailable in the new file (it is still listed)");
   return [cmd, o]() { return cmd->parsed() ? run_compare(*o) : -1; };
 }
 

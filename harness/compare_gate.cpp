@@ -165,11 +165,15 @@ Result<GateReport> compare_results(const json& base, const json& next, const Gat
     return make_error("the files were measured on different devices (base: " + base_on +
                       "; new: " + next_on + "): pass --ignore-device to compare anyway");
   GateReport report;
+  report.allow_missing = o.allow_missing;
   for (const json& b : base.at("benchmarks")) {
     const std::string model = b.at("model"), dataset = b.at("dataset");
     for (const json& v : b.at("variants")) {
       const std::string name = v.at("name");
       const json* other = find_variant(next, model, dataset, name);
+      if (variant_ran(v) && (!other || !variant_ran(*other)))
+        report.missing.push_back({model, dataset, name,
+                                  other ? why_not_run(*other) : "missing from the new file"});
       if (!other) continue;
       TimingComparison t;
       t.model = model;
@@ -185,7 +189,8 @@ Result<GateReport> compare_results(const json& base, const json& next, const Gat
   }
   const bool any = std::any_of(report.timings.begin(), report.timings.end(),
                                [](const TimingComparison& t) { return t.compared; });
-  if (!any)
+  // Nothing in common at all: not two runs of one benchmark (exit 2), whatever is missing.
+  if (report.timings.empty() || (!any && report.missing.empty()))
     return make_error(report.timings.empty()
                           ? "no (model, variant) in common between the two files"
                           : "no (model, variant) has timing samples in both files");

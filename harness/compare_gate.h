@@ -18,6 +18,9 @@ struct GateOptions {
   double alpha = 0.05;         // significance level of the Mann-Whitney U test
   std::string timer = "auto";  // auto | wall | device | event
   bool ignore_device = false;
+  // A variant that ran in the base but is missing, failed or unavailable in the new file
+  // fails the gate unless this is set (then it is only listed).
+  bool allow_missing = false;
 };
 
 // Fewer samples than this on either side and no verdict is trusted.
@@ -57,17 +60,29 @@ struct AccuracyComparison {
   bool regression = false;
 };
 
+// A variant that ran in the base and did not in the new file.
+struct MissingVariant {
+  std::string model, dataset, variant;
+  std::string why;  // "missing from the new file" or the new file's failure / reason
+};
+
 struct GateReport {
   std::vector<TimingComparison> timings;
   std::vector<AccuracyComparison> accuracy;
+  std::vector<MissingVariant> missing;
+  bool allow_missing = false;
   int count(Verdict v) const;
   int regressions() const;
-  bool failed() const { return count(Verdict::kSlower) > 0 || regressions() > 0; }
+  bool failed() const {
+    return count(Verdict::kSlower) > 0 || regressions() > 0 || (!missing.empty() && !allow_missing);
+  }
 };
 
 // Pairs every (model, dataset, variant) of `base` with the same in `next` and judges
-// it. Errors (exit 2 material): different devices without ignore_device, or no pair with
-// samples on both sides.
+// it; a variant that ran in the base but is absent or did not run in `next` is listed in
+// `missing`. Errors (exit 2 material): different devices without ignore_device, no
+// (model, variant) in common at all, or no pair with samples on both sides and nothing
+// missing.
 Result<GateReport> compare_results(const nlohmann::json& base, const nlohmann::json& next,
                                    const GateOptions& o);
 

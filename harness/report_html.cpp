@@ -78,19 +78,32 @@ std::string model_section(const ReportRow& row, const ReportData& d) {
                     html_escape(row.dataset) + "</h3>\n";
   out += "<p class=\"notes\">from " + html_escape(row.source) + "</p>\n";
   out += svg_bar_chart(bars, axis);
-  out += "<p class=\"notes\">Training loss per step, first seed (dashed: the PyTorch twin)</p>\n";
-  out += svg_line_chart(curves, "step", "training loss");
+  out += "<p class=\"notes\">Training loss per step, first seed, log scale (dashed: the PyTorch twin)</p>\n";
+  out += svg_line_chart(curves, "step", "training loss (log scale)", true);
   if (std::string p = parity_text(row); !p.empty()) out += "<p>" + html_escape(p) + "</p>\n";
   return out + "</section>\n";
 }
 
 }  // namespace
 
-std::string render_html(const ReportData& d) {
+std::string render_html(const ReportData& d, const ReportTable* summary,
+                        const std::vector<SummaryPick>* picks) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>noeira-bench report</title>\n<style>" +
       std::string(kStyle) + "</style>\n</head>\n<body>\n<h1>noeira-bench report</h1>\n";
+  if (summary) out += table_html(*summary);
+  if (picks && !picks->empty()) {
+    // One bar per model: ours / twin (below 1: ours is faster).
+    std::vector<BarItem> bars;
+    for (const SummaryPick& p : *picks) {
+      const double r = p.ours_ms / p.twin_ms;
+      bars.push_back({p.label + ": " + p.ours_variant + " / " + p.twin_variant,
+                      r <= 1.0 ? "#2ca02c" : "#d62728", true, "", r, r, r});
+    }
+    out += "<p class=\"notes\">Step time ratio, ours / twin (green: ours faster)</p>\n";
+    out += svg_bar_chart(bars, "ours / twin median step time (1 = parity)");
+  }
   out += table_html(context_table(d));
   out += table_html(step_time_table(d));
   out += table_html(accuracy_table(d));

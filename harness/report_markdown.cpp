@@ -17,8 +17,9 @@ std::string section(const ReportTable& t) {
 
 }  // namespace
 
-std::string render_markdown(const ReportData& d) {
+std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   std::string out = "# noeira-bench report\n\n";
+  if (summary) out += section(*summary);
   out += section(context_table(d));
   out += section(step_time_table(d));
   out += section(accuracy_table(d));

@@ -2,11 +2,13 @@
 #include <string>
 
 #include "harness/report_data.h"
+#include "harness/report_tables.h"
 
 namespace noeira {
 
 // The report as GitHub-flavoured markdown: context, step-time table, accuracy table,
 // parity and seed-agreement lines.
-std::string render_markdown(const ReportData& d);
+// summary (the suite's first table), when given, comes first.
+std::string render_markdown(const ReportData& d, const ReportTable* summary = nullptr);
 
 }  // namespace noeira

@@ -95,7 +95,7 @@ std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& a
 }
 
 std::string svg_line_chart(const std::vector<LineSeries>& series, const std::string& x_label,
-                           const std::string& y_label) {
+                           const std::string& y_label, bool log_y) {
   constexpr double kLeft = 64, kPlot = 480, kRight = 150, kTop = 10, kHeight = 260, kBottom = 44;
   const double width = kLeft + kPlot + kRight, height = kTop + kHeight + kBottom;
   size_t n_max = 0;
@@ -103,24 +103,39 @@ std::string svg_line_chart(const std::vector<LineSeries>& series, const std::str
   for (const LineSeries& l : series) {
     n_max = std::max(n_max, l.y.size());
     for (double v : l.y)
-      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      if (std::isfinite(v) && (!log_y || v > 0.0)) lo = std::min(lo, v), hi = std::max(hi, v);
   }
   std::string s = svg_open(width, height, y_label + " by " + x_label);
   if (n_max == 0 || !std::isfinite(lo)) {
     s += text(kLeft + kPlot / 2, kTop + kHeight / 2, "no data", "middle", " fill=\"#888\"");
     return s + "</svg>\n";
   }
-  if (hi - lo < 1e-12) hi = lo + 1.0;  // a flat line still needs a y range
+  if (hi - lo < 1e-12) hi = log_y ? lo * 10.0 : lo + 1.0;  // a flat line still needs a y range
   const double y_step = nice_step(hi - lo, 5);
-  const double y_lo = std::floor(lo / y_step) * y_step, y_hi = std::ceil(hi / y_step) * y_step;
+  // Linear: the data range rounded out to ticks. Log: whole decades (positions in log10).
+  const double y_lo = log_y ? std::floor(std::log10(lo)) : std::floor(lo / y_step) * y_step;
+  const double y_hi = log_y ? std::ceil(std::log10(hi)) : std::ceil(hi / y_step) * y_step;
   const double x_hi = std::max<double>(1.0, static_cast<double>(n_max - 1));
   const double x_step = nice_step(x_hi, 6);
   auto X = [&](double i) { return kLeft + kPlot * i / x_hi; };
-  auto Y = [&](double v) { return kTop + kHeight * (1.0 - (v - y_lo) / (y_hi - y_lo)); };
+  auto Y = [&](double v) {
+    const double at = log_y ? std::log10(v) : v;
+    return kTop + kHeight * (1.0 - (at - y_lo) / (y_hi - y_lo));
+  };
 
-  for (double v = y_lo; v <= y_hi + y_step * 1e-9; v += y_step) {
-    s += line(kLeft, Y(v), kLeft + kPlot, Y(v), "#e5e5e5");
-    s += text(kLeft - 6, Y(v) + 4, tick_label(v, y_step), "end");
+  if (log_y) {
+    for (double d = y_lo; d <= y_hi + 1e-9; d += 1.0)
+      for (const double m : {1.0, 2.0, 5.0}) {
+        const double v = m * std::pow(10.0, d);
+        if (std::log10(v) > y_hi + 1e-9) break;
+        s += line(kLeft, Y(v), kLeft + kPlot, Y(v), "#e5e5e5");
+        s += text(kLeft - 6, Y(v) + 4, format_number("%g", v), "end");
+      }
+  } else {
+    for (double v = y_lo; v <= y_hi + y_step * 1e-9; v += y_step) {
+      s += line(kLeft, Y(v), kLeft + kPlot, Y(v), "#e5e5e5");
+      s += text(kLeft - 6, Y(v) + 4, tick_label(v, y_step), "end");
+    }
   }
   for (double i = 0; i <= x_hi + 1e-9; i += x_step) {
     s += line(X(i), kTop + kHeight, X(i), kTop + kHeight + 4, "#444");
@@ -144,7 +159,7 @@ std::string svg_line_chart(const std::vector<LineSeries>& series, const std::str
       points.clear();
     };
     for (size_t i = 0; i < l.y.size(); i += stride) {
-      if (!std::isfinite(l.y[i])) {
+      if (!std::isfinite(l.y[i]) || (log_y && l.y[i] <= 0.0)) {
         flush();  // a diverged step breaks the curve instead of drawing to infinity
         continue;
       }

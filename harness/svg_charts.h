@@ -23,7 +23,8 @@ struct LineSeries {
 };
 
 // Line chart with axes, ticks and a legend; long series are thinned to ~1000 points.
+// log_y: a logarithmic y axis (ticks at 1, 2, 5 x 10^k); values <= 0 break the line.
 std::string svg_line_chart(const std::vector<LineSeries>& series, const std::string& x_label,
-                           const std::string& y_label);
+                           const std::string& y_label, bool log_y = false);
 
 }  // namespace noeira

@@ -12,6 +12,7 @@
 #include "harness/number_format.h"
 #include "harness/results.h"
 #include "harness/stats.h"
+#include "tests/support/chromium_check.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
 
@@ -322,6 +323,36 @@ TEST_CASE("compare: equal runs are SAME and exit 0", "[compare]") {
                            Catch::Contains("wall") && Catch::Contains("10.00"));
 }
 
+TEST_CASE("compare: a variant that ran in the base and is missing or failed in the new file "
+          "fails the gate unless --allow-missing", "[compare]") {
+  TempDir dir;
+  FileSpec both;
+  both.variants = {VariantSpec{}, VariantSpec{}};
+  both.variants[1].name = "graph";
+  const auto base = write(dir, "base.json", make_results(both));
+  // graph missing from the new file
+  const auto missing = write(dir, "missing.json", make_results(one_variant(10.0, 0.01, 2)));
+  CommandResult r = compare(base, missing);
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("MISSING") && Catch::Contains("graph") &&
+                           Catch::Contains("missing from the new file") && Catch::Contains("FAIL"));
+  r = compare(base, missing, "--allow-missing");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("MISSING") && Catch::Contains("PASS"));
+  // graph failed in the new file
+  FileSpec failed = both;
+  failed.stream = 2;
+  failed.variants[1].error = "capture failed: out of memory";
+  const auto broken = write(dir, "failed.json", make_results(failed));
+  r = compare(base, broken);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("MISSING") && Catch::Contains("capture failed"));
+  // a variant that did not run in the base either is not missing
+  const auto again = write(dir, "again.json", make_results(failed));
+  CHECK(compare(again, broken).exit_code == 0);
+}
+
 TEST_CASE("compare: 20% slower with tight noise is SLOWER and exits 1", "[compare]") {
   TempDir dir;
   const auto base = write(dir, "base.json", make_results(one_variant(10.0, 0.01, 1)));
@@ -517,6 +548,14 @@ TEST_CASE("report: the HTML page is self-contained, charts inline, strings escap
                        !Catch::Contains("<script"));
   CHECK_THAT(html, Catch::Contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; Co"));
   CHECK_THAT(html, Catch::Contains("torch 2.5.1") && Catch::Contains("0123456789abcdef"));
+  // In a real browser: lays out, no script runs (the escaped one stays text), a screenshot.
+  const BrowserCheck browser = check_in_chromium(html_path);
+  if (browser.skipped) {
+    WARN("SKIP the browser check: " << browser.why);
+  } else {
+    for (const std::string& p : browser.problems) FAIL_CHECK("report.html: " << p);
+    CHECK(std::filesystem::exists(dir / "report.png"));
+  }
 }
 
 TEST_CASE("report: unusable input exits 2 naming the file", "[report]") {

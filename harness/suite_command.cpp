@@ -1,0 +1,372 @@
+#include "harness/suite_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli.h"
+#include "harness/cli_options.h"
+#include "harness/report_data.h"
+#include "harness/report_html.h"
+#include "harness/report_markdown.h"
+#include "harness/report_summary.h"
+#include "harness/results.h"
+#include "harness/subprocess.h"
+#include "models/recipe.h"
+#include "nn/atomic_file.h"
+
+namespace noeira {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kManifestSchema = "noeira-suite/1";
+
+struct SuiteOptions {
+  std::vector<std::string> models;  // empty: the default list for the target
+  std::vector<std::string> dtypes = {"fp32", "bf16"};
+  int seeds = 3;
+  bool quick = false;
+  std::string target = "auto";
+  int threads = 0;
+  std::vector<std::string> twin = {"eager", "compiled", "graphs"};
+  std::string python, data_dir;
+  double twin_timeout = 900;
+  std::string out_dir, resume;
+};
+
+// One `run` of the suite.
+struct Entry {
+  std::string model, dtype;
+  std::string dataset;             // an override of the recipe's, or ""
+  std::string variants = "all";    // which of ours compete in the table: fp32, bf16, all
+  std::vector<std::string> run_variants;  // --variants for the run ("" = its default)
+  std::string status = "pending";  // pending | running | done | failed
+  std::string reason;
+  double seconds = 0;
+  std::string name() const { return model + "-" + dtype; }
+  std::string label() const { return model + " " + (variants == "all" ? dtype : variants); }
+};
+
+std::string self_binary() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("noeira-bench") : p.string();
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// The published order: GPT (fp32, then bf16), ResNet-20, the CIFAR CNN, then the others. On
+// a CPU the small members of the families and the CIFAR-10 subset (the CPU scale).
+std::vector<std::string> default_models(bool gpu) {
+  if (gpu) return {"gpt", "resnet20", "cifar-cnn", "mlp", "conv2d-mnist", "vit"};
+  return {"gpt-tiny", "resnet20", "cifar-cnn", "mlp", "conv2d-mnist", "vit-tiny"};
+}
+
+Result<std::vector<Entry>> plan_entries(const SuiteOptions& o, bool gpu) {
+  const std::vector<std::string> models = o.models.empty() ? default_models(gpu) : o.models;
+  const bool bf16 = std::find(o.dtypes.begin(), o.dtypes.end(), "bf16") != o.dtypes.end();
+  std::vector<Entry> out;
+  for (const std::string& m : models) {
+    Result<Recipe> r = load_recipe_for_model(m);
+    if (!r) return r.error();
+    const std::string dataset = !gpu && r->dataset == "cifar10" ? "cifar10-subset" : "";
+    if (r->family == "gpt") {
+      // One row per precision: the bf16 run times only the bf16 variants.
+      for (const std::string& d : o.dtypes) {
+        Entry e;
+        e.model = m;
+        e.dtype = d;
+        e.dataset = dataset;
+        e.variants = d;
+        if (d == "bf16") e.run_variants = gpu ? std::vector<std::string>{"bf16", "bf16+graph"}
+                                              : std::vector<std::string>{"bf16"};
+        out.push_back(e);
+      }
+    } else {
+      // One row: a bf16 run also times the fp32 variants (its baseline); the best competes.
+      Entry e;
+      e.model = m;
+      e.dtype = bf16 ? "bf16" : o.dtypes.front();
+      e.dataset = dataset;
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+json options_json(const SuiteOptions& o) {
+  return {{"models", o.models}, {"dtypes", o.dtypes}, {"seeds", o.seeds}, {"quick", o.quick},
+          {"target", o.target}, {"threads", o.threads}, {"twin", o.twin},
+          {"python", o.python}, {"data_dir", o.data_dir}, {"twin_timeout", o.twin_timeout}};
+}
+
+SuiteOptions options_from(const json& j, SuiteOptions o) {
+  o.models = j.at("models").get<std::vector<std::string>>();
+  o.dtypes = j.at("dtypes").get<std::vector<std::string>>();
+  o.seeds = j.at("seeds").get<int>();
+  o.quick = j.at("quick").get<bool>();
+  o.target = j.at("target").get<std::string>();
+  o.threads = j.at("threads").get<int>();
+  o.twin = j.at("twin").get<std::vector<std::string>>();
+  o.python = j.at("python").get<std::string>();
+  o.data_dir = j.at("data_dir").get<std::string>();
+  o.twin_timeout = j.at("twin_timeout").get<double>();
+  return o;
+}
+
+json entry_json(const Entry& e) {
+  return {{"model", e.model}, {"dtype", e.dtype}, {"dataset", e.dataset},
+          {"variants", e.variants}, {"run_variants", e.run_variants}, {"status", e.status},
+          {"reason", e.reason}, {"seconds", e.seconds}, {"results", e.name() + ".json"}};
+}
+
+Entry entry_from(const json& j) {
+  Entry e;
+  e.model = j.at("model");
+  e.dtype = j.at("dtype");
+  e.dataset = j.at("dataset");
+  e.variants = j.at("variants");
+  e.run_variants = j.at("run_variants").get<std::vector<std::string>>();
+  e.status = j.at("status");
+  e.reason = j.at("reason");
+  e.seconds = j.at("seconds");
+  return e;
+}
+
+Status write_manifest(const fs::path& dir, const SuiteOptions& o, const std::string& created,
+                      const std::vector<Entry>& entries) {
+  json doc = {{"schema", kManifestSchema}, {"created", created}, {"updated", utc_now()},
+              {"options", options_json(o)}, {"entries", json::array()}};
+  for (const Entry& e : entries) doc["entries"].push_back(entry_json(e));
+  return write_file_atomically(dir / "suite.json", doc.dump(2) + "\n", "the suite manifest");
+}
+
+// The last line of the log that says why (an "error:" line, else the last line).
+std::string failure_reason(const fs::path& log, const ProcessResult& r) {
+  std::ifstream in(log);
+  std::string line, last, error;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (line.find("error") != std::string::npos) error = line;
+  }
+  std::string why = !error.empty() ? error : last;
+  const std::string how = r.timed_out ? "timed out" : r.signal ? "killed by signal " + std::to_string(r.signal)
+                                                                 : "exit " + std::to_string(r.exit_code);
+  return how + (why.empty() ? "" : ": " + why) + " (log: " + log.string() + ")";
+}
+
+std::vector<std::string> run_argv(const SuiteOptions& o, const Entry& e, const fs::path& out) {
+  std::vector<std::string> a = {self_binary(), "run", "--model", e.model, "--dtype", e.dtype,
+                                "--seeds", std::to_string(o.seeds), "--target", o.target,
+                                "--out", out.string(), "--twin-timeout",
+                                std::to_string(o.twin_timeout)};
+  if (o.quick) a.push_back("--quick");
+  if (o.threads > 0) a.insert(a.end(), {"--threads", std::to_string(o.threads)});
+  if (!e.dataset.empty()) a.insert(a.end(), {"--dataset", e.dataset});
+  if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir});
+  if (!o.python.empty()) a.insert(a.end(), {"--python", o.python});
+  a.push_back("--twin");
+  for (const std::string& t : o.twin) a.push_back(t);
+  if (!e.run_variants.empty()) {
+    a.push_back("--variants");
+    for (const std::string& v : e.run_variants) a.push_back(v);
+  }
+  return a;
+}
+
+std::string duration(double s) {
+  char buf[32];
+  if (s < 90) std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 5400) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+
+int write_report(const fs::path& dir, const std::vector<Entry>& entries) {
+  std::vector<LoadedResults> files;
+  std::vector<SummaryEntry> rows;
+  for (const Entry& e : entries) {
+    SummaryEntry s{e.label(), "", e.variants, ""};
+    if (e.status == "done") {
+      const fs::path p = dir / (e.name() + ".json");
+      Result<json> r = read_results(p);
+      if (r) {
+        files.push_back({p.string(), std::move(r).value()});
+        s.source = p.string();
+      } else {
+        s.failure = r.error().message;
+      }
+    } else {
+      s.failure = e.status == "failed" ? e.reason : "not run (" + e.status + ")";
+    }
+    rows.push_back(s);
+  }
+  const ReportData data = build_report_data(files);
+  std::vector<SummaryPick> picks;
+  const ReportTable summary = summary_table(rows, data, files, &picks);
+  const std::string md = render_markdown(data, &summary);
+  if (Status s = write_file_atomically(dir / "report.md", md, "the markdown report"); !s)
+    return report_error(s.error().message, kExitFailure);
+  if (Status s = write_file_atomically(dir / "report.html", render_html(data, &summary, &picks),
+                                       "the HTML report");
+      !s)
+    return report_error(s.error().message, kExitFailure);
+  std::fwrite(md.data(), 1, md.size(), stdout);
+  std::printf("\nreport: %s and %s\n", (dir / "report.md").c_str(), (dir / "report.html").c_str());
+  return kExitOk;
+}
+
+int run_suite(SuiteOptions o) {
+  std::vector<Entry> entries;
+  std::string created = utc_now();
+  fs::path dir;
+  if (!o.resume.empty()) {
+    dir = o.resume;
+    std::ifstream in(dir / "suite.json");
+    const json m = json::parse(in, nullptr, false);
+    if (!in || m.is_discarded() || !m.is_object() || m.value("schema", "") != kManifestSchema)
+      return report_error((dir / "suite.json").string() + " is not a suite manifest (" +
+                              kManifestSchema + "); --resume takes the directory of a suite",
+                          kExitUsage);
+    try {
+      o = options_from(m.at("options"), o);
+      created = m.at("created");
+      for (const json& e : m.at("entries")) entries.push_back(entry_from(e));
+    } catch (const json::exception& e) {
+      return report_error((dir / "suite.json").string() + ": " + e.what(), kExitUsage);
+    }
+    // A finished entry counts only if its results file is still valid.
+    for (Entry& e : entries)
+      if (e.status == "done" && !read_results(dir / (e.name() + ".json")).ok()) e.status = "pending";
+  } else {
+    Result<Device> device = resolve_target(o.target);
+    if (!device) return report_error(device.error().message, kExitUsage);
+    o.target = *device == Device::kGpu ? "gpu" : "cpu";
+    for (const std::string& d : o.dtypes)
+      if (d != "fp32" && d != "bf16")
+        return report_error("--dtype-list: '" + d + "' is not fp32 or bf16", kExitUsage);
+    Result<std::vector<Entry>> planned = plan_entries(o, o.target == "gpu");
+    if (!planned) return report_error(planned.error().message, kExitUsage);
+    entries = std::move(planned).value();
+    dir = o.out_dir.empty() ? fs::path("noeira-suite-" + o.target) : fs::path(o.out_dir);
+    if (fs::exists(dir / "suite.json"))
+      return report_error((dir / "suite.json").string() + " exists: resume it with --resume " +
+                              dir.string() + " or choose another --out-dir", kExitUsage);
+  }
+  std::error_code ec;
+  fs::create_directories(dir / "logs", ec);
+  if (ec) return report_error("cannot create " + (dir / "logs").string() + ": " + ec.message(), kExitFailure);
+  if (Status s = write_manifest(dir, o, created, entries); !s)
+    return report_error(s.error().message, kExitFailure);
+
+  size_t todo = 0;
+  for (const Entry& e : entries) todo += e.status != "done" ? 1 : 0;
+  std::printf("noeira-bench suite: %zu runs (%zu to do) on %s, %d seed(s)%s, in %s\n",
+              entries.size(), todo, o.target.c_str(), o.seeds, o.quick ? ", quick" : "",
+              dir.c_str());
+  std::fflush(stdout);
+  const auto t0 = std::chrono::steady_clock::now();
+  double finished_seconds = 0;
+  size_t finished = 0, k = 0;
+  for (Entry& e : entries) {
+    ++k;
+    if (e.status == "done") continue;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const size_t left = todo - finished;
+    std::string eta = finished ? ", about " + duration(finished_seconds / finished * left) + " left" : "";
+    std::printf("[%zu/%zu] %s (%s)%s: running (elapsed %s%s)\n", k, entries.size(),
+                e.model.c_str(), e.dtype.c_str(), e.dataset.empty() ? "" : (" on " + e.dataset).c_str(),
+                duration(elapsed).c_str(), eta.c_str());
+    std::fflush(stdout);
+    e.status = "running";
+    (void)write_manifest(dir, o, created, entries);
+    const fs::path log = dir / "logs" / (e.name() + ".log");
+    const ProcessResult r = run_process(run_argv(o, e, dir / (e.name() + ".json")), log, 7 * 24 * 3600.0);
+    {  // the run's stdout (its table) after its stderr, in the one log
+      std::ofstream out(log, std::ios::app);
+      out << r.out;
+    }
+    e.seconds = r.seconds;
+    const bool valid = r.started && r.exit_code == 0 && read_results(dir / (e.name() + ".json")).ok();
+    if (valid) {
+      e.status = "done";
+      e.reason.clear();
+      std::printf("[%zu/%zu] %s (%s): done in %s\n", k, entries.size(), e.model.c_str(),
+                  e.dtype.c_str(), duration(r.seconds).c_str());
+    } else {
+      e.status = "failed";
+      e.reason = r.started ? failure_reason(log, r) : "cannot start: " + r.error;
+      std::printf("[%zu/%zu] %s (%s): FAILED: %s\n", k, entries.size(), e.model.c_str(),
+                  e.dtype.c_str(), e.reason.c_str());
+    }
+    std::fflush(stdout);
+    finished_seconds += r.seconds;
+    ++finished;
+    if (Status s = write_manifest(dir, o, created, entries); !s)
+      return report_error(s.error().message, kExitFailure);
+  }
+  const int rc = write_report(dir, entries);
+  if (rc != kExitOk) return rc;
+  size_t failed = 0;
+  for (const Entry& e : entries) failed += e.status != "done" ? 1 : 0;
+  if (failed) std::printf("%zu of %zu runs failed (rows with their reasons above)\n", failed, entries.size());
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_suite_command(CLI::App& app) {
+  auto o = std::make_shared<SuiteOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "suite",
+      "The published comparison: every model's variant matrix and the twin (one run each), "
+      "then one report (markdown + HTML) whose first table is ours vs the twin per model");
+  cmd->add_option("--models", o->models,
+                  "Models in table order (default: gpt, resnet20, cifar-cnn, mlp, conv2d-mnist, "
+                  "vit on a GPU; gpt-tiny, resnet20, cifar-cnn, mlp, conv2d-mnist, vit-tiny on a "
+                  "CPU, with the CIFAR-10 subset)")
+      ->delimiter(',');
+  cmd->add_option("--dtype-list", o->dtypes,
+                  "Precisions: the gpt family gets a row per precision; the others one run "
+                  "(bf16 includes the fp32 variants)")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--seeds", o->seeds, "Seeds per variant")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--quick", o->quick, "Each recipe's small smoke configuration");
+  cmd->add_option("--target", o->target, "auto, cpu or gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  cmd->add_option("--threads", o->threads, "CPU threads for us and the twin (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--twin", o->twin, "Twin modes: eager,compiled,graphs or none")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--python", o->python, "Python interpreter with torch for the twin");
+  cmd->add_option("--data-dir", o->data_dir, "Directory holding <dataset>/ files");
+  cmd->add_option("--twin-timeout", o->twin_timeout, "Seconds before a twin run is killed")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--out-dir", o->out_dir,
+                  "Directory for suite.json, the results, logs/ and report.{md,html} "
+                  "(default noeira-suite-<target>)");
+  cmd->add_option("--resume", o->resume,
+                  "Finish an interrupted suite in this directory (its own options; finished "
+                  "runs are kept)")
+      ->excludes("--out-dir");
+  return [cmd, o]() { return cmd->parsed() ? run_suite(*o) : -1; };
+}
+
+}  // namespace noeira
