@@ -1,7 +1,9 @@
 #include "harness/compare_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -66,7 +68,53 @@ std::string accuracy_table(const GateReport& g) {
   return render_text_table(rows, {false, false, true, true, true, true, false});
 }
 
+int run_compare_files(const CompareOptions& o);
+
+// Two suite directories (`noeira-bench suite`): every results file of the base compared
+// with the same file of the new suite; one missing from the new suite is a missing model.
+int run_compare_suites(const CompareOptions& o) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(o.new_path))
+    return report_error(o.base_path + " is a directory (a suite) but " + o.new_path +
+                            " is not: compare two results files or two suite directories",
+                        kExitUsage);
+  std::vector<fs::path> bases;
+  for (const auto& e : fs::directory_iterator(o.base_path))
+    if (e.path().extension() == ".json" && e.path().filename() != "suite.json")
+      bases.push_back(e.path());
+  std::sort(bases.begin(), bases.end());
+  if (bases.empty())
+    return report_error(o.base_path + " holds no results files (*.json)", kExitUsage);
+  int worst = kExitOk;
+  size_t missing = 0;
+  for (const fs::path& b : bases) {
+    const fs::path n = fs::path(o.new_path) / b.filename();
+    if (!fs::exists(n)) {
+      std::printf("MISSING %s: not in %s%s\n\n", b.filename().c_str(), o.new_path.c_str(),
+                  o.allow_missing ? " (--allow-missing)" : "");
+      ++missing;
+      continue;
+    }
+    CompareOptions one = o;
+    one.base_path = b.string();
+    one.new_path = n.string();
+    const int rc = run_compare_files(one);
+    std::printf("\n");
+    worst = std::max(worst, rc);
+  }
+  if (missing && !o.allow_missing) worst = std::max(worst, kExitFailure);
+  std::printf("suite %s vs %s: %zu file(s), %zu missing: %s\n", o.base_path.c_str(),
+              o.new_path.c_str(), bases.size(), missing,
+              worst == kExitOk ? "PASS" : worst == kExitFailure ? "FAIL" : "UNUSABLE INPUT");
+  return worst;
+}
+
 int run_compare(const CompareOptions& o) {
+  if (std::filesystem::is_directory(o.base_path)) return run_compare_suites(o);
+  return run_compare_files(o);
+}
+
+int run_compare_files(const CompareOptions& o) {
   Result<double> threshold = parse_slowdown_threshold(o.max_slowdown);
   if (!threshold) return report_error(threshold.error().message, kExitUsage);
   Result<nlohmann::json> base = read_results(o.base_path);
@@ -118,8 +166,10 @@ std::function<int()> add_compare_command(CLI::App& app) {
       app.add_subcommand("compare",
                          "Regression gate: compare two results files; exit 1 on a significant "
                          "slowdown above the threshold or an accuracy regression");
-  cmd->add_option("BASE", o->base_path, "Baseline results JSON")->required();
-  cmd->add_option("NEW", o->new_path, "New results JSON")->required();
+  cmd->add_option("BASE", o->base_path,
+                  "Baseline results JSON, or a suite directory (results/baselines/<gpu>)")
+      ->required();
+  cmd->add_option("NEW", o->new_path, "New results JSON, or a suite directory")->required();
   cmd->add_option("--max-slowdown", o->max_slowdown,
                   "Largest tolerated slowdown of the median step time: 5% or 0.05")
       ->capture_default_str();

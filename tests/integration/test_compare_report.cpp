@@ -353,6 +353,23 @@ TEST_CASE("compare: a variant that ran in the base and is missing or failed in t
   CHECK(compare(again, broken).exit_code == 0);
 }
 
+TEST_CASE("compare: two suite directories compare file by file; a file missing from the "
+          "new suite fails unless --allow-missing", "[compare]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "base");
+  std::filesystem::create_directories(dir / "new");
+  write(dir, "base/mlp-fp32.json", make_results(one_variant(10.0, 0.01, 1)));
+  write(dir, "base/cnn-fp32.json", make_results(one_variant(20.0, 0.01, 1)));
+  write(dir, "new/mlp-fp32.json", make_results(one_variant(10.0, 0.01, 2)));
+  CommandResult r = compare((dir / "base").string(), (dir / "new").string());
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("MISSING cnn-fp32.json") && Catch::Contains("SAME") &&
+                           Catch::Contains("1 missing: FAIL"));
+  r = compare((dir / "base").string(), (dir / "new").string(), "--allow-missing");
+  CHECK(r.exit_code == 0);
+}
+
 TEST_CASE("compare: 20% slower with tight noise is SLOWER and exits 1", "[compare]") {
   TempDir dir;
   const auto base = write(dir, "base.json", make_results(one_variant(10.0, 0.01, 1)));
