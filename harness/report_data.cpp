@@ -73,6 +73,8 @@ ReportCell cell_of(const json& v) {
     return c;
   }
   c.losses = losses_of(v);
+  if (const auto clocks = v.find("clocks"); clocks != v.end() && clocks->is_object())
+    c.clock_warning = text_of(*clocks, "warning");
   const json& summary = v.at("summary");
   if (const auto top1 = summary.find("test_top1"); top1 != summary.end() && top1->is_object()) {
     if (top1->at("mean").is_number()) c.top1_mean = top1->at("mean").get<double>();

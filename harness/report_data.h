@@ -25,6 +25,7 @@ struct ReportCell {
   std::optional<double> top1_mean, top1_std;
   int64_t top1_n = 0;
   std::vector<double> losses;  // runs[0].losses; NaN where the loss was null
+  std::string clock_warning;   // NVML: ran throttled or at a changed clock (GPU), else ""
 };
 
 struct ReportRow {

@@ -86,6 +86,11 @@ ReportTable step_time_table(const ReportData& d) {
   t.footnotes.insert(t.footnotes.begin(),
                      "Timers: wall = host clock over the steps; device = GPU activity recorded "
                      "by CUPTI; event = CUDA events. Warm-up excluded; '-' = not run.");
+  // The GPU's clocks around each variant (NVML): a throttled or re-clocked one is flagged.
+  for (const ReportRow& r : d.rows)
+    for (const auto& [name, c] : r.cells)
+      if (!c.clock_warning.empty())
+        t.footnotes.push_back("WARNING " + r.label + " " + name + ": " + c.clock_warning);
   return t;
 }
 

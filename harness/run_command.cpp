@@ -13,6 +13,7 @@
 #include "harness/scaling_runner.h"
 #include "harness/cli.h"
 #include "harness/cli_options.h"
+#include "harness/gpu_clocks.h"
 #include "harness/host_info.h"
 #include "harness/lm_work.h"
 #include "harness/number_format.h"
@@ -180,6 +181,7 @@ int run_run(const RunOptions& o) {
     if (p32 && p16) bench["peak_flops"] = {{"fp32", *p32}, {"bf16", *p16}, {"device", gpu_name}};
   }
   bool our_failure = false;
+  const bool gpu = *device == Device::kGpu;
   std::vector<VariantSpec> ran;  // our variants in bench["variants"] order, for the CUPTI pass
   for (const std::string& name : variants) {
     const bool graph = name == "graph" || name == "bf16+graph";
@@ -191,6 +193,7 @@ int run_run(const RunOptions& o) {
       continue;
     }
     nlohmann::json v = new_variant(name, "noeira", dtype, target);
+    const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
     for (uint64_t seed : seeds) {
       const std::string label = name + " seed " + std::to_string(seed);
       Result<nlohmann::json> run = run_our_variant(*recipe, *data, spec, seed, st, label);
@@ -211,6 +214,7 @@ int run_run(const RunOptions& o) {
       v["runs"].push_back(std::move(run).value());
     }
     v["summary"] = summarize_runs(v["runs"]);
+    if (gpu) record_variant_clocks(v, clocks_before);
     bench["variants"].push_back(v);
     ran.push_back(spec);
   }

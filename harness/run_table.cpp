@@ -109,6 +109,12 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
     if (any_bf16) r.push_back(v["impl"] == "noeira" ? ratio_to(v, ours) : "-");
     if (const std::string o = cupti_overhead_cell(v); !o.empty())
       overheads += (overheads.empty() ? "" : ", ") + o;
+    // NVML's view of the GPU around the variant (harness/gpu_clocks.h).
+    if (v.contains("clocks") && v["clocks"].is_object() &&
+        !v["clocks"].value("warning", std::string()).empty()) {
+      r[0] += " [!]";
+      notes += "  " + name + ": WARNING " + v["clocks"]["warning"].get<std::string>() + "\n";
+    }
     if (lm) {
       const double ms = step_ms(v);
       const double per_s = ms > 0.0 ? 1000.0 / ms : 0.0;

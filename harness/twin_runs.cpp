@@ -6,6 +6,7 @@
 #include "datasets/mnist.h"
 #include "datasets/tinyshakespeare.h"
 #include "harness/bench_runner.h"
+#include "harness/gpu_clocks.h"
 
 namespace noeira {
 
@@ -64,6 +65,8 @@ nlohmann::json twin_run_json(const nlohmann::json& t, uint64_t seed) {
 
 nlohmann::json run_twin_mode(const TwinPlan& p, const std::string& mode) {
   nlohmann::json v = new_variant("twin:" + mode, "torch", p.dtype, p.target);
+  const bool gpu = p.target == "gpu";
+  const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
   if (!p.unavailable.empty()) {
     v["available"] = false;
     v["unavailable_reason"] = p.unavailable;
@@ -102,6 +105,7 @@ nlohmann::json run_twin_mode(const TwinPlan& p, const std::string& mode) {
     v["runs"].push_back(twin_run_json(o.result, seed));
   }
   v["summary"] = summarize_runs(v["runs"]);
+  if (gpu) record_variant_clocks(v, clocks_before);
   return v;
 }
 
