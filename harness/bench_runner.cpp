@@ -123,6 +123,10 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
                         {"losses", loss_json},
                         {"steps", step}};
   if (variant.graph && !t.graph_active()) run["note"] = t.graph_fallback_reason();
+  // The planned matrix products of one step (3 x forward x batch; harness/run_command.cpp
+  // records it for the families without an analytic count).
+  run["planned_flops_per_step"] =
+      3.0 * t.forward_flops_per_sample() * static_cast<double>(t.config().batch);
   return run;
 }
 

@@ -121,7 +121,7 @@ ReportTable summary_table(const std::vector<SummaryEntry>& entries, const Report
                         "timer: device, else event, else wall); ours / twin < 1: ours is faster. "
                         "Test score: top-1 % or loss, mean ± std over seeds (n). Seeds agree: "
                         "the results' seed-agreement test. TFLOP/s from the file's FLOPs per "
-                        "step (gpt family only so far; '-' elsewhere); MFU on a GPU of known peak.");
+                        "step (gpt: nanoGPT's estimate; others: 3 x the planned forward matrix products); MFU on a GPU of known peak.");
   return t;
 }
 

@@ -175,6 +175,8 @@ int run_run(const RunOptions& o) {
   if (lm) {
     bench["tokens_per_step"] = work.tokens_per_step;
     bench["flops_per_step"] = work.flops_per_step;
+  }
+  {
     const nlohmann::json dev = device_info();
     const std::string gpu_name = *device == Device::kGpu ? dev.value("name", "") : "";
     const std::optional<double> p32 = peak_flops(gpu_name, "fp32"), p16 = peak_flops(gpu_name, "bf16");
@@ -218,6 +220,13 @@ int run_run(const RunOptions& o) {
     bench["variants"].push_back(v);
     ran.push_back(spec);
   }
+  // The other families: FLOPs per step from the planned matrix products (3 x forward).
+  if (!lm)
+    for (const auto& v : bench["variants"])
+      if (!v["runs"].empty() && v["runs"][0].contains("planned_flops_per_step")) {
+        bench["flops_per_step"] = v["runs"][0]["planned_flops_per_step"];
+        break;
+      }
   // Device (CUPTI) samples in a separate traced pass per run, after every untraced run:
   // CUPTI slows each launch on the host, so it must not touch the wall and event samples.
   if (*device == Device::kGpu) add_cupti_passes(*recipe, *data, ran, st, bench["variants"]);

@@ -15,6 +15,7 @@ Shape SelfAttention::plan(PlanContext& pc, const Shape& in) {
   PlanContext ca = pc.child("c_attn", pc.input_needs_grad, pc.in_dtype);
   const Shape qkv = c_attn_->plan(ca, in);  // (T, 3C)
   const DType flow = c_attn_->out_dtype();
+  pc.add_flops(4.0 * static_cast<double>(T_) * static_cast<double>(T_) * static_cast<double>(C_));  // q k^T, att v
   y_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), flow);
   // What the backend's attention keeps for backward (Ops::attention_saved_floats): the
   // (B, nh, T, T) probabilities by default, less on backends that recompute them.

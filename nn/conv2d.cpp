@@ -34,6 +34,7 @@ Shape Conv2d::plan(PlanContext& pc, const Shape& in) {
   const DType flow = flow_dtype(pc.amp);
   out_dtype_ = flow;
   const int64_t taps = kernel_ * kernel_;
+  pc.add_flops(2.0 * static_cast<double>(in[0] * taps) * static_cast<double>(out.numel()));
   weight_ = pc.params.add(pc.plan, pc.prefix + "weight", Shape{out_, in[0], kernel_, kernel_},
                           ParamRole::kWeight, in[0] * taps, out_ * taps);
   if (has_bias_)

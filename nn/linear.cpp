@@ -22,6 +22,8 @@ Shape Linear::plan(PlanContext& pc, const Shape& in) {
                           in_, out_);
   if (has_bias_)
     bias_ = pc.params.add(pc.plan, pc.prefix + "bias", Shape{out_}, ParamRole::kBias, in_, out_);
+  pc.add_flops(2.0 * static_cast<double>(in.numel() / in_) * static_cast<double>(in_) *
+               static_cast<double>(out_));
   const Shape y = out.with_batch(pc.batch);
   y_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   if (act_ == Act::kGELU) pre_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);

@@ -37,12 +37,19 @@ struct PlanContext {
   // A second row count forward may see besides `batch` (evaluation's last partial batch;
   // 0 = none): modules that plan per shape (Conv2d) plan it too.
   int64_t tail_rows = 0;
+  // Forward FLOPs of one sample (multiply-add = 2), summed by the modules that do matrix
+  // products (Linear, Conv2d, the attention core, the tied head); null = not counted.
+  // A training step is about 3x the forward (the backward computes two products per one).
+  double* forward_flops = nullptr;
 
   PlanContext child(const std::string& name, bool needs_grad, DType in) const {
     // An unnamed child shares its parent's prefix (GPT's embedding: "wte.weight").
     PlanContext c{plan, params, batch, needs_grad, name.empty() ? prefix : prefix + name + ".",
-                  amp, in, scratch_f32, ops, workspace_bytes, tail_rows};
+                  amp, in, scratch_f32, ops, workspace_bytes, tail_rows, forward_flops};
     return c;
+  }
+  void add_flops(double f) const {
+    if (forward_flops) *forward_flops += f;
   }
   void need_scratch(int64_t elems) const {
     if (scratch_f32 && elems > *scratch_f32) *scratch_f32 = elems;

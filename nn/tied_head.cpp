@@ -19,6 +19,7 @@ Shape TiedLmHead::plan(PlanContext& pc, const Shape& in) {
   out_dtype_ = flow_dtype(pc.amp);
   Shape out = in;
   out[out.rank - 1] = V_;
+  pc.add_flops(2.0 * static_cast<double>(in.numel()) * static_cast<double>(V_));
   y_ = pc.plan.reserve(MemCategory::kActivations, out.with_batch(pc.batch), out_dtype_);
   if (pc.input_needs_grad)
     dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), pc.in_dtype);

@@ -22,9 +22,10 @@ Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg
 }
 
 PlanContext TrainerCore::plan_context(int64_t tail_rows) {
+  forward_flops_ = 0.0;
   return PlanContext{plan_,      params_,          cfg_.batch,          false,
                      "",         cfg_.amp,         flow_dtype(cfg_.amp), &scratch_elems_,
-                     backend_.ops.get(), &workspace_bytes_, tail_rows};
+                     backend_.ops.get(), &workspace_bytes_, tail_rows, &forward_flops_};
 }
 
 Result<Shape> TrainerCore::plan_model(PlanContext& pc, const Shape& in) {

@@ -107,6 +107,9 @@ class TrainerCore {
   DeviceStepTimer* device_timer(DeviceTimerKind kind, std::string* why = nullptr) const;
   // Data parallelism (dist/distributed_trainer.h): the ranks that train together (1 here).
   virtual int ranks() const { return 1; }
+  // Forward FLOPs of one sample as planned (PlanContext::forward_flops); a training step
+  // is about 3 x this x the batch.
+  double forward_flops_per_sample() const { return forward_flops_; }
   // Parameter values on the host, in registration order (for tests and the twin).
   std::vector<float> param_values(size_t index) const;
 
@@ -203,6 +206,7 @@ class TrainerCore {
   nlohmann::json checkpoint_meta() const;
 
   int64_t scratch_elems_ = 0;
+  double forward_flops_ = 0.0;
   size_t workspace_bytes_ = 0;
   Slot reduction_ws_;
   size_t reduction_bytes_ = 0;
