@@ -98,11 +98,11 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
     std::vector<BarItem> bars;
     for (const SummaryPick& p : *picks) {
       const double r = p.ours_ms / p.twin_ms;
-      bars.push_back({p.label + ": " + p.ours_variant + " / " + p.twin_variant,
+      bars.push_back({p.label + " (" + p.ours_variant + " / " + p.twin_variant + ")",
                       r <= 1.0 ? "#2ca02c" : "#d62728", true, "", r, r, r});
     }
     out += "<p class=\"notes\">Step time ratio, ours / twin (green: ours faster)</p>\n";
-    out += svg_bar_chart(bars, "ours / twin median step time (1 = parity)");
+    out += svg_bar_chart(bars, "ours / twin median step time (1 = parity)", "x");
   }
   out += table_html(context_table(d));
   out += table_html(step_time_table(d));

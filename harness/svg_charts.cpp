@@ -51,8 +51,13 @@ std::string svg_open(double w, double h, const std::string& title) {
 
 }  // namespace
 
-std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& axis_label) {
-  constexpr double kLeft = 120, kPlot = 480, kRight = 110, kRow = 26, kTop = 8, kAxis = 40;
+std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& axis_label,
+                          const std::string& unit) {
+  constexpr double kPlot = 480, kRight = 110, kRow = 26, kTop = 8, kAxis = 40;
+  // Room for the longest label (about 6.5 px per character at the charts' font size).
+  size_t longest = 0;
+  for (const BarItem& b : bars) longest = std::max(longest, b.label.size());
+  const double kLeft = std::max(120.0, 6.5 * static_cast<double>(longest) + 16.0);
   const double width = kLeft + kPlot + kRight;
   const double height = kTop + kRow * static_cast<double>(bars.size()) + kAxis;
   double max_v = 0.0;
@@ -62,7 +67,7 @@ std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& a
   const double x_max = std::max(step, std::ceil(max_v / step) * step);
   auto x = [&](double v) { return kLeft + kPlot * std::clamp(v / x_max, 0.0, 1.0); };
 
-  std::string s = svg_open(width, height, "step time per variant (" + axis_label + ")");
+  std::string s = svg_open(width, height, axis_label);
   const double axis_y = kTop + kRow * static_cast<double>(bars.size());
   for (double v = 0.0; v <= x_max * (1 + 1e-9); v += step) {
     s += line(x(v), kTop, x(v), axis_y, "#e5e5e5");
@@ -83,13 +88,16 @@ std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& a
     s += "<rect x=\"" + px(kLeft) + "\" y=\"" + px(y + 5) + "\" width=\"" +
          px(x(b.median) - kLeft) + "\" height=\"" + px(kRow - 10) + "\" fill=\"" +
          html_escape(b.color) + "\" fill-opacity=\"0.75\"><title>" +
-         html_escape(b.label + ": median " + format_ms(b.median) + " ms, q1 " + format_ms(b.q1) +
-                     ", q3 " + format_ms(b.q3)) +
+         html_escape(b.label + ": " + format_ms(b.median) + " " + unit +
+                     (b.q1 != b.q3 ? ", q1 " + format_ms(b.q1) + ", q3 " + format_ms(b.q3) : "")) +
          "</title></rect>\n";
-    s += line(x(b.q1), mid, x(b.q3), mid, "#222", " stroke-width=\"1.5\"");
-    s += line(x(b.q1), mid - 5, x(b.q1), mid + 5, "#222", " stroke-width=\"1.5\"");
-    s += line(x(b.q3), mid - 5, x(b.q3), mid + 5, "#222", " stroke-width=\"1.5\"");
-    s += text(std::max(x(b.median), x(b.q3)) + 6, mid + 4, format_ms(b.median) + " ms");
+    if (b.q1 != b.q3) {
+      s += line(x(b.q1), mid, x(b.q3), mid, "#222", " stroke-width=\"1.5\"");
+      s += line(x(b.q1), mid - 5, x(b.q1), mid + 5, "#222", " stroke-width=\"1.5\"");
+      s += line(x(b.q3), mid - 5, x(b.q3), mid + 5, "#222", " stroke-width=\"1.5\"");
+    }
+    s += text(std::max(x(b.median), x(b.q3)) + 6, mid + 4,
+              format_ms(b.median) + (unit == "x" ? "x" : " " + unit));
   }
   return s + "</svg>\n";
 }

@@ -13,8 +13,10 @@ struct BarItem {
   double median = 0, q1 = 0, q3 = 0;
 };
 
-// Horizontal bars of the median, with a q1-q3 whisker and the value at the end.
-std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& axis_label);
+// Horizontal bars of the median, with a q1-q3 whisker and the value at the end. `unit`
+// follows each value ("ms"; "x" for ratios, which also draws no whisker when q1 = q3).
+std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& axis_label,
+                          const std::string& unit = "ms");
 
 struct LineSeries {
   std::string label, color;
