@@ -1,5 +1,6 @@
 #include "nn/memory_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,7 +96,71 @@ void Arenas::release_all() {
   bases_ = {};
 }
 
+namespace {
+
+std::string gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// A number from a file holding one (a cgroup's memory.max: "max" = none).
+std::optional<size_t> read_number(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return std::nullopt;
+  unsigned long long v = 0;
+  const bool ok = std::fscanf(f, "%llu", &v) == 1;
+  std::fclose(f);
+  if (!ok) return std::nullopt;
+  return static_cast<size_t>(v);
+}
+
+}  // namespace
+
+std::optional<size_t> HostAllocator::available_bytes(std::string* where) const {
+  std::optional<size_t> avail;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char key[64];
+    unsigned long long kib = 0;
+    while (std::fscanf(f, "%63s %llu kB\n", key, &kib) == 2)
+      if (std::strcmp(key, "MemAvailable:") == 0) {
+        avail = static_cast<size_t>(kib) * 1024;
+        if (where) *where = "MemAvailable";
+        break;
+      }
+    std::fclose(f);
+  }
+  // This process's cgroup (v2, the root view inside a container): its limit less its use.
+  const std::optional<size_t> max = read_number("/sys/fs/cgroup/memory.max");
+  const std::optional<size_t> used = read_number("/sys/fs/cgroup/memory.current");
+  if (max && used && *max > *used && (!avail || *max - *used < *avail)) {
+    avail = *max - *used;
+    if (where) *where = "the cgroup's memory.max";
+  }
+  return avail;
+}
+
 Result<Arenas> Arenas::allocate(const MemoryPlan& plan, Allocator& allocator) {
+  std::string where;
+  if (const std::optional<size_t> avail = allocator.available_bytes(&where);
+      avail && plan.total_bytes() > *avail) {
+    // The three largest categories, for the fix.
+    std::array<size_t, kMemCategoryCount> order{};
+    for (size_t i = 0; i < kMemCategoryCount; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t x, size_t y) { return plan.bytes(static_cast<MemCategory>(x)) >
+                                               plan.bytes(static_cast<MemCategory>(y)); });
+    std::string biggest;
+    for (size_t k = 0; k < 3; ++k) {
+      const auto c = static_cast<MemCategory>(order[k]);
+      if (plan.bytes(c) == 0) break;
+      biggest += std::string(k ? ", " : "") + mem_category_name(c) + " " + gib(plan.bytes(c));
+    }
+    return make_error("the memory plan needs " + gib(plan.total_bytes()) + " (" + biggest +
+                      ") but the " + (allocator.device() == Device::kGpu ? "GPU" : "host") +
+                      " has " + gib(*avail) + " free (" + where +
+                      "); reduce the batch size (activations grow with it) or the data set");
+  }
   Arenas a;
   a.allocator_ = &allocator;
   a.device_ = allocator.device();

@@ -14,6 +14,16 @@ std::string mib(size_t bytes) {
 
 }  // namespace
 
+std::optional<size_t> CudaAllocator::available_bytes(std::string* where) const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  if (where) *where = "cudaMemGetInfo, of " + mib(total_bytes);
+  return free_bytes;
+}
+
 Result<void*> CudaAllocator::allocate(size_t bytes, const char* what) {
   const size_t rounded = (bytes + 255) / 256 * 256;
   void* p = nullptr;

@@ -13,6 +13,7 @@ class CudaAllocator final : public Allocator {
   Device device() const override { return Device::kGpu; }
   Result<void*> allocate(size_t bytes, const char* what) override;
   void release(void* p) override;
+  std::optional<size_t> available_bytes(std::string* where) const override;  // cudaMemGetInfo
 
  private:
   cudaStream_t stream_;  // the ops' stream: the zero fill is ordered before every op
