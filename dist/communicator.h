@@ -22,6 +22,18 @@ namespace noeira {
 
 class Ops;
 
+// The part of the range [first, first + count) in rank r's slice, as [lo, hi) (empty:
+// lo == hi): what rank r owns of a range, for every engine.
+struct RangePart {
+  int64_t lo, hi;
+  int64_t size() const { return hi - lo; }
+};
+inline RangePart part_of(int64_t r, int64_t first, int64_t count, int64_t slice) {
+  const int64_t lo = first > r * slice ? first : r * slice;
+  const int64_t end = first + count < (r + 1) * slice ? first + count : (r + 1) * slice;
+  return {lo, end > lo ? end : lo};
+}
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

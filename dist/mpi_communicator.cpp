@@ -66,20 +66,6 @@ std::string MpiCommunicator::engine() const {
   return "MPI (" + s + ")";
 }
 
-namespace {
-
-// The part of [first, first + count) in rank r's slice, as [lo, hi) (lo == hi: none).
-struct Part {
-  int64_t lo, hi;
-  int64_t size() const { return hi - lo; }
-};
-Part part_of(int64_t r, int64_t first, int64_t count, int64_t slice) {
-  const int64_t lo = std::max(first, r * slice), hi = std::min(first + count, (r + 1) * slice);
-  return {lo, std::max(lo, hi)};
-}
-
-}  // namespace
-
 // In pieces of at most kMaxCount floats (MPI counts are int); every element lies in one
 // piece, so its sum order does not depend on the cut.
 void MpiCommunicator::reduce_scatter_sum(const float* x, int64_t first, int64_t count,
@@ -89,14 +75,14 @@ void MpiCommunicator::reduce_scatter_sum(const float* x, int64_t first, int64_t 
   for (int64_t at = first; at < first + count; at += kMaxCount) {
     const int64_t n = std::min(kMaxCount, first + count - at);
     const float* xs = x + (at - first);  // (n) this piece of the range
-    const Part mine = part_of(rank_, at, n, slice);
+    const RangePart mine = part_of(rank_, at, n, slice);
     float* o = mine.size() > 0 ? own + (mine.lo - rank_ * slice) : own;
     for (int64_t i = 0; i < mine.size(); ++i) o[i] = xs[mine.lo - at + i];
     if (N == 1) continue;
     recv_.resize(static_cast<size_t>(std::max<int64_t>(mine.size(), 1)));
     for (int64_t k = 1; k < N; ++k) {
       const int dst = static_cast<int>((rank_ + k) % N), src = static_cast<int>((rank_ - k + N) % N);
-      const Part theirs = part_of(dst, at, n, slice);
+      const RangePart theirs = part_of(dst, at, n, slice);
       check(MPI_Sendrecv(theirs.size() > 0 ? xs + (theirs.lo - at) : xs, static_cast<int>(theirs.size()), MPI_FLOAT, dst, 0,
                          recv_.data(), static_cast<int>(mine.size()), MPI_FLOAT, src, 0,
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE),
@@ -114,11 +100,11 @@ void MpiCommunicator::all_gather(const float* own, float* x, int64_t first, int6
   for (int64_t at = first; at < first + count; at += kMaxCount) {
     const int64_t n = std::min(kMaxCount, first + count - at);
     for (int r = 0; r < size_; ++r) {
-      const Part p = part_of(r, at, n, slice);
+      const RangePart p = part_of(r, at, n, slice);
       counts_[static_cast<size_t>(r)] = static_cast<int>(p.size());
       displs_[static_cast<size_t>(r)] = p.size() > 0 ? static_cast<int>(p.lo - at) : 0;
     }
-    const Part mine = part_of(rank_, at, n, slice);
+    const RangePart mine = part_of(rank_, at, n, slice);
     float* piece = x + (at - first);
     const float* send = mine.size() > 0 ? own + (mine.lo - rank_ * slice) : own;
     // The own part may already sit in its place in x (the ZeRO exchanges): MPI_IN_PLACE.

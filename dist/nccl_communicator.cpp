@@ -25,16 +25,6 @@ struct NcclCommunicator::Impl {
 
 namespace {
 
-// The part of [first, first + count) in rank r's slice, as [lo, hi) (empty: lo == hi).
-struct Part {
-  int64_t lo, hi;
-  int64_t size() const { return hi - lo; }
-};
-Part part_of(int64_t r, int64_t first, int64_t count, int64_t slice) {
-  const int64_t lo = std::max(first, r * slice), hi = std::min(first + count, (r + 1) * slice);
-  return {lo, std::max(lo, hi)};
-}
-
 int local_rank() {
   for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"})
     if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
@@ -143,14 +133,14 @@ void NcclCommunicator::reduce_scatter_sum(const float* x, int64_t first, int64_t
   const int N = size(), me = rank();
   bytes_ += count * static_cast<int64_t>(sizeof(float));
   if (count <= 0) return;
-  const Part mine = part_of(me, first, count, slice);
+  const RangePart mine = part_of(me, first, count, slice);
   begin();
   if (N > 1) {
     if (!scratch_) nccl_failed(*host_, "reduce_scatter_sum", "no scratch bound (bind_scratch)");
     check(*host_, ncclGroupStart(), "ncclGroupStart");
     for (int k = 1; k < N; ++k) {
       const int dst = (me + k) % N, src = (me - k + N) % N;
-      const Part theirs = part_of(dst, first, count, slice);
+      const RangePart theirs = part_of(dst, first, count, slice);
       if (theirs.size() > 0)
         check(*host_, ncclSend(x + (theirs.lo - first), static_cast<size_t>(theirs.size()), ncclFloat,
                                dst, impl_->comm, impl_->stream), "ncclSend (reduce-scatter)");
@@ -176,7 +166,7 @@ void NcclCommunicator::all_gather(const float* own, float* x, int64_t first, int
   begin();
   check(*host_, ncclGroupStart(), "ncclGroupStart");
   for (int r = 0; r < N; ++r) {
-    const Part p = part_of(r, first, count, slice);
+    const RangePart p = part_of(r, first, count, slice);
     if (p.size() == 0) continue;
     // The root sends its own part (in place when it already sits in x).
     const float* send = r == me ? own + (p.lo - me * slice) : x + (p.lo - first);
