@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cmath>
 
+#include "harness/interrupt.h"
 #include "harness/number_format.h"
 #include "harness/progress.h"
 
@@ -97,6 +98,11 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
         if (st.stop.done(wall, ms_since(timing_start) / 1000.0)) sampling = false;
       }
       progress.update(step + 1, st.total_steps);
+      // Ctrl-C: this seed is abandoned (it stays pending); what finished is kept.
+      if (interrupt_requested()) {
+        progress.finish();
+        return make_error(label + ": stopped by " + interrupt_name());
+      }
     }
     const EpochStats e = t.end_epoch(false);
     losses.insert(losses.end(), e.step_losses.begin(), e.step_losses.end());
@@ -170,6 +176,10 @@ Status add_device_samples(const Recipe& recipe, const DataSplit& data,
         block_steps = 0;
       }
       progress.update(step + 1, last);
+      if (interrupt_requested()) {
+        progress.finish();
+        return make_error(label + ": traced pass stopped by " + interrupt_name());
+      }
     }
     t.end_epoch(false);
   }
@@ -198,7 +208,8 @@ nlohmann::json new_variant(const std::string& name, const std::string& impl,
                            const std::string& dtype, const std::string& target) {
   return {{"name", name},     {"impl", impl},      {"dtype", dtype},
           {"target", target}, {"available", true}, {"unavailable_reason", nullptr},
-          {"error", nullptr}, {"runs", nlohmann::json::array()}};
+          {"error", nullptr}, {"runs", nlohmann::json::array()},
+          {"summary", summarize_runs(nlohmann::json::array())}};
 }
 
 nlohmann::json summarize_runs(const nlohmann::json& runs) {
@@ -254,6 +265,7 @@ void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
                                    [&](const VariantSpec& s) { return v["name"] == s.name; });
     if (spec == ran.end() || v["runs"].empty()) continue;
     for (auto& run : v["runs"]) {
+      if (interrupt_requested()) break;  // the remaining runs keep a null device timer
       const uint64_t seed = run["seed"].get<uint64_t>();
       const std::string label = spec->name + " seed " + std::to_string(seed) + " (CUPTI pass)";
       if (Status s = add_device_samples(recipe, data, *spec, seed, st, label, run); !s) {

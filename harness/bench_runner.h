@@ -58,7 +58,8 @@ Status add_device_samples(const Recipe& recipe, const DataSplit& data,
 nlohmann::json cupti_overhead_json(const std::vector<double>& wall_on_ms,
                                    const std::vector<double>& wall_off_ms);
 
-// A variants[] entry with no runs yet: available, no error (results/SCHEMA.md).
+// A variants[] entry with no runs yet: available, no error, an empty summary
+// (results/SCHEMA.md).
 nlohmann::json new_variant(const std::string& name, const std::string& impl,
                            const std::string& dtype, const std::string& target);
 

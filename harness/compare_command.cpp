@@ -11,6 +11,7 @@
 #include "harness/cli_options.h"
 #include "harness/compare_gate.h"
 #include "harness/number_format.h"
+#include "harness/partial_results.h"
 #include "harness/results.h"
 #include "harness/results_access.h"
 #include "harness/text_table.h"
@@ -139,6 +140,11 @@ int run_compare_files(const CompareOptions& o) {
       "  gate: SLOWER = Mann-Whitney U p < %.3g (two-sided, per-step samples pooled over "
       "seeds) and new/base median > %.4g; times in ms per step\n\n",
       gate.alpha, 1.0 + gate.max_slowdown);
+  // A stopped run's file: its variants hold fewer seeds (or none) than planned.
+  for (const auto& [path, r] : {std::pair{o.base_path, &*base}, std::pair{o.new_path, &*next}})
+    if (const std::string p = partial_summary(*r); !p.empty())
+      std::printf("  PARTIAL %s: %s\n", path.c_str(), p.c_str());
+  if (results_partial(*base) || results_partial(*next)) std::printf("\n");
   std::printf("%s", timing_table(*report).c_str());
   if (!report->accuracy.empty()) std::printf("\n%s", accuracy_table(*report).c_str());
   if (!report->missing.empty()) {

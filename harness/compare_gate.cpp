@@ -31,6 +31,7 @@ std::string why_not_run(const json& variant) {
     const std::string r = text_of(variant, "unavailable_reason");
     return "unavailable" + (r.empty() ? "" : ": " + r);
   }
+  if (text_of(variant, "error").empty()) return "pending: the run stopped before it";
   return "failed: " + text_of(variant, "error");
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "harness/number_format.h"
+#include "harness/partial_results.h"
 #include "harness/results_access.h"
 
 namespace noeira {
@@ -20,6 +21,7 @@ ReportContext context_of(const LoadedResults& f) {
   ReportContext rc;
   rc.source = f.path;
   rc.created = text_of(f.results, "created_utc");
+  rc.partial = partial_summary(f.results);
   const json& host = c.at("host");
   rc.host = text_of(host, "cpu_model") + " (" + text_of(host, "cores") + " cores, " +
             text_of(host, "os") + ")";
@@ -31,7 +33,7 @@ ReportContext context_of(const LoadedResults& f) {
   } else {
     rc.device = "none (" + text_of(dev, "reason") + ")";
   }
-  rc.git = text_of(c, "git_sha");
+  rc.git = text_of(c, "git_sha").substr(0, 12);  // as `git log --oneline` abbreviates it
   if (rc.git.empty()) rc.git = "unknown";
   if (c.value("git_dirty", false)) rc.git += " (dirty)";
   const json& twin = c.at("twin");
@@ -70,6 +72,13 @@ ReportCell cell_of(const json& v) {
   if (!text_of(v, "error").empty()) {
     c.state = ReportCell::State::kFailed;
     c.reason = text_of(v, "error");
+    return c;
+  }
+  if (const auto p = v.find("pending_seeds"); p != v.end() && p->is_array())
+    c.pending_seeds = static_cast<int64_t>(p->size());
+  c.seeds_done = static_cast<int64_t>(v.at("runs").size());
+  if (c.pending_seeds > 0 && c.seeds_done == 0) {
+    c.state = ReportCell::State::kPending;
     return c;
   }
   c.losses = losses_of(v);
@@ -136,6 +145,13 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
   return d;
 }
 
+std::vector<std::string> partial_lines(const ReportData& d) {
+  std::vector<std::string> lines;
+  for (const ReportContext& c : d.contexts)
+    if (!c.partial.empty()) lines.push_back(c.source + ": " + c.partial);
+  return lines;
+}
+
 std::string step_time_text(const ReportCell& c, bool mark_timer) {
   switch (c.state) {
     case ReportCell::State::kAbsent:
@@ -144,6 +160,8 @@ std::string step_time_text(const ReportCell& c, bool mark_timer) {
       return "n/a";
     case ReportCell::State::kFailed:
       return "failed";
+    case ReportCell::State::kPending:
+      return "pending";
     case ReportCell::State::kNoTimer:
       return "not timed";
     case ReportCell::State::kMeasured:
@@ -151,6 +169,9 @@ std::string step_time_text(const ReportCell& c, bool mark_timer) {
   }
   std::string s = format_ms(c.median_ms);
   if (mark_timer) s += std::string(" (") + c.timer[0] + ")";
+  if (c.pending_seeds > 0)
+    s += " (" + std::to_string(c.seeds_done) + "/" + std::to_string(c.seeds_done + c.pending_seeds) +
+         " seeds)";
   return s;
 }
 
@@ -162,6 +183,8 @@ std::string top1_text(const ReportCell& c) {
       return "n/a";
     case ReportCell::State::kFailed:
       return "failed";
+    case ReportCell::State::kPending:
+      return "pending";
     default:
       break;
   }

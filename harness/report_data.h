@@ -16,7 +16,7 @@ struct LoadedResults {
 };
 
 struct ReportCell {
-  enum class State { kAbsent, kUnavailable, kFailed, kNoTimer, kMeasured };
+  enum class State { kAbsent, kUnavailable, kFailed, kPending, kNoTimer, kMeasured };
   State state = State::kAbsent;
   std::string reason;  // why unavailable / the error
   bool twin = false;
@@ -26,6 +26,8 @@ struct ReportCell {
   int64_t top1_n = 0;
   std::vector<double> losses;  // runs[0].losses; NaN where the loss was null
   std::string clock_warning;   // NVML: ran throttled or at a changed clock (GPU), else ""
+  int64_t seeds_done = 0;      // runs recorded
+  int64_t pending_seeds = 0;   // a stopped run: seeds planned but not finished
 };
 
 struct ReportRow {
@@ -39,6 +41,7 @@ struct ReportContext {
   std::string source, created, host, device, git, torch, command_line;
   std::string cpu_kernels;            // "oneDNN 2.6.3 avx512_core_bf16" (older files: "OpenBLAS Prescott, ..."); "" if unrecorded
   std::vector<std::string> warnings;  // context.warnings (older files: none)
+  std::string partial;                // partial_summary: what a stopped run lacks; "" when complete
 };
 
 struct ReportData {
@@ -50,10 +53,13 @@ struct ReportData {
 
 ReportData build_report_data(const std::vector<LoadedResults>& files);
 
-// The cell's text in the step-time table: "1.234", "n/a", "failed", "-" (not run).
+// The cell's text in the step-time table: "1.234", "n/a", "failed", "pending" (a stopped
+// run did not get to it), "-" (not run); "1.234 (1/3 seeds)" when a stopped run finished only some.
 // `mark_timer` appends " (w)"/" (e)"/" (d)" when the table mixes timers.
 std::string step_time_text(const ReportCell& c, bool mark_timer);
-// The cell's text in the accuracy table: "97.81 ± 0.05", "n/a", "failed", "-".
+// The cell's text in the accuracy table: "97.81 ± 0.05", "n/a", "failed", "pending", "-".
+// Partial report banners: one line per partial file ("file: partial results (...)").
+std::vector<std::string> partial_lines(const ReportData& d);
 std::string top1_text(const ReportCell& c);
 // "Parity (mlp (gpu, fp32)): max relative deviation 3.1e-06 over 100 steps (bound 1e-04): passed"
 std::string parity_text(const ReportRow& r);

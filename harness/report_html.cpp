@@ -16,6 +16,7 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.6em; } h3 { font-
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.partial { background: #fff3cd; border: 1px solid #e0b400; padding: 0.4em 0.6em; }
 .notes { font-size: 0.85em; color: #555; } .notes p { margin: 0.15em 0; }
 section.model { border-top: 1px solid #ddd; margin-top: 1.5em; }
 svg { display: block; margin: 0.5em 0; }
@@ -92,6 +93,8 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>noeira-bench report</title>\n<style>" +
       std::string(kStyle) + "</style>\n</head>\n<body>\n<h1>noeira-bench report</h1>\n";
+  for (const std::string& l : partial_lines(d))
+    out += "<p class=\"partial\"><strong>PARTIAL</strong> " + html_escape(l) + "</p>\n";
   if (summary) out += table_html(*summary);
   if (picks && !picks->empty()) {
     // One bar per model: ours / twin (below 1: ours is faster).

@@ -19,6 +19,8 @@ std::string section(const ReportTable& t) {
 
 std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   std::string out = "# noeira-bench report\n\n";
+  // A stopped run's file first: its tables lack what the run did not finish.
+  for (const std::string& l : partial_lines(d)) out += "> **PARTIAL** " + l + "\n\n";
   if (summary) out += section(*summary);
   out += section(context_table(d));
   out += section(step_time_table(d));

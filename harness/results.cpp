@@ -1,5 +1,6 @@
 #include "harness/results.h"
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -30,6 +31,15 @@ Result<nlohmann::json> read_results(const std::filesystem::path& path) {
   }
   if (Status s = validate_results(results); !s) return make_error(name + ": " + s.error().message);
   return results;
+}
+
+std::string utc_timestamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
 }
 
 Status write_results(const std::filesystem::path& path, const nlohmann::json& results) {

@@ -22,4 +22,7 @@ Status validate_results(const nlohmann::json& results);
 // rename, so a failed write never leaves a partial file at `path`.
 Status write_results(const std::filesystem::path& path, const nlohmann::json& results);
 
+// Now, as created_utc writes it: "2026-11-30T10:00:00Z".
+std::string utc_timestamp();
+
 }  // namespace noeira

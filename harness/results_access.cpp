@@ -47,7 +47,11 @@ std::vector<double> seed_scores(const json& variant, std::string_view metric) {
 }
 
 bool variant_ran(const json& variant) {
-  return variant.value("available", false) && text_of(variant, "error").empty();
+  if (!variant.value("available", false) || !text_of(variant, "error").empty()) return false;
+  // A stopped run's variant that never started (harness/partial_results.h).
+  const auto pending = variant.find("pending_seeds");
+  return !(pending != variant.end() && pending->is_array() && !pending->empty() &&
+           variant.at("runs").empty());
 }
 
 std::string measured_on(const json& results) {

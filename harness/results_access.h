@@ -27,7 +27,8 @@ std::string best_summary_timer(const nlohmann::json& variant);
 // The non-null runs[].<metric> values (e.g. "test_top1"), one per seed.
 std::vector<double> seed_scores(const nlohmann::json& variant, std::string_view metric);
 
-// A variant that ran: available, without error.
+// A variant that ran: available, without error, and started (not a stopped run's variant
+// whose seeds are all pending).
 bool variant_ran(const nlohmann::json& variant);
 
 // What the numbers were measured on: "gpu <device name>" or "cpu <cpu model>".

@@ -238,7 +238,11 @@ Status check_variant(const json& v, const std::string& path) {
     NOEIRA_TRY(check_run(runs[i], element(member(path, "runs"), i)));
   }
   NOEIRA_TRY(require(v, path, "summary", Type::kObject));
-  return check_summary(v.at("summary"), member(path, "summary"));
+  NOEIRA_TRY(check_summary(v.at("summary"), member(path, "summary")));
+  // Optional (files before it have none): the seeds planned but not finished.
+  if (v.contains("pending_seeds"))
+    NOEIRA_TRY(require_array_of(v, path, "pending_seeds", Type::kInteger));
+  return {};
 }
 
 Status check_parity(const json& p, const std::string& path) {
@@ -304,6 +308,12 @@ Status validate_results(const json& results) {
   NOEIRA_TRY(require(results, "", "config", Type::kObject));
   NOEIRA_TRY(check_config(results.at("config"), "config"));
   NOEIRA_TRY(require(results, "", "benchmarks", Type::kArray));
+  // Optional (absent: complete): a run writes "partial" after every finished seed and
+  // "complete" at the end; stopped_by names the signal that stopped it.
+  if (results.contains("status"))
+    NOEIRA_TRY(require_one_of(results, "", "status", {"complete", "partial"}));
+  if (results.contains("stopped_by"))
+    NOEIRA_TRY(require(results, "", "stopped_by", Type::kString, Null::kYes));
   const json& benchmarks = results.at("benchmarks");
   for (size_t i = 0; i < benchmarks.size(); ++i) {
     NOEIRA_TRY(check_type(benchmarks[i], element("benchmarks", i), Type::kObject));

@@ -1,6 +1,9 @@
 #include "harness/run_table.h"
 
+#include "harness/host_info.h"
 #include "harness/number_format.h"
+#include "harness/parity.h"
+#include "harness/partial_results.h"
 #include "harness/results_access.h"
 #include "harness/text_table.h"
 
@@ -89,6 +92,19 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
   std::string notes, overheads;
   for (const auto& v : b["variants"]) {
     const std::string name = v["name"];
+    // A stopped run (harness/partial_results.h): seeds that never finished.
+    const size_t pending = v.contains("pending_seeds") ? v["pending_seeds"].size() : 0;
+    if (pending > 0 && v["runs"].empty()) {
+      std::vector<std::string> r(header.size(), "");
+      r[0] = name;
+      r[1] = "pending";
+      rows.push_back(r);
+      notes += "  " + name + ": not run (the run stopped first)\n";
+      continue;
+    }
+    if (pending > 0)
+      notes += "  " + name + ": " + std::to_string(v["runs"].size()) + " of " +
+               std::to_string(v["runs"].size() + pending) + " seeds finished (the run stopped)\n";
     if (!variant_ran(v)) {
       const std::string why = !v["error"].is_null() ? v["error"].get<std::string>()
                                                     : "n/a: " + v["unavailable_reason"].get<std::string>();
@@ -146,6 +162,35 @@ std::string render_run_table(const nlohmann::json& b, const std::string& target)
                 : std::string()) + "\n";
   if (!notes.empty()) out += "notes:\n" + notes;
   return out;
+}
+
+std::string render_run_notes(const nlohmann::json& results, const nlohmann::json& b,
+                             const std::string& target, const std::string& parity_note) {
+  std::string s = render_warnings(results["context"]["warnings"]);
+  if (!b["parity"].is_null())
+    s += parity_line(b["parity"]) + "\n";
+  else if (!parity_note.empty())
+    s += parity_note + "\n";
+  if (!b["seed_agreement"].is_null())
+    s += "seeds: " + b["seed_agreement"]["note"].get<std::string>() + " [" +
+         b["seed_agreement"]["test"].get<std::string>() +
+         ", p = " + format_p(b["seed_agreement"]["p_value"].get<double>()) + "]\n";
+  s += std::string("timers: wall = host clock per step") +
+       (target == "gpu" ? " (blocks of 10 synchronised steps), event = CUDA events (both "
+                          "untraced), device = CUPTI busy time (a separate traced pass over the "
+                          "same steps)"
+                        : "") +
+       "; warm-up excluded; ratio < 1 means faster than the twin\n";
+  if (const std::string p = partial_summary(results); !p.empty()) s += p + "\n";
+  return s;
+}
+
+std::string seed_line(const std::string& label, const nlohmann::json& run, bool lm) {
+  const auto& w = run["timers"]["wall"];
+  const auto& value = lm ? run["test_loss"] : run["test_top1"];
+  return "  " + label + ": " + (w.is_object() ? format_ms(w["median_ms"].get<double>()) : "-") +
+         " ms/step, " + (lm ? "val loss " : "test top1 ") +
+         (value.is_number() ? format_number(lm ? "%.4f" : "%.2f", value.get<double>()) : "-") + "\n";
 }
 
 }  // namespace noeira

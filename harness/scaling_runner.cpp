@@ -19,12 +19,6 @@ namespace noeira {
 
 namespace {
 
-std::string self_binary() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("noeira-bench") : p.string();
-}
-
 // The launcher for N ranks: mpirun on this machine's cores. --oversubscribe only when the
 // ranks' threads exceed the cores; --allow-run-as-root only as root (Open MPI refuses root
 // otherwise): what a user would type, plus what this host needs.

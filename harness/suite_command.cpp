@@ -13,6 +13,7 @@
 
 #include "harness/cli.h"
 #include "harness/cli_options.h"
+#include "harness/interrupt.h"
 #include "harness/report_data.h"
 #include "harness/report_html.h"
 #include "harness/report_markdown.h"
@@ -50,25 +51,14 @@ struct Entry {
   std::string dataset;             // an override of the recipe's, or ""
   std::string variants = "all";    // which of ours compete in the table: fp32, bf16, all
   std::vector<std::string> run_variants;  // --variants for the run ("" = its default)
-  std::string status = "pending";  // pending | running | done | failed
+  // pending | running | done | failed | interrupted (stopped by a signal; its results
+  // file, partial, is kept: set aside as <name>.interrupted-<k>.json when it is re-run)
+  std::string status = "pending";
   std::string reason;
   double seconds = 0;
   std::string name() const { return model + "-" + dtype; }
   std::string label() const { return model + " " + (variants == "all" ? dtype : variants); }
 };
-
-std::string self_binary() {
-  std::error_code ec;
-  const auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("noeira-bench") : p.string();
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 // The published order: GPT (fp32, then bf16), ResNet-20, the CIFAR CNN, then the others. On
 // a CPU the small members of the families and the CIFAR-10 subset (the CPU scale).
@@ -150,7 +140,7 @@ Entry entry_from(const json& j) {
 
 Status write_manifest(const fs::path& dir, const SuiteOptions& o, const std::string& created,
                       const std::vector<Entry>& entries) {
-  json doc = {{"schema", kManifestSchema}, {"created", created}, {"updated", utc_now()},
+  json doc = {{"schema", kManifestSchema}, {"created", created}, {"updated", utc_timestamp()},
               {"options", options_json(o)}, {"entries", json::array()}};
   for (const Entry& e : entries) doc["entries"].push_back(entry_json(e));
   return write_file_atomically(dir / "suite.json", doc.dump(2) + "\n", "the suite manifest");
@@ -198,19 +188,37 @@ std::string duration(double s) {
   return buf;
 }
 
+// Before an entry runs again (after an interrupt, or a kill of the suite): the results
+// file its earlier attempt left is kept as <name>.interrupted-<k>.json, not overwritten.
+Status set_aside_partial(const fs::path& dir, const Entry& e) {
+  const fs::path p = dir / (e.name() + ".json");
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return {};
+  fs::path kept;
+  for (int k = 1;; ++k) {
+    kept = dir / (e.name() + ".interrupted-" + std::to_string(k) + ".json");
+    if (!fs::exists(kept, ec)) break;
+  }
+  fs::rename(p, kept, ec);
+  if (ec) return make_error("cannot keep " + p.string() + " as " + kept.string() + ": " + ec.message());
+  std::printf("  the earlier attempt's results are kept as %s\n", kept.c_str());
+  return {};
+}
+
 int write_report(const fs::path& dir, const std::vector<Entry>& entries) {
   std::vector<LoadedResults> files;
   std::vector<SummaryEntry> rows;
   for (const Entry& e : entries) {
     SummaryEntry s{e.label(), "", e.variants, ""};
-    if (e.status == "done") {
+    if (e.status == "done" || e.status == "interrupted") {
       const fs::path p = dir / (e.name() + ".json");
+      if (e.status == "interrupted") s.label += " (partial)";
       Result<json> r = read_results(p);
       if (r) {
         files.push_back({p.string(), std::move(r).value()});
         s.source = p.string();
       } else {
-        s.failure = r.error().message;
+        s.failure = e.status == "interrupted" ? e.reason : r.error().message;
       }
     } else {
       s.failure = e.status == "failed" ? e.reason : "not run (" + e.status + ")";
@@ -234,7 +242,7 @@ int write_report(const fs::path& dir, const std::vector<Entry>& entries) {
 
 int run_suite(SuiteOptions o) {
   std::vector<Entry> entries;
-  std::string created = utc_now();
+  std::string created = utc_timestamp();
   fs::path dir;
   if (!o.resume.empty()) {
     dir = o.resume;
@@ -287,6 +295,7 @@ int run_suite(SuiteOptions o) {
   for (Entry& e : entries) {
     ++k;
     if (e.status == "done") continue;
+    if (interrupt_requested()) break;  // between runs: the rest stay pending
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const size_t left = todo - finished;
     std::string eta = finished ? ", about " + duration(finished_seconds / finished * left) + " left" : "";
@@ -294,15 +303,31 @@ int run_suite(SuiteOptions o) {
                 e.model.c_str(), e.dtype.c_str(), e.dataset.empty() ? "" : (" on " + e.dataset).c_str(),
                 duration(elapsed).c_str(), eta.c_str());
     std::fflush(stdout);
+    if (Status s = set_aside_partial(dir, e); !s) return report_error(s.error().message, kExitFailure);
     e.status = "running";
     (void)write_manifest(dir, o, created, entries);
     const fs::path log = dir / "logs" / (e.name() + ".log");
-    const ProcessResult r = run_process(run_argv(o, e, dir / (e.name() + ".json")), log, 7 * 24 * 3600.0);
+    // An interrupt reaches the run as SIGINT: it writes its finished seeds and ends (its
+    // twin gets the same, so its grace is longer than the twin's).
+    const ProcessResult r = run_process(run_argv(o, e, dir / (e.name() + ".json")), log,
+                                        7 * 24 * 3600.0, {}, 60.0);
     {  // the run's stdout (its table) after its stderr, in the one log
       std::ofstream out(log, std::ios::app);
       out << r.out;
     }
     e.seconds = r.seconds;
+    if (r.interrupted) {
+      e.status = "interrupted";
+      const bool kept = read_results(dir / (e.name() + ".json")).ok();
+      e.reason = "stopped by " + interrupt_name() +
+                 (kept ? "; its finished seeds are in " + (dir / (e.name() + ".json")).string()
+                       : "; no seed had finished");
+      std::printf("[%zu/%zu] %s (%s): %s\n", k, entries.size(), e.model.c_str(), e.dtype.c_str(),
+                  e.reason.c_str());
+      if (Status s = write_manifest(dir, o, created, entries); !s)
+        return report_error(s.error().message, kExitFailure);
+      break;
+    }
     const bool valid = r.started && r.exit_code == 0 && read_results(dir / (e.name() + ".json")).ok();
     if (valid) {
       e.status = "done";
@@ -323,6 +348,11 @@ int run_suite(SuiteOptions o) {
   }
   const int rc = write_report(dir, entries);
   if (rc != kExitOk) return rc;
+  if (interrupt_requested()) {
+    std::printf("suite stopped by %s: resume it with noeira-bench suite --resume %s\n",
+                interrupt_name().c_str(), dir.c_str());
+    return interrupted_exit_code();
+  }
   size_t failed = 0;
   for (const Entry& e : entries) failed += e.status != "done" ? 1 : 0;
   if (failed) std::printf("%zu of %zu runs failed (rows with their reasons above)\n", failed, entries.size());
@@ -366,7 +396,11 @@ std::function<int()> add_suite_command(CLI::App& app) {
                   "Finish an interrupted suite in this directory (its own options; finished "
                   "runs are kept)")
       ->excludes("--out-dir");
-  return [cmd, o]() { return cmd->parsed() ? run_suite(*o) : -1; };
+  return [cmd, o]() {
+    if (!cmd->parsed()) return -1;
+    install_interrupt_handlers();  // Ctrl-C: the current run keeps its finished seeds
+    return run_suite(*o);
+  };
 }
 
 }  // namespace noeira

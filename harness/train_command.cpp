@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "harness/cli.h"
 #include "harness/cli_options.h"
+#include "harness/interrupt.h"
 #include "harness/progress.h"
 #include "harness/session.h"
 #include "harness/stats.h"
@@ -31,6 +34,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   DataOptions data;
   std::string save, resume;
+  int64_t save_every = 0;  // steps between checkpoints to `save` (0: only at the end)
   int threads = 0;
   std::string target = "cpu";
   std::string dtype = "fp32";
@@ -136,6 +140,39 @@ Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
     case 2: return "ZeRO-2: Adam state and gradients per slice, buckets reduced during backward";
     default: return "ZeRO-3: Adam state, gradients and parameters per slice, layers gathered";
   }
+}
+
+// Started by mpirun (Open MPI, or a PMI launcher) with more than one rank.
+bool launched_under_mpirun() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(var); v && std::atoi(v) > 1) return true;
+  return false;
+}
+
+// Writes the checkpoint (atomically: the last one is kept until the new one is whole).
+Status save_lm(const AutoregressiveTrainer& t, const std::string& path, bool speaks) {
+  NOEIRA_TRY(t.save_checkpoint(path));
+  if (speaks)
+    std::printf("saved checkpoint %s (step %lld)\n", path.c_str(),
+                static_cast<long long>(t.steps_done()));
+  std::fflush(stdout);
+  return {};
+}
+
+// Ctrl-C during training: the state after the last whole step goes to --save (if given),
+// so that --resume continues exactly; the exit code says which signal stopped it.
+int stopped(const TrainOptions& o, int64_t step, const std::function<Status()>& save) {
+  std::printf("\nstopped by %s after step %lld\n", interrupt_name().c_str(),
+              static_cast<long long>(step));
+  if (o.save.empty()) {
+    std::printf("no --save given: nothing kept\n");
+  } else if (Status s = save(); !s) {
+    report_error(s.error().message, kExitFailure);
+  } else {
+    std::printf("resume with --resume %s\n", o.save.c_str());
+  }
+  std::fflush(stdout);
+  return interrupted_exit_code();
 }
 
 // The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
@@ -249,6 +286,14 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
       }
 #endif
       if (progress) progress->update(i + 1, n);
+      if (o.save_every > 0 && t.steps_done() % o.save_every == 0 && t.steps_done() < total) {
+        if (Status s = save_lm(t, o.save, speaks); !s) return dist.fail(s.error().message, kExitFailure);
+      }
+      if (!dist.active() && interrupt_requested()) break;
+    }
+    if (!dist.active() && interrupt_requested()) {
+      if (progress) progress->finish();
+      return stopped(o, t.steps_done(), [&] { return save_lm(t, o.save, true); });
     }
     t.synchronize();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -275,9 +320,7 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
       return dist.fail(s.error().message, kExitFailure);
   }
   if (!o.save.empty()) {
-    if (Status s = t.save_checkpoint(o.save); !s) return dist.fail(s.error().message, kExitFailure);
-    std::printf("saved checkpoint %s (step %lld)\n", o.save.c_str(),
-                static_cast<long long>(t.steps_done()));
+    if (Status s = save_lm(t, o.save, speaks); !s) return dist.fail(s.error().message, kExitFailure);
   }
   return kExitOk;
 }
@@ -349,13 +392,36 @@ int run_train(const TrainOptions& o) {
                 e.steps ? 1000.0 * e.seconds / static_cast<double>(e.steps) : 0.0);
     std::fflush(stdout);
   };
-  trainer.train(epochs, on_epoch, on_step);
+  auto save = [&]() -> Status {
+    NOEIRA_TRY(trainer.save_checkpoint(o.save));
+    std::printf("saved checkpoint %s (%s %d, step %lld)\n", o.save.c_str(),
+                trainer.in_epoch() ? "during epoch" : "epoch",
+                trainer.epochs_done() + (trainer.in_epoch() ? 1 : 0),
+                static_cast<long long>(trainer.steps_done()));
+    std::fflush(stdout);
+    return {};
+  };
+  // --save-every: after every N-th step (at an epoch's end, after its evaluation).
+  Status periodic;
+  auto due = [&] { return o.save_every > 0 && trainer.steps_done() % o.save_every == 0 && periodic.ok(); };
+  auto on_step_saving = [&](int64_t done, int64_t total) {
+    on_step(done, total);
+    if (done < total && due()) periodic = save();
+  };
+  auto on_epoch_saving = [&](const EpochStats& e) {
+    on_epoch(e);
+    if (trainer.epochs_done() < epochs && due()) periodic = save();
+  };
+  trainer.train(epochs, on_epoch_saving, on_step_saving,
+                [&] { return interrupt_requested() || !periodic.ok(); });
+  if (!periodic.ok()) return report_error(periodic.error().message, kExitFailure);
+  if (interrupt_requested()) {
+    if (progress) progress->finish();
+    return stopped(o, trainer.steps_done(), save);
+  }
 
   if (!o.save.empty()) {
-    if (Status s = trainer.save_checkpoint(o.save); !s)
-      return report_error(s.error().message, kExitFailure);
-    std::printf("saved checkpoint %s (epoch %d, step %lld)\n", o.save.c_str(),
-                trainer.epochs_done(), static_cast<long long>(trainer.steps_done()));
+    if (Status s = save(); !s) return report_error(s.error().message, kExitFailure);
   }
   return kExitOk;
 }
@@ -384,7 +450,12 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--data-dir", o->data.data_dir,
                   "Directory holding <dataset>/ files (default: $NOEIRA_DATA, then the cache "
                   "~/.cache/noeira, then download)");
-  cmd->add_option("--save", o->save, "Write a checkpoint here at the end (atomically)");
+  cmd->add_option("--save", o->save, "Write a checkpoint here at the end (atomically), and "
+                                      "when Ctrl-C stops training (resume it with --resume)");
+  cmd->add_option("--save-every", o->save_every,
+                  "Also write the --save checkpoint every N optimizer steps (atomically: the "
+                  "last one stays whole until the next replaces it)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--resume", o->resume, "Continue from this checkpoint")
       ->check(CLI::ExistingFile);
   cmd->add_option("--threads", o->threads, "CPU threads (default: all available)")
@@ -411,7 +482,15 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch,
                   "Rows per step (per rank with --zero; default: the recipe's)")
       ->check(CLI::PositiveNumber);
-  return [cmd, o]() { return cmd->parsed() ? run_train(*o) : -1; };
+  return [cmd, o]() {
+    if (!cmd->parsed()) return -1;
+    if (o->save_every > 0 && o->save.empty())
+      return report_error("--save-every writes the --save checkpoint: add --save PATH", kExitUsage);
+    // One process stops cleanly on Ctrl-C; ranks under mpirun keep the default (a rank
+    // stopping alone would leave the others waiting in a collective).
+    if (o->zero < 0 && !launched_under_mpirun()) install_interrupt_handlers();
+    return run_train(*o);
+  };
 }
 
 }  // namespace noeira

@@ -7,6 +7,8 @@
 #include "datasets/tinyshakespeare.h"
 #include "harness/bench_runner.h"
 #include "harness/gpu_clocks.h"
+#include "harness/interrupt.h"
+#include "harness/partial_results.h"
 
 namespace noeira {
 
@@ -39,40 +41,63 @@ std::vector<double> doubles(const nlohmann::json& a) {
   return v;
 }
 
+// t[key], or null when t lacks it (a const operator[] must not be asked for a missing key).
+nlohmann::json field(const nlohmann::json& t, const char* key) {
+  const auto it = t.find(key);
+  return it != t.end() ? *it : nlohmann::json();
+}
+
 nlohmann::json number_or_null(const nlohmann::json& v) { return v.is_number() ? v : nullptr; }
+
+// Losses as the results schema holds them: numbers, null for a diverged step.
+nlohmann::json losses_of(const nlohmann::json& a) {
+  nlohmann::json out = nlohmann::json::array();
+  if (a.is_array())
+    for (const auto& x : a) out.push_back(number_or_null(x));
+  return out;
+}
 
 }  // namespace
 
+// Reads a reply parse_twin_reply accepted; any other JSON gives a run with what it has.
 nlohmann::json twin_run_json(const nlohmann::json& t, uint64_t seed) {
-  const bool events = t.value("timer", "wall") == "event";
+  const bool events = field(t, "timer") == "event";
   nlohmann::json timers = {{"wall", nullptr}, {"device", nullptr}, {"event", nullptr}};
   if (events) {
-    timers["event"] = timer_json(doubles(t["step_times_ms"]));
+    timers["event"] = timer_json(doubles(field(t, "step_times_ms")));
     // The twin's host clock covers the whole timed loop: one sample, per step.
-    if (t["wall_ms_per_step"].is_number())
-      timers["wall"] = timer_json({t["wall_ms_per_step"].get<double>()});
+    if (const nlohmann::json wall = field(t, "wall_ms_per_step"); wall.is_number())
+      timers["wall"] = timer_json({wall.get<double>()});
   } else {
-    timers["wall"] = timer_json(doubles(t["step_times_ms"]));
+    timers["wall"] = timer_json(doubles(field(t, "step_times_ms")));
   }
+  const nlohmann::json steps = field(t, "steps");
   return {{"seed", seed},
           {"timers", timers},
-          {"test_top1", number_or_null(t.value("test_top1", nlohmann::json()))},
-          {"test_loss", number_or_null(t.value("test_loss", nlohmann::json()))},
-          {"train_loss", number_or_null(t.value("train_loss_last_epoch", nlohmann::json()))},
-          {"losses", t.value("losses", nlohmann::json::array())},
-          {"steps", t.value("steps", 0)}};
+          {"test_top1", number_or_null(field(t, "test_top1"))},
+          {"test_loss", number_or_null(field(t, "test_loss"))},
+          {"train_loss", number_or_null(field(t, "train_loss_last_epoch"))},
+          {"losses", losses_of(field(t, "losses"))},
+          {"steps", steps.is_number_integer() ? steps.get<int64_t>() : 0}};
 }
 
-nlohmann::json run_twin_mode(const TwinPlan& p, const std::string& mode) {
+nlohmann::json plan_twin_mode(const TwinPlan& p, const std::string& mode) {
   nlohmann::json v = new_variant("twin:" + mode, "torch", p.dtype, p.target);
-  const bool gpu = p.target == "gpu";
-  const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
   if (!p.unavailable.empty()) {
     v["available"] = false;
     v["unavailable_reason"] = p.unavailable;
+  } else {
+    plan_seeds(v, p.seeds);
   }
+  return v;
+}
+
+void run_twin_mode(const TwinPlan& p, const std::string& mode, nlohmann::json& v,
+                   const std::function<void()>& after_seed) {
+  const bool gpu = p.target == "gpu";
+  const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
   for (uint64_t seed : p.seeds) {
-    if (!v["available"].get<bool>()) break;
+    if (!v["available"].get<bool>() || interrupt_requested()) break;
     TwinRequest q;
     q.python = p.python;
     q.recipe = p.recipe;
@@ -91,22 +116,28 @@ nlohmann::json run_twin_mode(const TwinPlan& p, const std::string& mode) {
     std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
     std::fflush(stderr);
     const TwinOutcome o = run_twin(q);
+    if (interrupt_requested()) {  // stopped: this seed stays pending
+      std::fprintf(stderr, " stopped (%s)\n", interrupt_name().c_str());
+      break;
+    }
     std::fprintf(stderr, " %s (%.1f s)\n",
                  o.ok && o.available ? "done" : (o.ok ? "unavailable" : "failed"), o.seconds);
     if (!o.ok) {
       v["error"] = o.reason;  // one failure marks the variant; our results are untouched
+      drop_pending(v);
       break;
     }
     if (!o.available) {
       v["available"] = false;
       v["unavailable_reason"] = o.reason;
+      drop_pending(v);
       break;
     }
-    v["runs"].push_back(twin_run_json(o.result, seed));
+    record_run(v, twin_run_json(o.result, seed));
+    if (after_seed) after_seed();
   }
   v["summary"] = summarize_runs(v["runs"]);
   if (gpu) record_variant_clocks(v, clocks_before);
-  return v;
 }
 
 }  // namespace noeira

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,14 @@ struct TwinPlan {
   double timeout_seconds = 900;
 };
 
-// The variant "twin:<mode>" with one run per seed (results/SCHEMA.md).
-nlohmann::json run_twin_mode(const TwinPlan& plan, const std::string& mode);
+// The variant "twin:<mode>" without runs, every seed of the plan pending.
+nlohmann::json plan_twin_mode(const TwinPlan& plan, const std::string& mode);
+
+// Runs the planned variant's pending seeds (one twin process each), recording each
+// finished seed and calling `after_seed` (the run saves its results file there). An
+// interrupt (harness/interrupt.h) stops the twin and leaves the rest pending.
+void run_twin_mode(const TwinPlan& plan, const std::string& mode, nlohmann::json& variant,
+                   const std::function<void()>& after_seed = {});
 
 // Where the twin finds <dataset>/<files> (its --data-dir): the directory above our
 // located copy of the data set, else the data directory or cache we would download into.

@@ -84,6 +84,9 @@ int64_t AutoregressiveTrainer::interval_steps(int64_t total) const {
 void AutoregressiveTrainer::begin_epoch() {
   backend_.ops->fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
   write_counters();  // batch_in_epoch = 0: the loss history restarts
+  resume_batch_ = 0;  // the windows follow the step: a mid-interval resume needs nothing
+  history_offset_ = 0;
+  in_epoch_ = true;
   epoch_first_step_ = step_;
   epoch_seconds_ = 0.0;
 }

@@ -111,7 +111,11 @@ void Trainer::begin_epoch() {
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
               arenas_.ptr(shuffle_ws_));
   ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
-  write_counters();  // batch_in_epoch = 0
+  // batch_in_epoch: 0, or where a checkpoint saved mid-epoch stopped.
+  write_counters(resume_batch_);
+  history_offset_ = resume_batch_;
+  resume_batch_ = 0;
+  in_epoch_ = true;
   epoch_first_step_ = step_;
   epoch_seconds_ = 0.0;
 }

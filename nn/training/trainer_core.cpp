@@ -223,8 +223,10 @@ EpochStats TrainerCore::end_epoch(bool evaluate_test) {
   LossStats st{};
   ops.copy_to_host(&st, arenas_.ptr(train_stats_), sizeof st);
   s.step_losses.resize(static_cast<size_t>(s.steps));
-  ops.copy_to_host(s.step_losses.data(), arenas_.ptr(loss_history_),
+  ops.copy_to_host(s.step_losses.data(), arenas_.as<float>(loss_history_) + history_offset_,
                    s.step_losses.size() * sizeof(float));
+  in_epoch_ = false;
+  history_offset_ = 0;
   combine_train_stats(st, s.step_losses);
   const EvalStats train = stats_of(st, cfg_.task);
   s.train_loss = train.loss;
@@ -236,12 +238,14 @@ EpochStats TrainerCore::end_epoch(bool evaluate_test) {
 
 void TrainerCore::synchronize() { backend_.ops->synchronize(); }
 
-EpochStats TrainerCore::train_epoch(const std::function<void(int64_t, int64_t)>& on_step) {
+std::optional<EpochStats> TrainerCore::run_epoch(
+    const std::function<void(int64_t, int64_t)>& on_step, const std::function<bool()>& stop) {
   begin_epoch();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < steps_per_epoch_; ++i) {
+  for (int64_t i = history_offset_; i < steps_per_epoch_; ++i) {
     train_step();
     if (on_step) on_step(i + 1, steps_per_epoch_);
+    if (stop && i + 1 < steps_per_epoch_ && stop()) return std::nullopt;
   }
   backend_.ops->synchronize();
   epoch_seconds_ =
@@ -249,13 +253,21 @@ EpochStats TrainerCore::train_epoch(const std::function<void(int64_t, int64_t)>&
   return end_epoch();
 }
 
+EpochStats TrainerCore::train_epoch(const std::function<void(int64_t, int64_t)>& on_step) {
+  return *run_epoch(on_step, {});
+}
+
 std::vector<EpochStats> TrainerCore::train(int epochs,
                                            const std::function<void(const EpochStats&)>& on_epoch,
-                                           const std::function<void(int64_t, int64_t)>& on_step) {
+                                           const std::function<void(int64_t, int64_t)>& on_step,
+                                           const std::function<bool()>& stop) {
   std::vector<EpochStats> out;
   while (epoch_ < epochs) {
-    out.push_back(train_epoch(on_step));
+    std::optional<EpochStats> e = run_epoch(on_step, stop);
+    if (!e) break;
+    out.push_back(std::move(*e));
     if (on_epoch) on_epoch(out.back());
+    if (stop && epoch_ < epochs && stop()) break;
   }
   return out;
 }

@@ -69,11 +69,17 @@ class TrainerCore {
  public:
   virtual ~TrainerCore();
 
-  // Whole epochs. `on_step(step_in_epoch, steps)` is for progress output only.
+  // Whole epochs. `on_step(step_in_epoch, steps)` runs after every step (progress output,
+  // periodic checkpoints). `stop`, asked after every step but an epoch's last, ends
+  // training early with the epoch left open: a checkpoint saved then resumes mid-epoch
+  // (the same steps and bits as a run that was not stopped).
   std::vector<EpochStats> train(int epochs,
                                 const std::function<void(const EpochStats&)>& on_epoch = {},
-                                const std::function<void(int64_t, int64_t)>& on_step = {});
+                                const std::function<void(int64_t, int64_t)>& on_step = {},
+                                const std::function<bool()>& stop = {});
   EpochStats train_epoch(const std::function<void(int64_t, int64_t)>& on_step = {});
+  // Whether the current epoch is open (begun, stopped before its end).
+  bool in_epoch() const { return in_epoch_; }
   // The held-out loss (and top-1): the test set, or the fixed validation windows.
   virtual EvalStats evaluate() = 0;
 
@@ -173,6 +179,13 @@ class TrainerCore {
   int64_t step_ = 0;   // optimizer steps taken (host mirror of the device counter)
   int64_t epoch_first_step_ = 0;
   double epoch_seconds_ = 0.0;
+  // A checkpoint saved mid-epoch: the batches of its epoch already taken. The classifier's
+  // begin_epoch continues the epoch's batch order from there (and its loss history from
+  // that index, history_offset_); the AutoregressiveTrainer's windows follow the step,
+  // so it ignores it.
+  int64_t resume_batch_ = 0;
+  int64_t history_offset_ = 0;
+  bool in_epoch_ = false;
   // The parameter, gradient (and bf16 copy) arenas are padded to a multiple of this many
   // floats: a data-parallel trainer's N, so each rank owns an equal slice.
   int64_t param_pad_multiple_ = 1;
@@ -201,6 +214,9 @@ class TrainerCore {
 
  private:
   Status capture_step();
+  // One epoch, or none (an empty result) when `stop` ended it early.
+  std::optional<EpochStats> run_epoch(const std::function<void(int64_t, int64_t)>& on_step,
+                                      const std::function<bool()>& stop);
   void initialise_params();
   void initialise_buffers();
   nlohmann::json checkpoint_meta() const;

@@ -60,6 +60,9 @@ nlohmann::json TrainerCore::checkpoint_meta() const {
   // Data parallelism: each rank trains `batch` rows, so the run's global batch is ranks x
   // batch (only written when more than one, as checkpoints before it existed).
   if (ranks() > 1) meta["ranks"] = ranks();
+  // Saved mid-epoch: the batches of the epoch taken (only then, as checkpoints before it).
+  const int64_t batch = in_epoch_ ? history_offset_ + (step_ - epoch_first_step_) : resume_batch_;
+  if (batch > 0) meta["batch_in_epoch"] = batch;
   meta.update(extra_meta());
   return meta;
 }
@@ -195,6 +198,13 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
   } catch (const nlohmann::json::exception&) {
     return make_error(where + ": header lacks seed/epoch/step");
   }
+  int64_t batch = 0;
+  if (const auto b = ck.meta.find("batch_in_epoch"); b != ck.meta.end()) {
+    if (!b->is_number_integer() || b->get<int64_t>() < 0 || b->get<int64_t>() >= steps_per_epoch_)
+      return make_error(where + ": batch_in_epoch " + b->dump() + " is not a batch of an epoch of " +
+                        std::to_string(steps_per_epoch_) + " steps");
+    batch = b->get<int64_t>();
+  }
 
   set_parameter_arena(values);
   for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
@@ -205,7 +215,10 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
   ctx_->set_seed(seed);
   epoch_ = epoch;
   step_ = step;
-  write_counters();
+  resume_batch_ = batch;
+  in_epoch_ = false;
+  history_offset_ = 0;
+  write_counters(batch);
   return {};
 }
 

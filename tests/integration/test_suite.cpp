@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/results.h"
+#include "tests/support/background_process.h"
 #include "tests/support/chromium_check.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
@@ -85,7 +87,9 @@ TEST_CASE("suite: a straight run, and one killed after its first model then resu
     first_done = m.is_object() && m["entries"][0]["status"] == "done";
   }
   REQUIRE(first_done);
-  run_shell("kill -9 " + pid + "; pkill -9 -f -- '" + cut.string() + "'; sleep 0.5");
+  run_shell("kill -9 " + pid + "; sleep 0.5");
+  // Its run dies with it (no orphan keeps training); the pattern does not match itself.
+  CHECK(run_shell("pgrep -f -- '" + cut.string() + "/[c]onv2d'").exit_code == 1);
   const nlohmann::json killed = manifest(cut);
   CHECK(killed["entries"][0]["status"] == "done");
   CHECK(killed["entries"][1]["status"] != "done");
@@ -136,4 +140,49 @@ TEST_CASE("suite: --resume of a directory without a manifest, and an existing su
   const CommandResult b = run_bench("suite --models mlp --out-dir '" + tmp.path().string() + "'");
   CHECK(b.exit_code == 2);
   CHECK_THAT(b.output, Catch::Contains("resume it with --resume"));
+}
+
+TEST_CASE("suite: Ctrl-C stops the running model keeping its finished seeds; --resume runs it "
+          "again and keeps the partial file", "[suite][partial][slow]") {
+  TempDir tmp;
+  const auto dir = tmp / "s";
+  std::string cmd(1, '\'');
+  cmd += bench_binary();
+  cmd += "' suite --models mlp,conv2d-mnist --dtype-list fp32 --quick --seeds 3 --twin none "
+         "--target cpu --threads 1 --out-dir '" + dir.string() + "' > '" + (tmp / "log").string() +
+         "' 2>&1";
+  BackgroundProcess suite(cmd);
+  const auto results = dir / "mlp-fp32.json";
+  REQUIRE(wait_until([&] {
+    Result<nlohmann::json> r = read_results(results);
+    return r && !(*r)["benchmarks"][0]["variants"][0]["runs"].empty();
+  }, 120));
+  suite.signal(SIGINT);
+  CHECK(suite.wait() == 130);
+  std::ifstream in(tmp / "log");
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("mlp (fp32): stopped by SIGINT; its finished seeds are in"));
+  CHECK_THAT(log, Catch::Contains("resume it with noeira-bench suite --resume"));
+  const nlohmann::json m = manifest(dir);
+  CHECK(m["entries"][0]["status"] == "interrupted");
+  CHECK(m["entries"][1]["status"] == "pending");
+  Result<nlohmann::json> partial = read_results(results);
+  REQUIRE(partial.ok());
+  CHECK((*partial)["status"] == "partial");
+  CHECK((*partial)["stopped_by"] == "SIGINT");
+  std::ifstream md(dir / "report.md");
+  CHECK_THAT(std::string((std::istreambuf_iterator<char>(md)), {}), Catch::Contains("**PARTIAL**"));
+
+  const CommandResult b = run_bench("suite --resume '" + dir.string() + "'");
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  CHECK_THAT(b.output, Catch::Contains("2 to do"));
+  Result<nlohmann::json> kept = read_results(dir / "mlp-fp32.interrupted-1.json");
+  REQUIRE(kept.ok());
+  CHECK((*kept)["status"] == "partial");
+  Result<nlohmann::json> done = read_results(results);
+  REQUIRE(done.ok());
+  CHECK((*done)["status"] == "complete");
+  CHECK(manifest(dir)["entries"][1]["status"] == "done");
 }

@@ -125,3 +125,45 @@ TEST_CASE("A failed save leaves no partial file behind", "[checkpoint]") {
   CHECK_THAT(s.error().message, Catch::Contains("no-such-dir"));
   CHECK(std::filesystem::is_empty(dir.path()));
 }
+
+TEST_CASE("A run stopped mid-epoch and resumed from its checkpoint ends with the same bits",
+          "[checkpoint]") {
+  TempDir dir;
+  auto whole = small_trainer(Task::kClassification, 6);
+  whole->train(2);  // 2 epochs of 32 steps
+
+  // Stopped after step 10 of the first epoch (the stop is asked after every step).
+  auto first = small_trainer(Task::kClassification, 6);
+  int64_t steps = 0;
+  first->train(2, {}, {}, [&] { return ++steps == 10; });
+  CHECK(first->steps_done() == 10);
+  CHECK(first->epochs_done() == 0);
+  CHECK(first->in_epoch());
+  REQUIRE(first->save_checkpoint(dir / "mid.ckpt").ok());
+  Result<Checkpoint> ck = read_checkpoint(dir / "mid.ckpt");
+  REQUIRE(ck.ok());
+  CHECK(ck->meta.at("batch_in_epoch") == 10);
+
+  auto resumed = small_trainer(Task::kClassification, 7);
+  REQUIRE(resumed->load_checkpoint(dir / "mid.ckpt").ok());
+  const auto epochs = resumed->train(2);
+  REQUIRE(epochs.size() == 2);
+  CHECK(epochs[0].steps == 22);  // the rest of the first epoch
+  CHECK(resumed->steps_done() == whole->steps_done());
+  for (size_t i = 0; i < whole->params().all().size(); ++i)
+    CHECK(resumed->param_values(i) == whole->param_values(i));
+  REQUIRE(whole->save_checkpoint(dir / "whole.ckpt").ok());
+  REQUIRE(resumed->save_checkpoint(dir / "resumed.ckpt").ok());
+  CHECK(file_bytes(dir / "whole.ckpt") == file_bytes(dir / "resumed.ckpt"));
+}
+
+TEST_CASE("A checkpoint whose batch_in_epoch is outside an epoch is refused", "[checkpoint]") {
+  TempDir dir;
+  auto t = small_trainer(Task::kClassification);
+  REQUIRE(t->save_checkpoint(dir / "a.ckpt").ok());
+  Result<Checkpoint> ck = read_checkpoint(dir / "a.ckpt");
+  REQUIRE(ck.ok());
+  ck->meta["batch_in_epoch"] = 32;  // an epoch has batches 0..31
+  REQUIRE(write_checkpoint(dir / "b.ckpt", *ck).ok());
+  CHECK_THAT(load_error(dir / "b.ckpt"), Catch::Contains("batch_in_epoch 32"));
+}
