@@ -73,13 +73,13 @@ Result<GzHandle> open_gz(const std::filesystem::path& path, const char* what) {
   return gz;
 }
 
-// Reads up to n bytes, growing `out` as data arrives so that a corrupt header claiming
-// a huge size cannot make us allocate more than the file really holds.
+// Reads up to n bytes, growing `out` a chunk at a time as data arrives so that a corrupt
+// header claiming a huge size cannot make us allocate more than the file really holds
+// (plus one chunk): nothing is reserved on the header's word.
 Status read_up_to(gzFile gz, const std::filesystem::path& path, uint64_t n,
                   std::vector<uint8_t>& out) {
   constexpr uint64_t kChunk = uint64_t{1} << 24;
   out.clear();
-  out.reserve(static_cast<size_t>(std::min<uint64_t>(n, uint64_t{1} << 28)));
   uint64_t got = 0;
   while (got < n) {
     const auto want = static_cast<unsigned>(std::min(n - got, kChunk));

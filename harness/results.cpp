@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "nn/atomic_file.h"
+#include "nn/json_input.h"
 
 namespace noeira {
 
@@ -22,14 +23,11 @@ Result<nlohmann::json> read_results(const std::filesystem::path& path) {
   text << in.rdbuf();
   if (in.bad()) return make_error(name + ": read error");
 
-  nlohmann::json results;
-  try {
-    results = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    return make_error(name + ": not valid JSON (byte " + std::to_string(e.byte) +
-                      "): is it a truncated or hand-edited results file?");
-  }
-  if (Status s = validate_results(results); !s) return make_error(name + ": " + s.error().message);
+  Result<nlohmann::json> results = parse_json_input(text.str());
+  if (!results)
+    return make_error(name + ": " + results.error().message +
+                      ": is it a truncated or hand-edited results file?");
+  if (Status s = validate_results(*results); !s) return make_error(name + ": " + s.error().message);
   return results;
 }
 

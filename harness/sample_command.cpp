@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "datasets/vocab_json.h"
 #include "harness/cli.h"
 #include "harness/cli_options.h"
 #include "harness/session.h"
@@ -55,8 +56,12 @@ int run_sample(const SampleOptions& o) {
   // (as nanoGPT's sample.py with its meta.pkl). With --dataset, or for a checkpoint without
   // one, the corpus is loaded and its vocabulary must be the checkpoint's.
   std::vector<char> saved;
-  for (const auto& b : ck->meta.value("vocab", nlohmann::json::array()))
-    saved.push_back(static_cast<char>(b.get<int>()));
+  if (ck->meta.contains("vocab")) {
+    Result<std::vector<char>> vocab = vocab_from_json(ck->meta.at("vocab"));
+    if (!vocab)
+      return report_error("checkpoint " + o.checkpoint + ": " + vocab.error().message, kExitFailure);
+    saved = std::move(vocab).value();
+  }
   Result<DataSplit> data = DataSplit{};
   if (!saved.empty() && o.data.dataset.empty()) {
     data->corpus = vocabulary_only_corpus(ck->meta.value("dataset", ""), saved,

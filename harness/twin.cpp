@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/subprocess.h"
+#include "harness/twin_reply.h"
 #include "models/install_root.h"
 
 namespace noeira {
@@ -91,12 +92,8 @@ TwinOutcome run_twin(const TwinRequest& q) {
                " s" + log_hint;
     return o;
   }
-  const auto first = r.out.find('{');
-  const auto last = r.out.rfind('}');
-  nlohmann::json j = first == std::string::npos || last == std::string::npos
-                         ? nlohmann::json()
-                         : nlohmann::json::parse(r.out.substr(first, last - first + 1), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  std::optional<TwinOutcome> reply = parse_twin_reply(r.out, log_hint);
+  if (!reply) {
     std::string why = r.signal ? "killed by signal " + std::to_string(r.signal)
                                : "exit code " + std::to_string(r.exit_code);
     const std::string tail = last_line_of(q.log);
@@ -104,25 +101,8 @@ TwinOutcome run_twin(const TwinRequest& q) {
                log_hint;
     return o;
   }
-  if (!j.value("ok", false)) {
-    o.reason = "twin failed: " + j.value("error", std::string("unknown error")) + log_hint;
-    return o;
-  }
-  o.ok = true;
-  o.result = j;
-  o.available = j.value("available", false);
-  if (!o.available) {
-    const auto& why = j["unavailable_reason"];
-    o.reason = why.is_string() ? why.get<std::string>() : "unavailable";
-    return o;
-  }
-  // The fields the harness relies on must be there and typed.
-  for (const char* key : {"step_times_ms", "losses"})
-    if (!j.contains(key) || !j[key].is_array()) {
-      o.ok = false;
-      o.reason = std::string("twin failed: its JSON lacks '") + key + "'" + log_hint;
-    }
-  return o;
+  reply->seconds = o.seconds;
+  return *reply;
 }
 
 }  // namespace noeira

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include "models/install_root.h"
+#include "nn/json_input.h"
 
 namespace noeira {
 
@@ -42,22 +44,22 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
     const auto& j = r.json;
     r.task = Task::kLanguageModel;
     r.dataset = j.at("dataset").at("name").get<std::string>();
-    r.batch = j.at("batch").get<int64_t>();
+    r.batch = integer_field<int64_t>(j, "batch");
     GptSpec& g = r.gpt;
     const auto& m = j.at("model");
-    g.layers = m.at("layers").get<int64_t>();
-    g.heads = m.at("heads").get<int64_t>();
-    g.width = m.at("width").get<int64_t>();
-    g.context = m.at("context").get<int64_t>();
+    g.layers = integer_field<int64_t>(m, "layers");
+    g.heads = integer_field<int64_t>(m, "heads");
+    g.width = integer_field<int64_t>(m, "width");
+    g.context = integer_field<int64_t>(m, "context");
     g.bias = m.value("bias", false);
     g.tied_head = m.value("tied_head", true);
     g.dropout = m.value("dropout", 0.0);
     g.init_std = j.value("init_std", 0.02);
     r.init_std = g.init_std;
-    g.steps = j.at("steps").get<int64_t>();
-    g.eval_interval = j.value("eval_interval", g.steps);
-    g.eval_windows = j.value("eval_windows", int64_t{0});
-    g.quick_steps = j.contains("quick") ? j["quick"].value("steps", g.steps) : g.steps;
+    g.steps = integer_field<int64_t>(j, "steps");
+    g.eval_interval = integer_field<int64_t>(j, "eval_interval", g.steps);
+    g.eval_windows = integer_field<int64_t>(j, "eval_windows", 0);
+    g.quick_steps = j.contains("quick") ? integer_field<int64_t>(j["quick"], "steps", g.steps) : g.steps;
     if (r.batch <= 0 || g.steps <= 0 || g.context <= 0 || g.layers <= 0 || g.heads <= 0 ||
         g.width <= 0 || g.eval_interval <= 0 || g.quick_steps <= 0 || g.eval_windows < 0)
       return make_error(where + ": batch, steps, eval_interval, quick.steps and model.layers, "
@@ -77,7 +79,7 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
     r.init = InitKind::kNormal;
     r.input_shape = Shape{g.context};
     if (j.contains("parity")) {
-      r.parity_steps = j["parity"].value("steps", r.parity_steps);
+      r.parity_steps = integer_field<int64_t>(j["parity"], "steps", r.parity_steps);
       r.parity_bound = j["parity"].value("bound", r.parity_bound);
     }
     NOEIRA_TRY(parse_optimizer(j.at("optimizer"), where, r.optimizer, r.schedule));
@@ -91,11 +93,11 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
 Status parse_vit_model(Recipe& r, const std::string& where) {
   const auto& m = r.json.at("model");
   VitSpec& v = r.vit;
-  v.patch = m.at("patch").get<int64_t>();
-  v.width = m.at("width").get<int64_t>();
-  v.heads = m.at("heads").get<int64_t>();
-  v.mlp_ratio = m.value("mlp_ratio", int64_t{4});
-  v.layers = m.at("layers").get<int64_t>();
+  v.patch = integer_field<int64_t>(m, "patch");
+  v.width = integer_field<int64_t>(m, "width");
+  v.heads = integer_field<int64_t>(m, "heads");
+  v.mlp_ratio = integer_field<int64_t>(m, "mlp_ratio", 4);
+  v.layers = integer_field<int64_t>(m, "layers");
   v.bias = m.value("bias", true);
   if (v.patch <= 0 || v.width <= 0 || v.heads <= 0 || v.mlp_ratio <= 0 || v.layers <= 0)
     return make_error(where + ": model.patch, width, heads, mlp_ratio and layers must be positive");
@@ -118,13 +120,17 @@ Status parse_vit_model(Recipe& r, const std::string& where) {
 
 Result<Recipe> load_recipe(const std::filesystem::path& path) {
   const std::string where = "recipe " + path.string();
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(where + ": cannot open it");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return make_error(where + ": cannot read it");
   Recipe r;
   r.path = path;
-  r.json = nlohmann::json::parse(in, nullptr, false);
-  if (r.json.is_discarded() || !r.json.is_object())
-    return make_error(where + ": not valid JSON; check it with `python3 -m json.tool`");
+  Result<nlohmann::json> parsed = parse_json_input(text);
+  if (!parsed || !parsed->is_object())
+    return make_error(where + ": " + (parsed ? "not a JSON object" : parsed.error().message) +
+                      "; check it with `python3 -m json.tool`");
+  r.json = std::move(parsed).value();
   try {
     const auto& j = r.json;
     r.name = j.at("name").get<std::string>();
@@ -167,19 +173,24 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
           return make_error(where + ": dataset.normalize.std must be positive (got " +
                             std::to_string(sd) + ")");
     }
-    for (int64_t d : j.at("input_shape").get<std::vector<int64_t>>())
-      r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;
-    r.num_classes = j.value("num_classes", 0);
-    r.batch = j.at("batch").get<int64_t>();
+    // One dimension short of a Shape's most: a batch dimension goes in front of it.
+    const auto shape = integer_list(j.at("input_shape"), "input_shape");
+    if (shape.empty() || shape.size() > static_cast<size_t>(Shape::kMaxDims - 1) ||
+        std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; }))
+      return make_error(where + ": input_shape must be a list of 1 to " +
+                        std::to_string(Shape::kMaxDims - 1) + " positive sizes");
+    for (int64_t d : shape) r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;
+    r.num_classes = integer_field<int>(j, "num_classes", 0);
+    r.batch = integer_field<int64_t>(j, "batch");
     r.drop_last = j.value("drop_last", true);
-    r.epochs = j.at("epochs").get<int>();
+    r.epochs = integer_field<int>(j, "epochs");
     if (j.contains("quick")) {
-      r.quick_epochs = j["quick"].value("epochs", 1);
-      r.quick_max_steps = j["quick"].value("max_steps", int64_t{0});
+      r.quick_epochs = integer_field<int>(j["quick"], "epochs", 1);
+      r.quick_max_steps = integer_field<int64_t>(j["quick"], "max_steps", 0);
       r.quick_dataset = j["quick"].value("dataset", "");
     }
     if (j.contains("augment")) {
-      r.augment_crop_pad = j["augment"].value("random_crop_pad", 0);
+      r.augment_crop_pad = integer_field<int>(j["augment"], "random_crop_pad", 0);
       r.augment_flip = j["augment"].value("horizontal_flip", false);
       if (r.augment_crop_pad < 0 || r.augment_crop_pad > 16)
         return make_error(where + ": augment.random_crop_pad must be in [0, 16]");
@@ -187,9 +198,9 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
         return make_error(where + ": augment needs image samples (input_shape [C, H, W])");
     }
     if (j.contains("parity")) {
-      r.parity_steps = j["parity"].value("steps", r.parity_steps);
+      r.parity_steps = integer_field<int64_t>(j["parity"], "steps", r.parity_steps);
       r.parity_bound = j["parity"].value("bound", r.parity_bound);
-      r.parity_early_steps = j["parity"].value("early_steps", r.parity_early_steps);
+      r.parity_early_steps = integer_field<int64_t>(j["parity"], "early_steps", r.parity_early_steps);
       r.parity_early_bound = j["parity"].value("early_bound", r.parity_early_bound);
       if (r.parity_early_steps < 0 || r.parity_early_steps > r.parity_steps ||
           !(r.parity_early_bound > 0.0))

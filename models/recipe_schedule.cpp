@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "nn/json_input.h"
+
+
 namespace noeira {
 
 namespace {
@@ -16,9 +19,9 @@ Status parse_schedule(const nlohmann::json& v, const std::string& where, Schedul
     if (v.contains("milestone_epochs") && v.contains("milestones"))
       return make_error(at + " gives both milestone_epochs and milestones; keep one");
     if (v.contains("milestone_epochs")) {
-      s.milestones = v["milestone_epochs"].get<std::vector<int64_t>>();
+      s.milestones = integer_list(v["milestone_epochs"], "milestone_epochs");
     } else if (v.contains("milestones")) {
-      s.milestones = v["milestones"].get<std::vector<int64_t>>();
+      s.milestones = integer_list(v["milestones"], "milestones");
       s.milestone_unit_epochs = false;
     }
     s.gamma = v.value("gamma", 0.1);
@@ -27,10 +30,10 @@ Status parse_schedule(const nlohmann::json& v, const std::string& where, Schedul
     if (v.contains("warmup_epochs") && v.contains("warmup_steps"))
       return make_error(at + " gives both warmup_epochs and warmup_steps; keep one");
     if (v.contains("warmup_epochs")) {
-      s.warmup = v["warmup_epochs"].get<int64_t>();
+      s.warmup = integer_field<int64_t>(v, "warmup_epochs");
       s.warmup_unit_epochs = true;
     } else {
-      s.warmup = v.value("warmup_steps", int64_t{0});
+      s.warmup = integer_field<int64_t>(v, "warmup_steps", 0);
     }
   } else {
     return make_error(at + " must be \"constant\", \"cosine\" or an object with a \"type\"");
@@ -80,7 +83,7 @@ Status parse_optimizer(const nlohmann::json& o, const std::string& where, Optimi
     out.adam.eps = o.value("eps", 1e-8);
     out.adam.weight_decay = o.value("weight_decay", 0.0);
     out.adam.decoupled = out.kind == OptimizerKind::kAdamW;
-    out.decay_min_rank = o.value("decay_min_rank", 0);
+    out.decay_min_rank = integer_field<int>(o, "decay_min_rank", 0);
     if (out.decay_min_rank < 0)
       return make_error(where + ": optimizer.decay_min_rank must not be negative");
   }

@@ -3,14 +3,18 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 
 #include "nn/atomic_file.h"
+#include "nn/json_input.h"
 
 namespace noeira {
 
@@ -28,6 +32,37 @@ T get(const uint8_t* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
+}
+
+// The documented header fields (docs/checkpoint-format.md) that readers take as a type
+// (a resume, `sample`), checked when present: older checkpoints lack some.
+Status check_header_fields(const nlohmann::json& h) {
+  for (const char* key : {"format", "model", "dataset", "recipe_hash", "amp"})
+    if (h.contains(key) && !h[key].is_string())
+      return make_error(std::string(key) + " is " + h[key].type_name() + ", not a string");
+  // seed, epoch, step, batch, context: counts, non-negative; epoch is read as an int.
+  for (const char* key : {"seed", "epoch", "step", "batch", "context"})
+    if (h.contains(key) && !h[key].is_number_unsigned())
+      return make_error(std::string(key) + " is " + h[key].dump() + ", not a count (0 or more)");
+  if (h.contains("epoch") && h["epoch"].get<uint64_t>() > static_cast<uint64_t>(INT32_MAX))
+    return make_error("epoch " + h["epoch"].dump() + " is out of range");
+  if (h.contains("ranks") && !(h["ranks"].is_number_unsigned() && h["ranks"].get<uint64_t>() >= 1 &&
+                               h["ranks"].get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)))
+    return make_error("ranks is " + h["ranks"].dump() + ", not a rank count (1 or more)");
+  if (h.contains("optimizer") && !h["optimizer"].is_object())
+    return make_error(std::string("optimizer is ") + h["optimizer"].type_name() + ", not an object");
+  if (h.contains("vocab") && !h["vocab"].is_array())
+    return make_error(std::string("vocab is ") + h["vocab"].type_name() + ", not a list");
+  return {};
+}
+
+// Bytes of a tensor of `dims` and `dtype`, or nothing when a dimension is negative or the
+// product does not fit 64 bits.
+std::optional<uint64_t> tensor_bytes(const std::vector<int64_t>& dims, DType dtype) {
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return std::nullopt;
+  return n;
 }
 
 Result<DType> parse_dtype(const std::string& s) {
@@ -116,11 +151,15 @@ Result<Checkpoint> read_checkpoint(const std::filesystem::path& path) {
                               "re-create it or use another copy");
 
   Checkpoint ck;
-  nlohmann::json header = nlohmann::json::parse(data.begin() + 24, data.begin() + 24 +
-                                                static_cast<std::ptrdiff_t>(hlen),
-                                                nullptr, false);
-  if (header.is_discarded() || !header.is_object() || !header.contains("tensors"))
-    return make_error(where + ": header is not valid JSON with a tensor list");
+  Result<nlohmann::json> parsed = parse_json_input(
+      std::string_view(reinterpret_cast<const char*>(data.data()) + 24, static_cast<size_t>(hlen)));
+  if (!parsed || !parsed->is_object() || !parsed->contains("tensors") ||
+      !parsed->at("tensors").is_array())
+    return make_error(where + ": header is not valid JSON with a tensor list" +
+                      (parsed ? std::string() : " (" + parsed.error().message + ")"));
+  nlohmann::json header = std::move(parsed).value();
+  if (Status fields = check_header_fields(header); !fields)
+    return make_error(where + ": header field " + fields.error().message);
   const uint64_t data_start = 24 + hlen;
   const uint64_t data_len = data.size() - 4 - data_start;
   try {
@@ -131,14 +170,17 @@ Result<Checkpoint> read_checkpoint(const std::filesystem::path& path) {
       Result<DType> dt = parse_dtype(t.at("dtype").get<std::string>());
       if (!dt) return make_error(where + ": tensor " + ct.name + ": " + dt.error().message);
       ct.dtype = *dt;
-      const auto dims = t.at("shape").get<std::vector<int64_t>>();
+      const std::vector<int64_t> dims = integer_list(t.at("shape"), "shape");
       if (dims.size() > Shape::kMaxDims)
         return make_error(where + ": tensor " + ct.name + " has too many dimensions");
+      const std::optional<uint64_t> bytes = tensor_bytes(dims, ct.dtype);
+      if (!bytes)
+        return make_error(where + ": tensor " + ct.name + " has an impossible shape " +
+                          t.at("shape").dump());
       for (int64_t d : dims) ct.shape.dims[static_cast<size_t>(ct.shape.rank++)] = d;
-      const uint64_t off = t.at("offset").get<uint64_t>();
-      const uint64_t nb = t.at("nbytes").get<uint64_t>();
-      if (nb != static_cast<uint64_t>(ct.shape.numel()) * dtype_size(ct.dtype) ||
-          off > data_len || nb > data_len - off)
+      const auto off = integer_field<uint64_t>(t, "offset");
+      const auto nb = integer_field<uint64_t>(t, "nbytes");
+      if (nb != *bytes || off > data_len || nb > data_len - off)
         return make_error(where + ": tensor " + ct.name + " has inconsistent size/offset");
       const auto* p = data.data() + data_start + off;
       ct.bytes.assign(p, p + nb);

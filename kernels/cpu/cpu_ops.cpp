@@ -122,14 +122,18 @@ void CpuOps::advance(StepCounters* counters) {
   counters->batch_in_epoch += 1;
 }
 
-void CpuOps::fill_zero(void* p, size_t bytes) { std::memset(p, 0, bytes); }
+// Zero bytes are a no-op whatever the pointers, as on the GPU: an empty arena (a model
+// without parameters) has a null base, and memset/memcpy must not be given null.
+void CpuOps::fill_zero(void* p, size_t bytes) {
+  if (bytes > 0) std::memset(p, 0, bytes);
+}
 
 void CpuOps::copy_to_device(void* dst, const void* host_src, size_t bytes) {
-  std::memcpy(dst, host_src, bytes);
+  if (bytes > 0) std::memcpy(dst, host_src, bytes);
 }
 
 void CpuOps::copy_to_host(void* host_dst, const void* src, size_t bytes) {
-  std::memcpy(host_dst, src, bytes);
+  if (bytes > 0) std::memcpy(host_dst, src, bytes);
 }
 
 }  // namespace noeira

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "datasets/vocab_json.h"
 #include "kernels/common/batch_window.h"
 
 namespace noeira {
@@ -182,9 +183,7 @@ void AutoregressiveTrainer::read_batch(std::vector<int32_t>& inputs,
 
 // The vocabulary as byte values (a JSON string could not hold every byte), the context.
 nlohmann::json AutoregressiveTrainer::extra_meta() const {
-  nlohmann::json v = nlohmann::json::array();
-  for (char c : vocab_) v.push_back(static_cast<int>(static_cast<unsigned char>(c)));
-  return {{"vocab", v}, {"context", T_}};
+  return {{"vocab", vocab_to_json(vocab_)}, {"context", T_}};
 }
 
 }  // namespace noeira

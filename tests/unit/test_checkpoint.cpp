@@ -1,5 +1,6 @@
 // Checkpoints: round trip, and a specific error for every kind of bad file.
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <fstream>
 
@@ -166,4 +167,85 @@ TEST_CASE("A checkpoint whose batch_in_epoch is outside an epoch is refused", "[
   ck->meta["batch_in_epoch"] = 32;  // an epoch has batches 0..31
   REQUIRE(write_checkpoint(dir / "b.ckpt", *ck).ok());
   CHECK_THAT(load_error(dir / "b.ckpt"), Catch::Contains("batch_in_epoch 32"));
+}
+
+namespace {
+
+// A checkpoint file of `header` (its "tensors" as given) and `data`, with a right CRC, so
+// that the reader gets past the checksum to what the header says.
+void write_raw_checkpoint(const std::filesystem::path& p, const nlohmann::json& header,
+                          const std::string& data = "") {
+  const std::string h = header.dump();
+  std::string out(kCheckpointMagic, 8);
+  const uint32_t version = kCheckpointVersion, reserved = 0;
+  const uint64_t hlen = h.size();
+  out.append(reinterpret_cast<const char*>(&version), 4);
+  out.append(reinterpret_cast<const char*>(&reserved), 4);
+  out.append(reinterpret_cast<const char*>(&hlen), 8);
+  out += h + data;
+  const auto crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())));
+  out.append(reinterpret_cast<const char*>(&crc), 4);
+  std::ofstream(p, std::ios::binary) << out;
+}
+
+std::string read_error(const std::filesystem::path& p) {
+  Result<Checkpoint> ck = read_checkpoint(p);
+  REQUIRE_FALSE(ck.ok());
+  return ck.error().message;
+}
+
+}  // namespace
+
+// Found by fuzz/checkpoint.cpp: a shape whose element count overflows (undefined
+// behaviour in Shape::numel), and header fields of another type, which a resume or
+// `sample` read as theirs and threw on.
+TEST_CASE("A checkpoint header with an impossible shape or a mistyped field is refused, "
+          "naming it", "[checkpoint]") {
+  TempDir dir;
+  auto tensor = [](nlohmann::json shape, uint64_t nbytes) {
+    return nlohmann::json::array({{{"name", "w"}, {"group", "param"}, {"dtype", "f32"},
+                                   {"shape", shape}, {"offset", 0}, {"nbytes", nbytes}}});
+  };
+  write_raw_checkpoint(dir / "ok.ckpt", {{"tensors", tensor({2}, 8)}}, std::string(8, '\0'));
+  REQUIRE(read_checkpoint(dir / "ok.ckpt").ok());
+
+  write_raw_checkpoint(dir / "huge.ckpt", {{"tensors", tensor({int64_t{1} << 40, int64_t{1} << 40}, 0)}});
+  CHECK_THAT(read_error(dir / "huge.ckpt"), Catch::Contains("huge.ckpt") &&
+                                                Catch::Contains("impossible shape"));
+  write_raw_checkpoint(dir / "negative.ckpt", {{"tensors", tensor({-2, -4}, 32)}},
+                       std::string(32, '\0'));
+  CHECK_THAT(read_error(dir / "negative.ckpt"), Catch::Contains("impossible shape"));
+  // A float where an integer goes: json's get<int64_t>() would cast it, undefined beyond range.
+  write_raw_checkpoint(dir / "float.ckpt", {{"tensors", tensor({1.5e300}, 8)}}, std::string(8, '\0'));
+  CHECK_THAT(read_error(dir / "float.ckpt"), Catch::Contains("shape entry must be an integer"));
+
+  const std::vector<std::pair<nlohmann::json, std::string>> fields = {
+      {{{"ranks", "two"}}, "ranks is \"two\""},
+      {{{"ranks", 0}}, "not a rank count"},
+      {{{"epoch", -1}}, "epoch is -1, not a count"},
+      {{{"seed", 1.5}}, "seed is 1.5"},
+      {{{"model", 7}}, "model is number, not a string"},
+      {{{"vocab", "abc"}}, "vocab is string, not a list"},
+      {{{"optimizer", nlohmann::json::array()}}, "optimizer is array"}};
+  for (const auto& [meta, why] : fields) {
+    nlohmann::json header = meta;
+    header["tensors"] = nlohmann::json::array();
+    write_raw_checkpoint(dir / "field.ckpt", header);
+    CHECK_THAT(read_error(dir / "field.ckpt"), Catch::Contains("header field") && Catch::Contains(why));
+  }
+  // A resume read "ranks" as an int: a checkpoint otherwise right for the run, with ranks
+  // of another type, threw json's type_error past load_checkpoint.
+  auto t = small_trainer(Task::kClassification);
+  REQUIRE(t->save_checkpoint(dir / "good.ckpt").ok());
+  Result<Checkpoint> good = read_checkpoint(dir / "good.ckpt");
+  REQUIRE(good.ok());
+  good->meta["ranks"] = "two";
+  REQUIRE(write_checkpoint(dir / "ranks.ckpt", *good).ok());
+  CHECK_THAT(load_error(dir / "ranks.ckpt"), Catch::Contains("ranks is \"two\""));
+
+  nlohmann::json deep = nlohmann::json::array();
+  for (int i = 0; i < 100; ++i) deep = nlohmann::json::array({deep});
+  write_raw_checkpoint(dir / "deep.ckpt", {{"tensors", nlohmann::json::array()}, {"note", deep}});
+  CHECK_THAT(read_error(dir / "deep.ckpt"), Catch::Contains("nested deeper"));
 }

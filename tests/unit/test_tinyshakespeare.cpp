@@ -13,6 +13,7 @@
 
 #include "datasets/data_files.h"
 #include "datasets/tinyshakespeare.h"
+#include "datasets/vocab_json.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/temp_dir.h"
 
@@ -265,4 +266,30 @@ TEST_CASE("check_vocab: a checkpoint's vocabulary must match the corpus",
   Status control = check_vocab(changed, c);
   REQUIRE_FALSE(control.ok());
   CHECK_THAT(one_line(control.error()), Contains("at id 0: \\x09 there, \\x0A here"));
+}
+
+// `sample` read each entry with get<int>(), so a checkpoint whose vocab held a string or a
+// float threw past it; a repeated or unordered byte made encode and decode disagree.
+TEST_CASE("vocab_from_json: a checkpoint's vocabulary is strictly ascending byte values",
+          "[tinyshakespeare]") {
+  const TokenCorpus& c = shakespeare();
+  Result<std::vector<char>> back = vocab_from_json(vocab_to_json(c.vocab));
+  REQUIRE(back.ok());
+  CHECK(*back == c.vocab);
+  CHECK(vocab_to_json(c.vocab).at(0) == 10);  // '\n', as a number: any byte fits
+
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {R"("abc")", "non-empty list of byte values, found string"},
+      {"[]", "found an empty list"},
+      {R"([10, "a"])", "entry 1 is \"a\", not a byte value"},
+      {"[10, 256]", "entry 1 is 256"},
+      {"[-1]", "entry 0 is -1"},
+      {"[10, 10.5]", "entry 1 is 10.5"},
+      {"[10, 10]", "entry 1 (10) does not follow 10"},
+      {"[32, 10]", "strictly ascending"}};
+  for (const auto& [text, why] : bad) {
+    Result<std::vector<char>> v = vocab_from_json(nlohmann::json::parse(text));
+    REQUIRE_FALSE(v.ok());
+    CHECK_THAT(v.error().message, Contains(why));
+  }
 }
