@@ -52,13 +52,13 @@ std::string partial_summary(const json& results) {
   return s + (parts.empty() ? "" : ": " + parts);
 }
 
-Status ResultsWriter::write_partial(json results, const std::string& stopped_by) const {
+Status ResultsWriter::write_partial(json& results, const std::string& stopped_by) const {
   results["status"] = "partial";
   results["stopped_by"] = stopped_by.empty() ? json(nullptr) : json(stopped_by);
   return write_results(path_, results);
 }
 
-Status ResultsWriter::write_complete(json results) const {
+Status ResultsWriter::write_complete(json& results) const {
   results["status"] = "complete";
   results["stopped_by"] = nullptr;
   return write_results(path_, results);

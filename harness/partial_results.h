@@ -33,9 +33,10 @@ std::string partial_summary(const nlohmann::json& results);
 class ResultsWriter {
  public:
   explicit ResultsWriter(std::filesystem::path path) : path_(std::move(path)) {}
-  // status "partial" (stopped_by: the signal's name, or null while still running).
-  Status write_partial(nlohmann::json results, const std::string& stopped_by = "") const;
-  Status write_complete(nlohmann::json results) const;
+  // Marks `results` (status, stopped_by: the signal's name, or null while still running)
+  // and writes it, so the caller's copy says what the file says.
+  Status write_partial(nlohmann::json& results, const std::string& stopped_by = "") const;
+  Status write_complete(nlohmann::json& results) const;
   const std::filesystem::path& path() const { return path_; }
 
  private:

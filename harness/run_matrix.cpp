@@ -310,10 +310,6 @@ int run_matrix(const RunOptions& o) {
   if (Status s = stopped ? writer.write_partial(results, interrupt_name()) : writer.write_complete(results);
       !s)
     return report_error(s.error().message, kExitFailure);
-  if (stopped) {  // as written, for the notes under the table
-    results["status"] = "partial";
-    results["stopped_by"] = interrupt_name();
-  }
 
   std::printf("\n%s", render_run_table(bench, target).c_str());
   std::printf("%s", render_run_notes(results, bench, target, parity_note).c_str());

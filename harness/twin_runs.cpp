@@ -136,7 +136,6 @@ void run_twin_mode(const TwinPlan& p, const std::string& mode, nlohmann::json& v
     record_run(v, twin_run_json(o.result, seed));
     if (after_seed) after_seed();
   }
-  v["summary"] = summarize_runs(v["runs"]);
   if (gpu) record_variant_clocks(v, clocks_before);
 }
 
