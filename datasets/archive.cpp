@@ -85,9 +85,19 @@ Status for_each_entry(const fs::path& path, archive* a, OnEntry&& on_entry) {
   }
 }
 
-// Copies the current entry's data to `out_path`.
+// `size`: what the member's header says, or "more than N" once its data ran past the cap.
+Error too_large(const fs::path& archive_path, const std::string& member,
+                const std::string& size, int64_t max_bytes) {
+  return make_error(quoted(archive_path) + " holds member " + member + " of " + size +
+                    " bytes, but such a file holds at most " + std::to_string(max_bytes) +
+                    "; it is not the expected archive; " + kFix);
+}
+
+// Copies the current entry's data to `out_path`, stopping past `max_bytes`.
 Status write_entry(const fs::path& archive_path, archive* a, archive_entry* entry,
-                   const std::string& member, const fs::path& out_path) {
+                   const std::string& member, const fs::path& out_path, int64_t max_bytes) {
+  if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > max_bytes)
+    return too_large(archive_path, member, std::to_string(archive_entry_size(entry)), max_bytes);
   std::unique_ptr<std::FILE, FileCloser> out(std::fopen(out_path.c_str(), "wb"));
   if (!out) return make_error("cannot write " + quoted(out_path) + ": " + std::strerror(errno));
   std::vector<char> buf(1 << 20);
@@ -96,6 +106,8 @@ Status write_entry(const fs::path& archive_path, archive* a, archive_entry* entr
     const la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
     if (n < 0) return unreadable(archive_path, a);
     if (n == 0) break;
+    if (n > max_bytes - written)  // the header under-stated it, or had no size
+      return too_large(archive_path, member, "more than " + std::to_string(max_bytes), max_bytes);
     if (std::fwrite(buf.data(), 1, static_cast<size_t>(n), out.get()) != static_cast<size_t>(n))
       return make_error("cannot write " + quoted(out_path) + ": " + std::strerror(errno));
     written += n;
@@ -142,7 +154,7 @@ Result<std::vector<ArchiveEntry>> list_archive(const fs::path& archive_path) {
 }
 
 Status extract_members(const fs::path& archive_path, const std::vector<std::string>& members,
-                       const fs::path& dest) {
+                       const fs::path& dest, int64_t max_member_bytes) {
   std::error_code ec;
   if (fs::exists(dest, ec))
     return make_error("cannot extract " + quoted(archive_path) + " into " + quoted(dest) +
@@ -179,7 +191,8 @@ Status extract_members(const fs::path& archive_path, const std::vector<std::stri
                                "not the expected archive; " + kFix));
     const auto index = static_cast<size_t>(it - members.begin());
     found[index] = true;
-    return write_entry(archive_path, a, e, path, tmp / fs::path(path).filename());
+    return write_entry(archive_path, a, e, path, tmp / fs::path(path).filename(),
+                       max_member_bytes);
   });
   if (!read) return read.error();
   for (size_t i = 0; i < members.size(); ++i)

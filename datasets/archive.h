@@ -25,10 +25,12 @@ Result<std::vector<ArchiveEntry>> list_archive(const std::filesystem::path& arch
 // the whole archive has been read without error. Nothing but the named members is ever
 // written, so the archive's own paths (absolute, "..", links) cannot reach outside `dest`.
 // Errors, one line naming the archive: not a tar archive, corrupt or truncated, a member
-// missing or not a regular file, `dest` already present, a write failure. If `dest`
-// appears meanwhile (another process extracted it first), that copy is kept.
+// missing or not a regular file, a member larger than `max_member_bytes` (by its header or
+// by the bytes it really decompresses to: a compressed archive can expand a few KB into
+// gigabytes), `dest` already present, a write failure. If `dest` appears meanwhile
+// (another process extracted it first), that copy is kept.
 Status extract_members(const std::filesystem::path& archive,
                        const std::vector<std::string>& members,
-                       const std::filesystem::path& dest);
+                       const std::filesystem::path& dest, int64_t max_member_bytes);
 
 }  // namespace noeira

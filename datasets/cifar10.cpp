@@ -190,7 +190,10 @@ Result<fs::path> locate_cifar10_batches(const Cifar10Files& files, const DataSou
   std::vector<std::string> members;
   for (const auto& name : all_members(files)) members.push_back(member_path(files, name));
   const fs::path dest = resolved_cache_dir(source) / sub;
-  NOEIRA_TRY(extract_members(*archive, members, dest));
+  // No member may be larger than a full batch file: a hostile archive cannot fill the disk.
+  const int64_t records = files.records_per_file > 0 ? files.records_per_file
+                                                      : kCifar10RecordsPerBatch;
+  NOEIRA_TRY(extract_members(*archive, members, dest, records * kCifar10RecordBytes));
   return dest;
 }
 

@@ -6,8 +6,9 @@
 //
 // Input: the archive file (tar, or tar compressed with gzip, bzip2 or xz).
 // Cap: inputs up to 32 KiB; no allocation above 128 MiB (our buffers are 1 MiB; the rest
-// is libarchive's), RSS below 1.5 GiB. Extracted files are written to /dev/shm, each cut
-// at 64 MiB by RLIMIT_FSIZE (a write past it fails, and extraction with it).
+// is libarchive's), RSS below 1.5 GiB. Extracted files are written to /dev/shm; each is cut
+// by extract_members at one batch file's size (30,730,000 bytes), and RLIMIT_FSIZE (64 MiB)
+// stays as a second fence should that cap ever break.
 // libFuzzer flags: -max_len=32768 -malloc_limit_mb=128 -rss_limit_mb=1536 -timeout=20
 #include <signal.h>
 #include <sys/resource.h>
@@ -45,7 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path dest = scratch.path() / "batches";
   std::error_code ec;
   fs::remove_all(dest, ec);
-  const noeira::Status extracted = noeira::extract_members(archive.path(), members, dest);
+  // The cap the real caller (locate_cifar10_batches) passes: one official batch file.
+  const noeira::Status extracted = noeira::extract_members(
+      archive.path(), members, dest, files.records_per_file * noeira::kCifar10RecordBytes);
   // Whatever happened, nothing but dest (on success) is left in the scratch directory.
   for (const auto& left : fs::directory_iterator(scratch.path(), ec))
     FUZZ_EXPECT(extracted && left.path() == dest);

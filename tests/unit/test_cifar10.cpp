@@ -115,6 +115,9 @@ std::vector<Member> small_cifar_members() {
   return m;
 }
 
+// The cap the small archives' members stay under (one small batch file).
+constexpr int64_t kSmallCap = kSmall * kRecord;
+
 std::vector<std::string> wanted_members() {
   std::vector<std::string> names;
   for (int k = 1; k <= 5; ++k)
@@ -149,7 +152,7 @@ std::string read_error(const std::vector<fs::path>& files, int64_t per_file) {
 
 std::string extract_error(const fs::path& archive, const fs::path& dest,
                           const std::vector<std::string>& members = wanted_members()) {
-  Status s = extract_members(archive, members, dest);
+  Status s = extract_members(archive, members, dest, kSmallCap);
   REQUIRE_FALSE(s.ok());
   check_one_line(s.error().message);
   CHECK_FALSE(fs::exists(dest));
@@ -537,7 +540,7 @@ TEST_CASE("list_archive and extract_members read a tar.gz through libarchive", "
   CHECK((*entries)[1].size == kSmall * kRecord);
 
   const fs::path dest = dir / "out" / "cifar-10-batches-bin";
-  REQUIRE(extract_members(dir / "c.tar.gz", wanted_members(), dest).ok());
+  REQUIRE(extract_members(dir / "c.tar.gz", wanted_members(), dest, kSmallCap).ok());
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dest)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
@@ -548,7 +551,7 @@ TEST_CASE("list_archive and extract_members read a tar.gz through libarchive", "
   CHECK(read_bytes(dest / "test_batch.bin") == records(raw_test(), 0, kSmall));
   CHECK_FALSE(has_leftovers(dir / "out"));
   // Already there: refused, and left as it is.
-  CHECK_THAT(extract_members(dir / "c.tar.gz", wanted_members(), dest).error().message,
+  CHECK_THAT(extract_members(dir / "c.tar.gz", wanted_members(), dest, kSmallCap).error().message,
              Contains(dest.string()) && Contains("already exists"));
   CHECK(fs::exists(dest / "test_batch.bin"));
 }
@@ -562,6 +565,21 @@ TEST_CASE("extract_members: a missing member names the archive; nothing is left"
   const std::string msg = extract_error(dir / "c.tar.gz", dir / "out" / "batches");
   CHECK_THAT(msg, Contains((dir / "c.tar.gz").string()) &&
                       Contains("no member cifar-10-batches-bin/data_batch_3.bin"));
+}
+
+TEST_CASE("extract_members: a member larger than the cap is refused before it fills the disk",
+          "[cifar10]") {
+  TempDir dir;
+  std::vector<Member> members = small_cifar_members();
+  // One byte over the cap (the header says so; the data-length check backs it up).
+  members[3].bytes.resize(static_cast<size_t>(kSmallCap) + 1);
+  write_tar_gz(dir / "c.tar.gz", members);
+  const std::string msg = extract_error(dir / "c.tar.gz", dir / "out" / "batches");
+  CHECK_THAT(msg, Contains((dir / "c.tar.gz").string()) &&
+                      Contains("cifar-10-batches-bin/data_batch_2.bin of " +
+                               std::to_string(kSmallCap + 1) + " bytes") &&
+                      Contains("at most " + std::to_string(kSmallCap)) &&
+                      Contains("not the expected archive"));
 }
 
 TEST_CASE("extract_members: a truncated archive is named; nothing is left", "[cifar10]") {
@@ -633,7 +651,7 @@ TEST_CASE("extract_members: a member that is a link is refused; no path escapes 
     members.push_back({"./cifar-10-batches-bin/../../up.bin", {1, 2, 3}});
     write_tar_gz(dir / "c.tar.gz", members);
     const fs::path dest = dir / "out" / "b";
-    REQUIRE(extract_members(dir / "c.tar.gz", wanted_members(), dest).ok());
+    REQUIRE(extract_members(dir / "c.tar.gz", wanted_members(), dest, kSmallCap).ok());
     CHECK_FALSE(fs::exists(dir / "escaped.bin"));
     CHECK_FALSE(fs::exists(dir / "out" / "escaped.bin"));
     CHECK_FALSE(fs::exists(dir / "absolute.bin"));
