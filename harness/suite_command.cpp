@@ -20,6 +20,7 @@
 #include "harness/report_summary.h"
 #include "harness/results.h"
 #include "harness/subprocess.h"
+#include "harness/suite_manifest.h"
 #include "models/recipe.h"
 #include "nn/atomic_file.h"
 
@@ -30,36 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kManifestSchema = "noeira-suite/1";
-
-struct SuiteOptions {
-  std::vector<std::string> models;  // empty: the default list for the target
-  std::vector<std::string> dtypes = {"fp32", "bf16"};
-  int seeds = 3;
-  bool quick = false;
-  std::string target = "auto";
-  int threads = 0;
-  std::vector<std::string> twin = {"eager", "compiled", "graphs"};
-  std::string python, data_dir;
-  double twin_timeout = 900;
-  std::string out_dir, resume;
-};
-
-// One `run` of the suite.
-struct Entry {
-  std::string model, dtype;
-  std::string dataset;             // an override of the recipe's, or ""
-  std::string variants = "all";    // which of ours compete in the table: fp32, bf16, all
-  std::vector<std::string> run_variants;  // --variants for the run ("" = its default)
-  // pending | running | done | failed | interrupted (stopped by a signal; its results
-  // file, partial, is kept: set aside as <name>.interrupted-<k>.json when it is re-run)
-  std::string status = "pending";
-  std::string reason;
-  double seconds = 0;
-  std::string name() const { return model + "-" + dtype; }
-  std::string label() const { return model + " " + (variants == "all" ? dtype : variants); }
-};
-
 // The published order: GPT (fp32, then bf16), ResNet-20, the CIFAR CNN, then the others. On
 // a CPU the small members of the families and the CIFAR-10 subset (the CPU scale).
 std::vector<std::string> default_models(bool gpu) {
@@ -67,10 +38,10 @@ std::vector<std::string> default_models(bool gpu) {
   return {"gpt-tiny", "resnet20", "cifar-cnn", "mlp", "conv2d-mnist", "vit-tiny"};
 }
 
-Result<std::vector<Entry>> plan_entries(const SuiteOptions& o, bool gpu) {
+Result<std::vector<SuiteEntry>> plan_entries(const SuiteOptions& o, bool gpu) {
   const std::vector<std::string> models = o.models.empty() ? default_models(gpu) : o.models;
   const bool bf16 = std::find(o.dtypes.begin(), o.dtypes.end(), "bf16") != o.dtypes.end();
-  std::vector<Entry> out;
+  std::vector<SuiteEntry> out;
   for (const std::string& m : models) {
     Result<Recipe> r = load_recipe_for_model(m);
     if (!r) return r.error();
@@ -78,7 +49,7 @@ Result<std::vector<Entry>> plan_entries(const SuiteOptions& o, bool gpu) {
     if (r->family == "gpt") {
       // One row per precision: the bf16 run times only the bf16 variants.
       for (const std::string& d : o.dtypes) {
-        Entry e;
+        SuiteEntry e;
         e.model = m;
         e.dtype = d;
         e.dataset = dataset;
@@ -89,7 +60,7 @@ Result<std::vector<Entry>> plan_entries(const SuiteOptions& o, bool gpu) {
       }
     } else {
       // One row: a bf16 run also times the fp32 variants (its baseline); the best competes.
-      Entry e;
+      SuiteEntry e;
       e.model = m;
       e.dtype = bf16 ? "bf16" : o.dtypes.front();
       e.dataset = dataset;
@@ -97,53 +68,6 @@ Result<std::vector<Entry>> plan_entries(const SuiteOptions& o, bool gpu) {
     }
   }
   return out;
-}
-
-json options_json(const SuiteOptions& o) {
-  return {{"models", o.models}, {"dtypes", o.dtypes}, {"seeds", o.seeds}, {"quick", o.quick},
-          {"target", o.target}, {"threads", o.threads}, {"twin", o.twin},
-          {"python", o.python}, {"data_dir", o.data_dir}, {"twin_timeout", o.twin_timeout}};
-}
-
-SuiteOptions options_from(const json& j, SuiteOptions o) {
-  o.models = j.at("models").get<std::vector<std::string>>();
-  o.dtypes = j.at("dtypes").get<std::vector<std::string>>();
-  o.seeds = j.at("seeds").get<int>();
-  o.quick = j.at("quick").get<bool>();
-  o.target = j.at("target").get<std::string>();
-  o.threads = j.at("threads").get<int>();
-  o.twin = j.at("twin").get<std::vector<std::string>>();
-  o.python = j.at("python").get<std::string>();
-  o.data_dir = j.at("data_dir").get<std::string>();
-  o.twin_timeout = j.at("twin_timeout").get<double>();
-  return o;
-}
-
-json entry_json(const Entry& e) {
-  return {{"model", e.model}, {"dtype", e.dtype}, {"dataset", e.dataset},
-          {"variants", e.variants}, {"run_variants", e.run_variants}, {"status", e.status},
-          {"reason", e.reason}, {"seconds", e.seconds}, {"results", e.name() + ".json"}};
-}
-
-Entry entry_from(const json& j) {
-  Entry e;
-  e.model = j.at("model");
-  e.dtype = j.at("dtype");
-  e.dataset = j.at("dataset");
-  e.variants = j.at("variants");
-  e.run_variants = j.at("run_variants").get<std::vector<std::string>>();
-  e.status = j.at("status");
-  e.reason = j.at("reason");
-  e.seconds = j.at("seconds");
-  return e;
-}
-
-Status write_manifest(const fs::path& dir, const SuiteOptions& o, const std::string& created,
-                      const std::vector<Entry>& entries) {
-  json doc = {{"schema", kManifestSchema}, {"created", created}, {"updated", utc_timestamp()},
-              {"options", options_json(o)}, {"entries", json::array()}};
-  for (const Entry& e : entries) doc["entries"].push_back(entry_json(e));
-  return write_file_atomically(dir / "suite.json", doc.dump(2) + "\n", "the suite manifest");
 }
 
 // The last line of the log that says why (an "error:" line, else the last line).
@@ -161,7 +85,7 @@ std::string failure_reason(const fs::path& log, const ProcessResult& r) {
   return how + (why.empty() ? "" : ": " + why) + " (log: " + log.string() + ")";
 }
 
-std::vector<std::string> run_argv(const SuiteOptions& o, const Entry& e, const fs::path& out) {
+std::vector<std::string> run_argv(const SuiteOptions& o, const SuiteEntry& e, const fs::path& out) {
   std::vector<std::string> a = {self_binary(), "run", "--model", e.model, "--dtype", e.dtype,
                                 "--seeds", std::to_string(o.seeds), "--target", o.target,
                                 "--out", out.string(), "--twin-timeout",
@@ -190,7 +114,7 @@ std::string duration(double s) {
 
 // Before an entry runs again (after an interrupt, or a kill of the suite): the results
 // file its earlier attempt left is kept as <name>.interrupted-<k>.json, not overwritten.
-Status set_aside_partial(const fs::path& dir, const Entry& e) {
+Status set_aside_partial(const fs::path& dir, const SuiteEntry& e) {
   const fs::path p = dir / (e.name() + ".json");
   std::error_code ec;
   if (!fs::exists(p, ec)) return {};
@@ -205,10 +129,10 @@ Status set_aside_partial(const fs::path& dir, const Entry& e) {
   return {};
 }
 
-int write_report(const fs::path& dir, const std::vector<Entry>& entries) {
+int write_report(const fs::path& dir, const std::vector<SuiteEntry>& entries) {
   std::vector<LoadedResults> files;
   std::vector<SummaryEntry> rows;
-  for (const Entry& e : entries) {
+  for (const SuiteEntry& e : entries) {
     SummaryEntry s{e.label(), "", e.variants, ""};
     if (e.status == "done" || e.status == "interrupted") {
       const fs::path p = dir / (e.name() + ".json");
@@ -240,36 +164,29 @@ int write_report(const fs::path& dir, const std::vector<Entry>& entries) {
   return kExitOk;
 }
 
-int run_suite(SuiteOptions o) {
-  std::vector<Entry> entries;
-  std::string created = utc_timestamp();
+int run_suite(const SuiteOptions& cli) {
+  SuiteManifest m;
+  SuiteOptions& o = m.options;
+  std::vector<SuiteEntry>& entries = m.entries;
   fs::path dir;
-  if (!o.resume.empty()) {
-    dir = o.resume;
-    std::ifstream in(dir / "suite.json");
-    const json m = json::parse(in, nullptr, false);
-    if (!in || m.is_discarded() || !m.is_object() || m.value("schema", "") != kManifestSchema)
-      return report_error((dir / "suite.json").string() + " is not a suite manifest (" +
-                              kManifestSchema + "); --resume takes the directory of a suite",
-                          kExitUsage);
-    try {
-      o = options_from(m.at("options"), o);
-      created = m.at("created");
-      for (const json& e : m.at("entries")) entries.push_back(entry_from(e));
-    } catch (const json::exception& e) {
-      return report_error((dir / "suite.json").string() + ": " + e.what(), kExitUsage);
-    }
+  if (!cli.resume.empty()) {
+    dir = cli.resume;
+    Result<SuiteManifest> read = read_suite_manifest(dir, cli);
+    if (!read) return report_error(read.error().message, kExitUsage);
+    m = std::move(read).value();
     // A finished entry counts only if its results file is still valid.
-    for (Entry& e : entries)
+    for (SuiteEntry& e : entries)
       if (e.status == "done" && !read_results(dir / (e.name() + ".json")).ok()) e.status = "pending";
   } else {
+    o = cli;
+    m.created = utc_timestamp();
     Result<Device> device = resolve_target(o.target);
     if (!device) return report_error(device.error().message, kExitUsage);
     o.target = *device == Device::kGpu ? "gpu" : "cpu";
     for (const std::string& d : o.dtypes)
       if (d != "fp32" && d != "bf16")
         return report_error("--dtype-list: '" + d + "' is not fp32 or bf16", kExitUsage);
-    Result<std::vector<Entry>> planned = plan_entries(o, o.target == "gpu");
+    Result<std::vector<SuiteEntry>> planned = plan_entries(o, o.target == "gpu");
     if (!planned) return report_error(planned.error().message, kExitUsage);
     entries = std::move(planned).value();
     dir = o.out_dir.empty() ? fs::path("noeira-suite-" + o.target) : fs::path(o.out_dir);
@@ -280,11 +197,11 @@ int run_suite(SuiteOptions o) {
   std::error_code ec;
   fs::create_directories(dir / "logs", ec);
   if (ec) return report_error("cannot create " + (dir / "logs").string() + ": " + ec.message(), kExitFailure);
-  if (Status s = write_manifest(dir, o, created, entries); !s)
+  if (Status s = write_suite_manifest(dir, m); !s)
     return report_error(s.error().message, kExitFailure);
 
   size_t todo = 0;
-  for (const Entry& e : entries) todo += e.status != "done" ? 1 : 0;
+  for (const SuiteEntry& e : entries) todo += e.status != "done" ? 1 : 0;
   std::printf("noeira-bench suite: %zu runs (%zu to do) on %s, %d seed(s)%s, in %s\n",
               entries.size(), todo, o.target.c_str(), o.seeds, o.quick ? ", quick" : "",
               dir.c_str());
@@ -292,7 +209,7 @@ int run_suite(SuiteOptions o) {
   const auto t0 = std::chrono::steady_clock::now();
   double finished_seconds = 0;
   size_t finished = 0, k = 0;
-  for (Entry& e : entries) {
+  for (SuiteEntry& e : entries) {
     ++k;
     if (e.status == "done") continue;
     if (interrupt_requested()) break;  // between runs: the rest stay pending
@@ -305,7 +222,7 @@ int run_suite(SuiteOptions o) {
     std::fflush(stdout);
     if (Status s = set_aside_partial(dir, e); !s) return report_error(s.error().message, kExitFailure);
     e.status = "running";
-    (void)write_manifest(dir, o, created, entries);
+    (void)write_suite_manifest(dir, m);
     const fs::path log = dir / "logs" / (e.name() + ".log");
     // An interrupt reaches the run as SIGINT: it writes its finished seeds and ends (its
     // twin gets the same, so its grace is longer than the twin's).
@@ -324,7 +241,7 @@ int run_suite(SuiteOptions o) {
                        : "; no seed had finished");
       std::printf("[%zu/%zu] %s (%s): %s\n", k, entries.size(), e.model.c_str(), e.dtype.c_str(),
                   e.reason.c_str());
-      if (Status s = write_manifest(dir, o, created, entries); !s)
+      if (Status s = write_suite_manifest(dir, m); !s)
         return report_error(s.error().message, kExitFailure);
       break;
     }
@@ -343,7 +260,7 @@ int run_suite(SuiteOptions o) {
     std::fflush(stdout);
     finished_seconds += r.seconds;
     ++finished;
-    if (Status s = write_manifest(dir, o, created, entries); !s)
+    if (Status s = write_suite_manifest(dir, m); !s)
       return report_error(s.error().message, kExitFailure);
   }
   const int rc = write_report(dir, entries);
@@ -354,7 +271,7 @@ int run_suite(SuiteOptions o) {
     return interrupted_exit_code();
   }
   size_t failed = 0;
-  for (const Entry& e : entries) failed += e.status != "done" ? 1 : 0;
+  for (const SuiteEntry& e : entries) failed += e.status != "done" ? 1 : 0;
   if (failed) std::printf("%zu of %zu runs failed (rows with their reasons above)\n", failed, entries.size());
   return failed ? kExitFailure : kExitOk;
 }

@@ -135,7 +135,7 @@ TEST_CASE("suite: --resume of a directory without a manifest, and an existing su
   TempDir tmp;
   const CommandResult a = run_bench("suite --resume '" + tmp.path().string() + "'");
   CHECK(a.exit_code == 2);
-  CHECK_THAT(a.output, Catch::Contains("is not a suite manifest"));
+  CHECK_THAT(a.output, Catch::Contains("holds no readable suite manifest"));
   std::ofstream(tmp / "suite.json") << R"({"schema": "noeira-suite/1"})";
   const CommandResult b = run_bench("suite --models mlp --out-dir '" + tmp.path().string() + "'");
   CHECK(b.exit_code == 2);
