@@ -10,6 +10,7 @@
 #include "harness/interrupt.h"
 #include "harness/progress.h"
 #include "harness/train_options.h"
+#include "models/recipe.h"
 
 namespace noeira {
 
@@ -191,8 +192,8 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "gpt family: write a summary of the run (per-rank median step time, tokens/s, "
                   "communication and memory per rank) here; the scaling benchmark reads it");
   cmd->add_option("--batch", o->batch,
-                  "Rows per step (per rank with --zero; default: the recipe's)")
-      ->check(CLI::PositiveNumber);
+                  "Rows per step (per rank with --zero; default: the recipe's), at most 2^24")
+      ->check(CLI::Range(int64_t{1}, kMaxRecipeSize));
   return [cmd, o]() {
     if (!cmd->parsed()) return -1;
     if (o->save_every > 0 && o->save.empty())

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/saturating.h"
 #include "kernels/common/error.h"
 #include "kernels/common/image_shapes.h"
 #include "kernels/common/math.h"
@@ -334,8 +335,10 @@ class Ops {
   // of the scaled, masked scores, B * nh * T floats.
   virtual int64_t attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const {
     (void)dtype;
-    return B * nh * T * T;
+    return sat_mul({B, nh, T, T});
   }
+  // The longest sequence this backend's attention can plan (0 = no limit of its own).
+  virtual int64_t attention_max_context() const { return 0; }
   virtual size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                            DType dtype) const {
     (void)B;

@@ -19,6 +19,9 @@ Result<int64_t> non_negative(const nlohmann::json& layer, const char* key, const
   if (!layer.contains(key)) return int64_t{0};
   if (!layer[key].is_number_integer() || layer[key].get<int64_t>() < 0)
     return list.error(std::string("'") + key + "' must be a non-negative integer");
+  if (layer[key].get<int64_t>() > kMaxRecipeSize)
+    return list.error(above_limit(std::string("'") + key + "'", layer[key].get<int64_t>(),
+                                  kMaxRecipeSize));
   return layer[key].get<int64_t>();
 }
 

@@ -53,6 +53,9 @@ Result<int64_t> positive_field(const nlohmann::json& layer, const char* key, int
   }
   if (!layer[key].is_number_integer() || layer[key].get<int64_t>() <= 0)
     return list.error(std::string("'") + key + "' must be a positive integer");
+  if (layer[key].get<int64_t>() > kMaxRecipeSize)
+    return list.error(above_limit(std::string("'") + key + "'", layer[key].get<int64_t>(),
+                                  kMaxRecipeSize));
   return layer[key].get<int64_t>();
 }
 

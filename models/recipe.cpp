@@ -4,11 +4,17 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include "models/install_root.h"
 #include "nn/json_input.h"
 
 namespace noeira {
+
+std::string above_limit(const std::string& what, int64_t value, int64_t max) {
+  return what + " is " + std::to_string(value) + "; the most this tool takes is " +
+         std::to_string(max);
+}
 
 std::filesystem::path recipe_dir() {
   if (const char* env = std::getenv("NOEIRA_RECIPES"); env && *env) return env;
@@ -64,6 +70,11 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
         g.width <= 0 || g.eval_interval <= 0 || g.quick_steps <= 0 || g.eval_windows < 0)
       return make_error(where + ": batch, steps, eval_interval, quick.steps and model.layers, "
                         "heads, width, context must be positive (eval_windows >= 0)");
+    for (const auto& [what, value, max] :
+         {std::tuple{"batch", r.batch, kMaxRecipeSize}, {"model.layers", g.layers, kMaxRecipeDepth},
+          {"model.heads", g.heads, kMaxRecipeSize}, {"model.width", g.width, kMaxRecipeSize},
+          {"model.context", g.context, kMaxRecipeSize}})
+      if (value > max) return make_error(where + ": " + above_limit(what, value, max));
     if (g.width % g.heads != 0)
       return make_error(where + ": model.width " + std::to_string(g.width) +
                         " is not a multiple of model.heads " + std::to_string(g.heads));
@@ -101,6 +112,11 @@ Status parse_vit_model(Recipe& r, const std::string& where) {
   v.bias = m.value("bias", true);
   if (v.patch <= 0 || v.width <= 0 || v.heads <= 0 || v.mlp_ratio <= 0 || v.layers <= 0)
     return make_error(where + ": model.patch, width, heads, mlp_ratio and layers must be positive");
+  for (const auto& [what, value, max] :
+       {std::tuple{"model.patch", v.patch, kMaxRecipeSize}, {"model.width", v.width, kMaxRecipeSize},
+        {"model.heads", v.heads, kMaxRecipeSize}, {"model.mlp_ratio", v.mlp_ratio, kMaxRecipeSize},
+        {"model.layers", v.layers, kMaxRecipeDepth}})
+    if (value > max) return make_error(where + ": " + above_limit(what, value, max));
   if (v.width % v.heads != 0)
     return make_error(where + ": model.width " + std::to_string(v.width) +
                       " is not a multiple of model.heads " + std::to_string(v.heads));
@@ -179,7 +195,10 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
         std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; }))
       return make_error(where + ": input_shape must be a list of 1 to " +
                         std::to_string(Shape::kMaxDims - 1) + " positive sizes");
-    for (int64_t d : shape) r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;
+    for (int64_t d : shape) {
+      if (d > kMaxRecipeSize) return make_error(where + ": " + above_limit("an input_shape size", d, kMaxRecipeSize));
+      r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;
+    }
     r.num_classes = integer_field<int>(j, "num_classes", 0);
     r.batch = integer_field<int64_t>(j, "batch");
     r.drop_last = j.value("drop_last", true);
@@ -230,6 +249,8 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
   }
   if (r.batch <= 0 || r.epochs <= 0)
     return make_error(where + ": batch and epochs must be positive");
+  if (r.batch > kMaxRecipeSize)
+    return make_error(where + ": " + above_limit("batch", r.batch, kMaxRecipeSize));
   return r;
 }
 

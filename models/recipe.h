@@ -15,6 +15,19 @@
 
 namespace noeira {
 
+// The largest size a recipe (or a --batch) may give: a batch, an input dimension, a width,
+// channels, heads, a kernel, a context. 2^24: no model here comes near it, while past it
+// products of three sizes leave 64 bits and libraries' int dimensions overflow (oneDNN
+// divided by zero on a 2^40-pixel input). Refused at load, naming the field.
+inline constexpr int64_t kMaxRecipeSize = int64_t{1} << 24;
+// The most blocks a model may stack (gpt and vit layers, a resnet stage's blocks): each is
+// a handful of modules built before planning, so a count of millions would exhaust memory
+// before the plan could refuse it.
+inline constexpr int64_t kMaxRecipeDepth = 1024;
+
+// "<what> is <value>; the most is <max>" when value > max (the caller says where).
+std::string above_limit(const std::string& what, int64_t value, int64_t max);
+
 // The gpt family's "model" section (nanoGPT's GPTConfig) and its run lengths.
 struct GptSpec {
   int64_t layers = 0, heads = 0, width = 0, context = 0;

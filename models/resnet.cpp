@@ -12,6 +12,7 @@ Result<bool> add_resnet_layer(const nlohmann::json& layer, const std::string& ty
   if (type != "resnet_stage") return false;
   Result<int64_t> blocks = positive_field(layer, "blocks", -1, list);
   if (!blocks) return blocks.error();
+  if (*blocks > kMaxRecipeDepth) return list.error(above_limit("'blocks'", *blocks, kMaxRecipeDepth));
   Result<int64_t> out = positive_field(layer, "out", -1, list);
   if (!out) return out.error();
   Result<int64_t> stride = positive_field(layer, "stride", 1, list);

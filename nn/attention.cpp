@@ -1,5 +1,7 @@
 #include "nn/attention.h"
 
+#include "kernels/common/saturating.h"
+
 namespace noeira {
 
 Shape SelfAttention::plan(PlanContext& pc, const Shape& in) {
@@ -10,6 +12,11 @@ Shape SelfAttention::plan(PlanContext& pc, const Shape& in) {
   if (heads_ <= 0 || C_ % heads_ != 0)
     throw PlanError(name + ": width " + std::to_string(C_) + " is not divisible by " +
                     std::to_string(heads_) + " heads; pick n_head dividing n_embd");
+  if (pc.ops && pc.ops->attention_max_context() > 0 && T_ > pc.ops->attention_max_context())
+    throw PlanError(name + ": a sequence of " + std::to_string(T_) +
+                    " positions is longer than this backend's attention plans (" +
+                    std::to_string(pc.ops->attention_max_context()) +
+                    "); shorten the context (or the image's patches)");
   c_attn_ = std::make_unique<Linear>(3 * C_, Act::kNone, bias_);
   c_proj_ = std::make_unique<Linear>(C_, Act::kNone, bias_);
   PlanContext ca = pc.child("c_attn", pc.input_needs_grad, pc.in_dtype);
@@ -20,7 +27,7 @@ Shape SelfAttention::plan(PlanContext& pc, const Shape& in) {
   // What the backend's attention keeps for backward (Ops::attention_saved_floats): the
   // (B, nh, T, T) probabilities by default, less on backends that recompute them.
   const int64_t saved = pc.ops ? pc.ops->attention_saved_floats(pc.batch, T_, heads_, flow)
-                               : pc.batch * heads_ * T_ * T_;
+                               : sat_mul({pc.batch, heads_, T_, T_});
   const Shape probs{pc.batch, heads_, T_, T_}, rows{pc.batch, heads_, T_};
   att_ = pc.plan.reserve(MemCategory::kActivations,
                          saved == probs.numel() ? probs

@@ -1,5 +1,7 @@
 #include "nn/layernorm.h"
 
+#include "kernels/common/saturating.h"
+
 namespace noeira {
 
 Shape LayerNorm::plan(PlanContext& pc, const Shape& in) {
@@ -14,12 +16,13 @@ Shape LayerNorm::plan(PlanContext& pc, const Shape& in) {
   if (has_bias_)
     beta_ = pc.params.add(pc.plan, pc.prefix + "bias", Shape{c_}, ParamRole::kShift, c_, c_);
   const int64_t per_sample = in.numel() / c_;
-  mean_ = pc.plan.reserve(MemCategory::kActivations, Shape{pc.batch * per_sample}, DType::kF32);
-  rstd_ = pc.plan.reserve(MemCategory::kActivations, Shape{pc.batch * per_sample}, DType::kF32);
+  const int64_t rows = sat_mul({pc.batch, per_sample});  // normalised rows of a batch
+  mean_ = pc.plan.reserve(MemCategory::kActivations, Shape{rows}, DType::kF32);
+  rstd_ = pc.plan.reserve(MemCategory::kActivations, Shape{rows}, DType::kF32);
   if (pc.ops) {
-    pc.need_workspace(pc.ops->layernorm_workspace_bytes(pc.batch * per_sample, c_));
+    pc.need_workspace(pc.ops->layernorm_workspace_bytes(rows, c_));
     if (pc.tail_rows > 0)
-      pc.need_workspace(pc.ops->layernorm_workspace_bytes(pc.tail_rows * per_sample, c_));
+      pc.need_workspace(pc.ops->layernorm_workspace_bytes(sat_mul({pc.tail_rows, per_sample}), c_));
   }
   y_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
   if (pc.input_needs_grad)

@@ -1,5 +1,7 @@
 #include "nn/linear.h"
 
+#include "kernels/common/saturating.h"
+
 namespace noeira {
 
 std::string Linear::kind() const {
@@ -34,7 +36,7 @@ Shape Linear::plan(PlanContext& pc, const Shape& in) {
     // The boundary cast of an fp32 input, and the fp32 GEMM results before rounding.
     if (in_dtype_ != DType::kBF16)
       x_cast_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), DType::kBF16);
-    pc.need_scratch(pc.batch * (in.numel() / in_) * std::max(in_, out_));
+    pc.need_scratch(sat_mul({pc.batch, in.numel() / in_, std::max(in_, out_)}));
   }
   return out;
 }

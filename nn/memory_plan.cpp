@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace noeira {
@@ -25,15 +26,28 @@ const char* mem_category_name(MemCategory c) {
 }
 
 Slot MemoryPlan::reserve(MemCategory c, const Shape& shape, DType dtype, size_t align) {
+  constexpr size_t kMax = std::numeric_limits<size_t>::max();
   size_t& size = sizes_[static_cast<size_t>(c)];
-  size = (size + align - 1) / align * align;
   Slot s;
   s.category = c;
-  s.offset = size;
   s.shape = shape;
   s.dtype = dtype;
-  s.bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
-  size += s.bytes;
+  const int64_t n = shape.numel();  // INT64_MAX: did not fit
+  size_t aligned = 0, end = 0;
+  const bool fits = n < std::numeric_limits<int64_t>::max() &&
+                    !__builtin_mul_overflow(static_cast<size_t>(n), dtype_size(dtype), &s.bytes) &&
+                    !__builtin_add_overflow(size, align - 1, &aligned) &&
+                    !__builtin_add_overflow(aligned / align * align, s.bytes, &end);
+  if (!fits) {
+    if (overflow_.empty())
+      overflow_ = std::string(mem_category_name(c)) + " " + shape.str() + " " + dtype_name(dtype);
+    size = kMax;
+    s.bytes = kMax;
+    s.offset = 0;
+    return s;
+  }
+  s.offset = aligned / align * align;
+  size = end;
   return s;
 }
 
@@ -44,7 +58,8 @@ Slot MemoryPlan::reserve_bytes(MemCategory c, size_t bytes, size_t align) {
 
 size_t MemoryPlan::total_bytes() const {
   size_t t = 0;
-  for (size_t s : sizes_) t += s;
+  for (size_t s : sizes_)
+    if (__builtin_add_overflow(t, s, &t)) return std::numeric_limits<size_t>::max();
   return t;
 }
 
@@ -141,6 +156,10 @@ std::optional<size_t> HostAllocator::available_bytes(std::string* where) const {
 }
 
 Result<Arenas> Arenas::allocate(const MemoryPlan& plan, Allocator& allocator) {
+  if (plan.overflowed())
+    return make_error("the memory plan does not fit 64-bit sizes: with the buffer " +
+                      plan.overflow() + " its category passes 2^64 bytes; a size in the "
+                      "recipe (batch, width, layer or input sizes) is far too large");
   std::string where;
   if (const std::optional<size_t> avail = allocator.available_bytes(&where);
       avail && plan.total_bytes() > *avail) {

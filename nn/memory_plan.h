@@ -41,6 +41,9 @@ struct Slot {
 class MemoryPlan {
  public:
   // Reserves a buffer; offsets are aligned to `align` bytes (16 keeps float4 access legal).
+  // A buffer whose bytes, or whose category's total, do not fit size_t (a recipe's sizes
+  // far too large) marks the plan overflowed: that category's size stays at SIZE_MAX and
+  // Arenas::allocate refuses the plan, naming the buffer.
   Slot reserve(MemCategory c, const Shape& shape, DType dtype, size_t align = 256);
   // An untyped scratch buffer of at least `bytes` (a backend's workspace size query);
   // invalid (0 bytes) when `bytes` is 0.
@@ -50,12 +53,16 @@ class MemoryPlan {
   // its slice and per-layer windows of the parameter or gradient arena (Arenas::set_window),
   // not the arena the slots were laid out in.
   void set_bytes(MemCategory c, size_t bytes) { sizes_[static_cast<size_t>(c)] = bytes; }
-  size_t total_bytes() const;
+  size_t total_bytes() const;  // saturates at SIZE_MAX
+  bool overflowed() const { return !overflow_.empty(); }
+  // The first buffer that overflowed, e.g. "activations (2048, 4294967296, 4096) f32".
+  const std::string& overflow() const { return overflow_; }
   // A table of bytes per category, for `train` to print.
   std::string describe() const;
 
  private:
   std::array<size_t, kMemCategoryCount> sizes_{};
+  std::string overflow_;
 };
 
 // Where an arena's memory comes from: host memory here, cudaMalloc in kernels/cuda.

@@ -1,6 +1,7 @@
 #include "nn/tensor.h"
 
 #include <cassert>
+#include <limits>
 
 namespace noeira {
 
@@ -11,7 +12,9 @@ Shape::Shape(std::initializer_list<int64_t> d) {
 
 int64_t Shape::numel() const {
   int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= dims[static_cast<size_t>(i)];
+  for (int i = 0; i < rank; ++i)
+    if (__builtin_mul_overflow(n, dims[static_cast<size_t>(i)], &n))
+      return std::numeric_limits<int64_t>::max();
   return n;
 }
 
@@ -26,7 +29,9 @@ Shape Shape::with_batch(int64_t rows) const {
 
 int64_t Shape::row_elems() const {
   int64_t n = 1;
-  for (int i = 1; i < rank; ++i) n *= dims[static_cast<size_t>(i)];
+  for (int i = 1; i < rank; ++i)
+    if (__builtin_mul_overflow(n, dims[static_cast<size_t>(i)], &n))
+      return std::numeric_limits<int64_t>::max();
   return n;
 }
 

@@ -24,10 +24,12 @@ struct Shape {
   Shape(std::initializer_list<int64_t> d);
   int64_t operator[](int i) const { return dims[static_cast<size_t>(i)]; }
   int64_t& operator[](int i) { return dims[static_cast<size_t>(i)]; }
+  // The element count; saturates at INT64_MAX where the product does not fit (a shape
+  // from a recipe far too large: MemoryPlan::reserve then marks its plan overflowed).
   int64_t numel() const;
   // The shape with `rows` prepended, e.g. per-sample (784) -> batch (B, 784).
   Shape with_batch(int64_t rows) const;
-  // Product of all dims but the first: the row length of a batch tensor.
+  // Product of all dims but the first: the row length of a batch tensor (saturating too).
   int64_t row_elems() const;
   std::string str() const;
   bool operator==(const Shape& o) const;

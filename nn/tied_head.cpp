@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/common/saturating.h"
+
 namespace noeira {
 
 Shape TiedLmHead::plan(PlanContext& pc, const Shape& in) {
@@ -26,7 +28,7 @@ Shape TiedLmHead::plan(PlanContext& pc, const Shape& in) {
   if (bf16_) {
     if (pc.in_dtype != DType::kBF16)
       x_cast_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), DType::kBF16);
-    pc.need_scratch(pc.batch * (in.numel() / C_) * std::max(C_, V_));
+    pc.need_scratch(sat_mul({pc.batch, in.numel() / C_, std::max(C_, V_)}));
   }
   return out;
 }

@@ -106,6 +106,9 @@ class CpuOps final : public Ops {
   void layernorm_backward(ConstView dy, ConstView x, const float* gamma, const float* mean,
                           const float* rstd, View dx, float* dgamma, float* dbeta, int64_t N,
                           int64_t C, void* workspace) override;
+  // oneDNN GEMM primitives are created per block of 64 query rows (about 0.3 MB each
+  // block): 65,536 positions plan 1,024 blocks.
+  int64_t attention_max_context() const override { return int64_t{1} << 16; }
   size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                    DType dtype) const override;
   void attention_forward(ConstView qkv, View out, float* att, int64_t B, int64_t T, int64_t C,

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kernels/common/saturating.h"
 #include "kernels/cpu/onednn_conv_pass.h"
 #include "kernels/cpu/onednn_engine.h"
 
@@ -101,6 +104,17 @@ Status validate(const ConvShape& s) {
   if (s.pad < 0) return make_error("the padding must not be negative in " + describe(s));
   if (s.height + 2 * s.pad < s.kernel_h || s.width + 2 * s.pad < s.kernel_w)
     return make_error("the kernel is larger than the padded input in " + describe(s));
+  // oneDNN 2.6 was seen to divide by zero creating a convolution over a 2^40-pixel input; a
+  // slab's tensors stay below 2^31 elements (a CIFAR-10 slab holds 2^15 times fewer).
+  const int64_t images = std::min(s.batch, kConvSlabImages);
+  const int64_t largest = std::max({sat_mul({images, s.in_channels, s.height, s.width}),
+                                    sat_mul({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}),
+                                    sat_mul({images, s.out_channels, s.out_height(), s.out_width()})});
+  if (largest > std::numeric_limits<int32_t>::max())
+    return make_error("a tensor of " + describe(s) + " holds " + std::to_string(largest) +
+                      " elements per slab of " + std::to_string(images) +
+                      " images; the CPU convolution (oneDNN) takes at most 2^31 - 1; reduce "
+                      "the input size or the channels");
   return {};
 }
 

@@ -7,6 +7,9 @@
 #include <string>
 
 #include "harness/results.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "models/model_builder.h"
+#include "models/plan_check.h"
 #include "models/recipe.h"
 #include "nn/json_input.h"
 #include "tests/support/temp_dir.h"
@@ -95,4 +98,71 @@ TEST_CASE("load_recipe: integer fields must be integers that fit; shapes are che
   r = recipe("[784]", ", \"notes\": " + nested_arrays(100000));
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error().message, Contains("r.json") && Contains("nested deeper"));
+}
+
+TEST_CASE("recipes: sizes above 2^24 and depths above 1024 are refused, naming the field",
+          "[json][recipe]") {
+  // Past these, products of a few sizes wrap 64 bits while planning and oneDNN divided by
+  // zero on a 2^40-pixel input (found by fuzz/recipe once it planned the models).
+  TempDir dir;
+  // A shipped recipe with one field of its JSON replaced, loaded and built.
+  auto edited = [&](const std::string& model, const std::string& pointer,
+                    const nlohmann::json& value) -> std::string {
+    Result<Recipe> base = load_recipe_for_model(model);
+    REQUIRE(base);
+    nlohmann::json j = base->json;
+    j[nlohmann::json::json_pointer(pointer)] = value;
+    write_text(dir / "r.json", j.dump());
+    Result<Recipe> r = load_recipe(dir / "r.json");
+    if (!r) return r.error().message;
+    auto built = r->family == "gpt" ? build_gpt(*r, 65) : build_model(*r);
+    REQUIRE_FALSE(built);
+    return built.error().message;
+  };
+  const std::string most = "the most this tool takes is 16777216";
+  CHECK_THAT(edited("mlp", "/batch", int64_t{1} << 30), Contains("batch is 1073741824") &&
+                                                          Contains(most));
+  CHECK_THAT(edited("mlp", "/input_shape/0", int64_t{1} << 40),
+             Contains("an input_shape size is 1099511627776") && Contains(most));
+  CHECK_THAT(edited("mlp", "/layers/0/out", int64_t{1} << 40),
+             Contains("'out' is 1099511627776") && Contains(most));
+  CHECK_THAT(edited("conv2d-mnist", "/layers/0/pad", int64_t{1} << 25),
+             Contains("'pad' is 33554432") && Contains(most));
+  CHECK_THAT(edited("gpt-tiny", "/model/context", int64_t{1} << 40),
+             Contains("model.context is 1099511627776") && Contains(most));
+  CHECK_THAT(edited("gpt-tiny", "/model/layers", 5000),
+             Contains("model.layers is 5000") && Contains("the most this tool takes is 1024"));
+  CHECK_THAT(edited("vit-tiny", "/model/width", int64_t{1} << 40),
+             Contains("model.width is 1099511627776") && Contains(most));
+  CHECK_THAT(edited("resnet20", "/layers/3/blocks", 5000),
+             Contains("'blocks' is 5000") && Contains("1024"));
+}
+
+TEST_CASE("recipes at the size limits plan, or are refused by a module or the backend",
+          "[json][recipe]") {
+  // The fuzz regressions (fuzz/regressions/recipe): before the limits, planning them
+  // overflowed int64 (UB), made oneDNN divide by zero, or planned 262,144 attention blocks
+  // until memory ran out.
+  const std::filesystem::path dir =
+      std::filesystem::path(NOEIRA_SOURCE_DIR) / "fuzz" / "regressions" / "recipe";
+  CpuOps ops(1);
+  auto planned = [&](const std::string& file) -> std::string {
+    Result<Recipe> r = load_recipe(dir / file);
+    if (!r) return r.error().message;
+    auto model = r->family == "gpt" ? build_gpt(*r, 65) : build_model(*r);
+    if (!model) return model.error().message;
+    Result<MemoryPlan> plan = plan_recipe_model(**model, *r, ops);
+    if (!plan) return plan.error().message;
+    return plan->overflowed() ? "overflowed: " + plan->overflow() : "planned";
+  };
+  CHECK_THAT(planned("batch-2e61-gpt.json"), Contains("batch is 2305843009213693952"));
+  CHECK_THAT(planned("input-2e40-pixels-conv.json"), Contains("input_shape size"));
+  CHECK_THAT(planned("vit-width-2e40.json"), Contains("model.width is 1099511627776"));
+  CHECK_THAT(planned("context-2e24-cpu-attention.json"),
+             Contains("16777216 positions is longer than this backend's attention plans "
+                      "(65536)"));
+  CHECK_THAT(planned("input-2e24-conv-slab.json"),
+             Contains("the CPU convolution (oneDNN) takes at most 2^31 - 1"));
+  // At the limits but plannable: a plan (terabytes, refused later by the memory check).
+  CHECK(planned("batch-2e24-vit.json") == "planned");
 }
