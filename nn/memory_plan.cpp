@@ -53,7 +53,13 @@ Slot MemoryPlan::reserve(MemCategory c, const Shape& shape, DType dtype, size_t 
 
 Slot MemoryPlan::reserve_bytes(MemCategory c, size_t bytes, size_t align) {
   if (bytes == 0) return Slot{};
-  return reserve(c, Shape{static_cast<int64_t>((bytes + 3) / 4)}, DType::kI32, align);
+  // Whole 4-byte words; a count past int64 (a size query's SIZE_MAX) saturates, so the
+  // plan is marked overflowed rather than given a wrapped, tiny slot.
+  const size_t words = bytes / 4 + (bytes % 4 != 0 ? 1 : 0);
+  const int64_t n = words > static_cast<size_t>(std::numeric_limits<int64_t>::max())
+                        ? std::numeric_limits<int64_t>::max()
+                        : static_cast<int64_t>(words);
+  return reserve(c, Shape{n}, DType::kI32, align);
 }
 
 size_t MemoryPlan::total_bytes() const {

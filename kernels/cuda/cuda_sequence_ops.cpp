@@ -19,8 +19,10 @@
 // (kernels/cuda/flash_attention.h): no T x T buffer, att holds the per-row log-sum-exp
 // (attention_saved_floats), the workspace holds the backward's D = rowsum(dO * O).
 #include <cmath>
+#include <limits>
 #include <string>
 
+#include "kernels/common/saturating.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/op_scope.h"
@@ -155,12 +157,16 @@ void CudaOps::copy_token_rows(ConstView src, int64_t src_T, int64_t src_t0, View
 // ---- Attention ----
 
 int64_t CudaOps::attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const {
-  return dtype == DType::kBF16 ? B * nh * T : B * nh * T * T;
+  return dtype == DType::kBF16 ? sat_mul({B, nh, T}) : sat_mul({B, nh, T, T});
 }
 
 size_t CudaOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                           DType dtype) const {
   if (!attention_problem(B, T, C, nh).empty()) return 0;
+  // The kernels' byte counts are products of up to four sizes: past 2^58 floats they would
+  // wrap. SIZE_MAX makes the plan overflow, and Arenas::allocate refuses it.
+  if (sat_mul({B, nh, T, T}) > (int64_t{1} << 58) || sat_mul({B, T, 3 * C}) > (int64_t{1} << 58))
+    return std::numeric_limits<size_t>::max();
   if (dtype == DType::kBF16) {
     // 0 (the op then fails) for head sizes the flash kernels do not take.
     if (!cuda::flash_attention_supported(C / nh) || B > 65535 || nh > 65535) return 0;

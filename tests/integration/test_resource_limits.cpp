@@ -60,6 +60,11 @@ TEST_CASE("a plan whose sizes pass 64 bits is marked overflowed and refused, nev
     CHECK(plan.overflowed());
     CHECK(plan.overflow().rfind("dataset ", 0) == 0);
   }
+  SECTION("a workspace size query's SIZE_MAX (too large to say) is not wrapped to 0") {
+    MemoryPlan plan;
+    CHECK(plan.reserve_bytes(MemCategory::kWorkspace, std::numeric_limits<size_t>::max()).bytes > 0);
+    CHECK(plan.overflowed());
+  }
   MemoryPlan plan;
   plan.reserve(MemCategory::kActivations, Shape{kBig, kBig}, DType::kBF16);
   HostAllocator host;
