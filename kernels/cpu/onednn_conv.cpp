@@ -105,7 +105,7 @@ Status validate(const ConvShape& s) {
   if (s.height + 2 * s.pad < s.kernel_h || s.width + 2 * s.pad < s.kernel_w)
     return make_error("the kernel is larger than the padded input in " + describe(s));
   // oneDNN 2.6 was seen to divide by zero creating a convolution over a 2^40-pixel input; a
-  // slab's tensors stay below 2^31 elements (a CIFAR-10 slab holds 2^15 times fewer).
+  // slab's tensors stay below 2^31 elements (the CIFAR-10 models' largest hold about 2^18).
   const int64_t images = std::min(s.batch, kConvSlabImages);
   const int64_t largest = std::max({sat_mul({images, s.in_channels, s.height, s.width}),
                                     sat_mul({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}),
