@@ -13,30 +13,16 @@
 
 namespace noeira {
 
-namespace {
-
-Result<int64_t> non_negative(const nlohmann::json& layer, const char* key, const LayerList& list) {
-  if (!layer.contains(key)) return int64_t{0};
-  if (!layer[key].is_number_integer() || layer[key].get<int64_t>() < 0)
-    return list.error(std::string("'") + key + "' must be a non-negative integer");
-  if (layer[key].get<int64_t>() > kMaxRecipeSize)
-    return list.error(above_limit(std::string("'") + key + "'", layer[key].get<int64_t>(),
-                                  kMaxRecipeSize));
-  return layer[key].get<int64_t>();
-}
-
-}  // namespace
-
 Result<bool> add_conv_layer(const nlohmann::json& layer, const std::string& type,
                             LayerList& list, Sequential& seq) {
   if (type == "conv2d") {
-    Result<int64_t> out = positive_field(layer, "out", -1, list);
+    Result<int64_t> out = size_field(layer, "out", -1, list);
     if (!out) return out.error();
-    Result<int64_t> kernel = positive_field(layer, "kernel", -1, list);
+    Result<int64_t> kernel = size_field(layer, "kernel", -1, list);
     if (!kernel) return kernel.error();
-    Result<int64_t> stride = positive_field(layer, "stride", 1, list);
+    Result<int64_t> stride = size_field(layer, "stride", 1, list);
     if (!stride) return stride.error();
-    Result<int64_t> pad = non_negative(layer, "pad", list);
+    Result<int64_t> pad = size_field(layer, "pad", 0, list, 0);
     if (!pad) return pad.error();
     Result<Act> act = parse_act(layer.value("act", ""));
     if (!act) return list.error(act.error().message);
@@ -45,11 +31,11 @@ Result<bool> add_conv_layer(const nlohmann::json& layer, const std::string& type
     return true;
   }
   if (type == "maxpool2d" || type == "avgpool2d") {
-    Result<int64_t> kernel = positive_field(layer, "kernel", -1, list);
+    Result<int64_t> kernel = size_field(layer, "kernel", -1, list);
     if (!kernel) return kernel.error();
-    Result<int64_t> stride = positive_field(layer, "stride", *kernel, list);
+    Result<int64_t> stride = size_field(layer, "stride", *kernel, list);
     if (!stride) return stride.error();
-    Result<int64_t> pad = non_negative(layer, "pad", list);
+    Result<int64_t> pad = size_field(layer, "pad", 0, list, 0);
     if (!pad) return pad.error();
     if (2 * *pad > *kernel) return list.error("'pad' must be at most half the kernel (as torch)");
     if (type == "maxpool2d")

@@ -45,18 +45,18 @@ Result<Act> parse_act(const std::string& s) {
   return make_error("activation '" + s + "' is not relu, gelu or none");
 }
 
-Result<int64_t> positive_field(const nlohmann::json& layer, const char* key, int64_t fallback,
-                               const LayerList& list) {
+Result<int64_t> size_field(const nlohmann::json& layer, const char* key, int64_t fallback,
+                           const LayerList& list, int64_t min) {
   if (!layer.contains(key)) {
     if (fallback >= 0) return fallback;
     return list.error(std::string("needs '") + key + "'");
   }
-  if (!layer[key].is_number_integer() || layer[key].get<int64_t>() <= 0)
-    return list.error(std::string("'") + key + "' must be a positive integer");
-  if (layer[key].get<int64_t>() > kMaxRecipeSize)
-    return list.error(above_limit(std::string("'") + key + "'", layer[key].get<int64_t>(),
-                                  kMaxRecipeSize));
-  return layer[key].get<int64_t>();
+  const std::string name = std::string("'") + key + "'";
+  if (!layer[key].is_number_integer() || layer[key].get<int64_t>() < min)
+    return list.error(name + " must be a " + (min > 0 ? "positive" : "non-negative") + " integer");
+  const int64_t v = layer[key].get<int64_t>();
+  if (v > kMaxRecipeSize) return list.error(above_limit(name, v, kMaxRecipeSize));
+  return v;
 }
 
 }  // namespace noeira

@@ -45,9 +45,10 @@ class LayerList {
 
 // Layer-entry helpers shared by the families.
 Result<Act> parse_act(const std::string& s);
-// A positive integer field (or `fallback` when absent and fallback >= 0).
-Result<int64_t> positive_field(const nlohmann::json& layer, const char* key, int64_t fallback,
-                               const LayerList& list);
+// An integer size field from `min` (1: positive, 0: non-negative) to kMaxRecipeSize, or
+// `fallback` when absent and fallback >= 0.
+Result<int64_t> size_field(const nlohmann::json& layer, const char* key, int64_t fallback,
+                           const LayerList& list, int64_t min = 1);
 
 // The families' handlers.
 Result<bool> add_mlp_layer(const nlohmann::json& layer, const std::string& type, LayerList& list,

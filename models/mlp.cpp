@@ -12,7 +12,7 @@ Result<bool> add_mlp_layer(const nlohmann::json& layer, const std::string& type,
   if (type == "linear") {
     Result<Act> act = parse_act(layer.value("act", ""));
     if (!act) return list.error(act.error().message);
-    Result<int64_t> out = positive_field(layer, "out", -1, list);
+    Result<int64_t> out = size_field(layer, "out", -1, list);
     if (!out) return out.error();
     seq.add(list.next_name("fc"), std::make_unique<Linear>(*out, *act, layer.value("bias", true)));
     return true;

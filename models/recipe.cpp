@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
-#include <tuple>
 
 #include "models/install_root.h"
 #include "nn/json_input.h"
@@ -43,6 +43,18 @@ Result<Recipe> load_recipe_for_model(const std::string& model) {
 
 namespace {
 
+struct Limit {
+  const char* what;
+  int64_t value, max;
+};
+
+// The first field above its limit, as an error naming the recipe.
+Status check_limits(const std::string& where, std::initializer_list<Limit> limits) {
+  for (const Limit& l : limits)
+    if (l.value > l.max) return make_error(where + ": " + above_limit(l.what, l.value, l.max));
+  return {};
+}
+
 // The GPT family (language models over a token corpus): its own sections ("model",
 // "steps", "eval_interval") instead of layers and epochs.
 Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
@@ -70,11 +82,11 @@ Result<Recipe> load_gpt_recipe(Recipe r, const std::string& where) {
         g.width <= 0 || g.eval_interval <= 0 || g.quick_steps <= 0 || g.eval_windows < 0)
       return make_error(where + ": batch, steps, eval_interval, quick.steps and model.layers, "
                         "heads, width, context must be positive (eval_windows >= 0)");
-    for (const auto& [what, value, max] :
-         {std::tuple{"batch", r.batch, kMaxRecipeSize}, {"model.layers", g.layers, kMaxRecipeDepth},
-          {"model.heads", g.heads, kMaxRecipeSize}, {"model.width", g.width, kMaxRecipeSize},
-          {"model.context", g.context, kMaxRecipeSize}})
-      if (value > max) return make_error(where + ": " + above_limit(what, value, max));
+    NOEIRA_TRY(check_limits(where, {{"batch", r.batch, kMaxRecipeSize},
+                                     {"model.layers", g.layers, kMaxRecipeDepth},
+                                     {"model.heads", g.heads, kMaxRecipeSize},
+                                     {"model.width", g.width, kMaxRecipeSize},
+                                     {"model.context", g.context, kMaxRecipeSize}}));
     if (g.width % g.heads != 0)
       return make_error(where + ": model.width " + std::to_string(g.width) +
                         " is not a multiple of model.heads " + std::to_string(g.heads));
@@ -112,11 +124,11 @@ Status parse_vit_model(Recipe& r, const std::string& where) {
   v.bias = m.value("bias", true);
   if (v.patch <= 0 || v.width <= 0 || v.heads <= 0 || v.mlp_ratio <= 0 || v.layers <= 0)
     return make_error(where + ": model.patch, width, heads, mlp_ratio and layers must be positive");
-  for (const auto& [what, value, max] :
-       {std::tuple{"model.patch", v.patch, kMaxRecipeSize}, {"model.width", v.width, kMaxRecipeSize},
-        {"model.heads", v.heads, kMaxRecipeSize}, {"model.mlp_ratio", v.mlp_ratio, kMaxRecipeSize},
-        {"model.layers", v.layers, kMaxRecipeDepth}})
-    if (value > max) return make_error(where + ": " + above_limit(what, value, max));
+  NOEIRA_TRY(check_limits(where, {{"model.patch", v.patch, kMaxRecipeSize},
+                                   {"model.width", v.width, kMaxRecipeSize},
+                                   {"model.heads", v.heads, kMaxRecipeSize},
+                                   {"model.mlp_ratio", v.mlp_ratio, kMaxRecipeSize},
+                                   {"model.layers", v.layers, kMaxRecipeDepth}}));
   if (v.width % v.heads != 0)
     return make_error(where + ": model.width " + std::to_string(v.width) +
                       " is not a multiple of model.heads " + std::to_string(v.heads));
@@ -196,7 +208,7 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
       return make_error(where + ": input_shape must be a list of 1 to " +
                         std::to_string(Shape::kMaxDims - 1) + " positive sizes");
     for (int64_t d : shape) {
-      if (d > kMaxRecipeSize) return make_error(where + ": " + above_limit("an input_shape size", d, kMaxRecipeSize));
+      NOEIRA_TRY(check_limits(where, {{"an input_shape size", d, kMaxRecipeSize}}));
       r.input_shape.dims[static_cast<size_t>(r.input_shape.rank++)] = d;
     }
     r.num_classes = integer_field<int>(j, "num_classes", 0);
@@ -249,8 +261,7 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
   }
   if (r.batch <= 0 || r.epochs <= 0)
     return make_error(where + ": batch and epochs must be positive");
-  if (r.batch > kMaxRecipeSize)
-    return make_error(where + ": " + above_limit("batch", r.batch, kMaxRecipeSize));
+  NOEIRA_TRY(check_limits(where, {{"batch", r.batch, kMaxRecipeSize}}));
   return r;
 }
 

@@ -10,12 +10,12 @@ namespace noeira {
 Result<bool> add_resnet_layer(const nlohmann::json& layer, const std::string& type,
                               LayerList& list, Sequential& seq) {
   if (type != "resnet_stage") return false;
-  Result<int64_t> blocks = positive_field(layer, "blocks", -1, list);
+  Result<int64_t> blocks = size_field(layer, "blocks", -1, list);
   if (!blocks) return blocks.error();
   if (*blocks > kMaxRecipeDepth) return list.error(above_limit("'blocks'", *blocks, kMaxRecipeDepth));
-  Result<int64_t> out = positive_field(layer, "out", -1, list);
+  Result<int64_t> out = size_field(layer, "out", -1, list);
   if (!out) return out.error();
-  Result<int64_t> stride = positive_field(layer, "stride", 1, list);
+  Result<int64_t> stride = size_field(layer, "stride", 1, list);
   if (!stride) return stride.error();
   auto stage = std::make_unique<Sequential>();
   for (int64_t b = 0; b < *blocks; ++b)

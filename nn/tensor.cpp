@@ -1,7 +1,8 @@
 #include "nn/tensor.h"
 
 #include <cassert>
-#include <limits>
+
+#include "kernels/common/saturating.h"
 
 namespace noeira {
 
@@ -10,13 +11,7 @@ Shape::Shape(std::initializer_list<int64_t> d) {
   for (int64_t v : d) dims[static_cast<size_t>(rank++)] = v;
 }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank; ++i)
-    if (__builtin_mul_overflow(n, dims[static_cast<size_t>(i)], &n))
-      return std::numeric_limits<int64_t>::max();
-  return n;
-}
+int64_t Shape::numel() const { return sat_mul(dims.data(), dims.data() + rank); }
 
 Shape Shape::with_batch(int64_t rows) const {
   assert(rank < kMaxDims);
@@ -28,11 +23,7 @@ Shape Shape::with_batch(int64_t rows) const {
 }
 
 int64_t Shape::row_elems() const {
-  int64_t n = 1;
-  for (int i = 1; i < rank; ++i)
-    if (__builtin_mul_overflow(n, dims[static_cast<size_t>(i)], &n))
-      return std::numeric_limits<int64_t>::max();
-  return n;
+  return rank < 1 ? 1 : sat_mul(dims.data() + 1, dims.data() + rank);
 }
 
 std::string Shape::str() const {

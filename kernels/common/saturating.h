@@ -9,11 +9,16 @@
 
 namespace noeira {
 
-inline int64_t sat_mul(std::initializer_list<int64_t> factors) {
+// The product of [first, last).
+inline int64_t sat_mul(const int64_t* first, const int64_t* last) {
   int64_t p = 1;
-  for (int64_t f : factors)
-    if (__builtin_mul_overflow(p, f, &p)) return std::numeric_limits<int64_t>::max();
+  for (; first != last; ++first)
+    if (__builtin_mul_overflow(p, *first, &p)) return std::numeric_limits<int64_t>::max();
   return p;
+}
+
+inline int64_t sat_mul(std::initializer_list<int64_t> factors) {
+  return sat_mul(factors.begin(), factors.end());
 }
 
 }  // namespace noeira
