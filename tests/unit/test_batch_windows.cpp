@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/common/batch_window.h"
+#include "harness/twin.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "models/install_root.h"
 #include "tests/support/run_binary.h"
@@ -52,16 +53,12 @@ Batch cpu_batch(CpuOps& ops, const std::vector<int32_t>& corpus, uint64_t seed, 
   return b;
 }
 
-// A python that can run reference/philox.py (numpy only): $NOEIRA_PYTHON, python3,
-// /usr/bin/python3. Empty (and the test skips, or fails under NOEIRA_REQUIRE_TWIN=1) when
-// none imports numpy.
+// A python that can run reference/philox.py (numpy only), looked for as the twin's
+// (twin_python_candidates). Empty (and the test skips, or fails under
+// NOEIRA_REQUIRE_TWIN=1) when none imports numpy.
 std::string python_with_numpy(const std::string& test_name) {
-  std::vector<std::string> candidates;
-  if (const char* e = std::getenv("NOEIRA_PYTHON"); e && *e) candidates.push_back(e);
-  candidates.push_back("python3");
-  candidates.push_back("/usr/bin/python3");
   std::string tried;
-  for (const std::string& p : candidates) {
+  for (const std::string& p : twin_python_candidates("")) {
     std::string cmd = "'";  // built up piecewise: g++ 12 misreports "'" + s (-Wrestrict)
     cmd += p;
     cmd += "' -c 'import numpy'";
