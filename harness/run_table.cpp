@@ -171,6 +171,20 @@ std::string render_run_notes(const nlohmann::json& results, const nlohmann::json
     s += parity_line(b["parity"]) + "\n";
   else if (!parity_note.empty())
     s += parity_note + "\n";
+  // The twin's compiled modes: how long torch.compile took (inside the warm-up, not in
+  // the step times) and what it made of the step.
+  for (const auto& v : b["variants"]) {
+    if (!v.contains("runs") || v["runs"].empty()) continue;
+    const nlohmann::json& r0 = v["runs"][0];
+    const auto c = r0.find("compile_seconds");
+    if (c == r0.end() || !c->is_number()) continue;
+    std::string line = v["name"].get<std::string>() + ": torch.compile took " + format_number("%.1f", c->get<double>()) +
+                       " s (seed " + std::to_string(r0.value("seed", 0)) + ", in the warm-up, not in the step times)";
+    if (const auto i = r0.find("twin_impl"); i != r0.end() && i->is_object() && i->contains("compiled_graphs"))
+      line += "; " + std::to_string(i->value("compiled_graphs", 0)) + " graphs, " +
+              std::to_string(i->value("graph_breaks", 0)) + " graph breaks";
+    s += line + "\n";
+  }
   if (!b["seed_agreement"].is_null())
     s += "seeds: " + b["seed_agreement"]["note"].get<std::string>() + " [" +
          b["seed_agreement"]["test"].get<std::string>() +

@@ -72,13 +72,24 @@ nlohmann::json twin_run_json(const nlohmann::json& t, uint64_t seed) {
     timers["wall"] = timer_json(doubles(field(t, "step_times_ms")));
   }
   const nlohmann::json steps = field(t, "steps");
+  // How torch ran it: the optimizer and attention kernels, and in the compiled modes
+  // what torch.compile made of the whole step (reference/twin/compiled.py).
+  nlohmann::json impl = nlohmann::json::object();
+  for (const char* key : {"torch_version", "adam_impl", "attention_impl", "compile_impl"})
+    if (const nlohmann::json v = field(t, key); v.is_string()) impl[key] = v;
+  for (const char* key : {"compiled_graphs", "graph_breaks"})
+    if (const nlohmann::json v = field(t, key); v.is_number_integer()) impl[key] = v;
   return {{"seed", seed},
           {"timers", timers},
           {"test_top1", number_or_null(field(t, "test_top1"))},
           {"test_loss", number_or_null(field(t, "test_loss"))},
           {"train_loss", number_or_null(field(t, "train_loss_last_epoch"))},
           {"losses", losses_of(field(t, "losses"))},
-          {"steps", steps.is_number_integer() ? steps.get<int64_t>() : 0}};
+          {"steps", steps.is_number_integer() ? steps.get<int64_t>() : 0},
+          // torch.compile's time (the first steps, inside the warm-up): apart from the
+          // step times, null in eager mode.
+          {"compile_seconds", number_or_null(field(t, "compile_seconds"))},
+          {"twin_impl", impl}};
 }
 
 nlohmann::json plan_twin_mode(const TwinPlan& p, const std::string& mode) {

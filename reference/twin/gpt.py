@@ -43,11 +43,11 @@ def has_sdpa():
 
 
 def choose_attention(args, torch_mod):
-    """--attention: auto = the explicit math in eager mode (the parity reference), SDPA in
-    compiled/graphs when torch has it (>= 2.0); math without it."""
+    """--attention: auto = SDPA in every mode when torch has it (>= 2.0), as users of
+    torch 2.x write attention; the explicit math without it, or when asked for."""
     want = args.attention
     if want == "auto":
-        want = "sdpa" if args.mode in ("compiled", "graphs") and has_sdpa() else "math"
+        want = "sdpa" if has_sdpa() else "math"
     elif want == "sdpa" and not has_sdpa():
         raise Unavailable("--attention sdpa needs F.scaled_dot_product_attention (torch>=2.0), "
                           f"found {torch_mod.__version__}")

@@ -61,17 +61,14 @@ def run_lm(args, result, recipe, device):
     from .gpt import build_gpt, init_gpt_philox, param_groups
     from .lm_train import train_and_evaluate_lm
     from .optim import make_optimizer
-    from .torch_env import autocast_factory, set_deterministic, set_tf32, torch_version_tuple
+    from .compiled import check_available
+    from .torch_env import autocast_factory, set_deterministic, set_tf32
 
     cfg = _config(recipe)
     if args.epochs is not None:
         log(f"--epochs {args.epochs} ignored: the gpt family runs recipe 'steps' "
             f"({cfg['steps']}), capped by --max-steps")
-    if args.mode in ("compiled", "graphs"):
-        if torch_version_tuple(torch) < (2, 0) or not hasattr(torch, "compile"):
-            raise Unavailable(f"torch.compile needs torch>=2.0, found {torch.__version__}")
-        if args.mode == "graphs" and device != "cuda":
-            raise Unavailable("CUDA graphs need a CUDA device")
+    check_available(args.mode, device, torch)
     schedule = Schedule(recipe["optimizer"].get("schedule", "constant"))
     if schedule.warmup_epochs or (schedule.milestones and schedule.milestone_epochs):
         raise TwinError("recipe: the gpt family counts in steps: use warmup_steps and "
@@ -118,21 +115,5 @@ def run_lm(args, result, recipe, device):
         + ("" if ctx is None else f"; rank 0 of {ctx.world}, "
            f"{'ZeRO-1 (ZeroRedundancyOptimizer)' if ctx.zero else 'DDP'}, backend {ctx.backend}"))
 
-    fwd = train_module
-    mark_step = None
-    if args.mode == "compiled":
-        try:
-            fwd = torch.compile(train_module)
-        except Exception as e:
-            raise Unavailable(f"torch.compile failed: {one_line(e)}")
-    elif args.mode == "graphs":
-        try:
-            fwd = torch.compile(train_module, mode="reduce-overhead")
-        except Exception as e:
-            raise Unavailable(f"torch.compile(mode='reduce-overhead') failed: {one_line(e)}")
-        result["graphs_impl"] = "torch.compile(mode='reduce-overhead')"
-        comp = getattr(torch, "compiler", None)
-        mark_step = getattr(comp, "cudagraph_mark_step_begin", None)
-
-    train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, autocast,
-                          schedule, corpus, device, mark_step, ctx)
+    train_and_evaluate_lm(args, cfg, result, model, train_module, params, optimizer, autocast,
+                          schedule, corpus, device, ctx)

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 import philox
 
 from .common import TwinError, log
+from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
 from .text import eval_window_count
 
 
@@ -78,7 +79,7 @@ def eval_steps(total, interval):
 
 
 def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, autocast,
-                          schedule, corpus, device, mark_step, ctx=None):
+                          schedule, corpus, device, ctx=None):
     """ctx: a data-parallel rank's DistContext (twin/dist.py), else None. fwd is then the
     DDP-wrapped model (gradients averaged over ranks in backward), model the bare one."""
     dev = torch.device(device)
@@ -100,26 +101,35 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
     lr_at = schedule.resolve(cfg["lr"], 1, total)
     result.update({"steps": total, "warmup": args.warmup, "batch": B,
                    "lr_schedule": lr_at.describe(), "n_val_windows": n_windows})
-    set_lr = not lr_at.is_constant
+    scheduled = not lr_at.is_constant
     clip = cfg["grad_clip"]
     plist = [p for _, p, _ in params]
     V = len(corpus["vocab"])
     grad_norms = torch.zeros(total, dtype=torch.float32, device=dev)
 
-    def step(i):
-        if set_lr:
-            lr = lr_at(i + 1)                      # scheduled_lr takes the 1-based step
-            for g in optimizer.param_groups:
-                g["lr"] = lr
-        x, y = train.batch(starts_t[i])
+    def train_step(starts):
+        """One whole step; the unit torch.compile gets in the compiled modes. Returns the
+        loss and the pre-clip gradient norm (None without clipping)."""
+        x, y = train.batch(starts)
         optimizer.zero_grad(set_to_none=True)
         with autocast():
             logits = fwd(x)
             loss = lm_loss(logits, y)
         loss.backward()
-        if clip > 0.0:
-            grad_norms[i].copy_(torch.nn.utils.clip_grad_norm_(plist, clip))
+        norm = torch.nn.utils.clip_grad_norm_(plist, clip) if clip > 0.0 else None
         optimizer.step()
+        return loss.detach(), norm
+
+    if scheduled:
+        use_tensor_lr(optimizer, args.mode, torch)
+    run_step, mark_step = compile_step(train_step, args.mode, result, torch)
+
+    def step(i):
+        if scheduled:
+            set_lr(optimizer, lr_at(i + 1))        # scheduled_lr takes the 1-based step
+        loss, norm = run_step(starts_t[i])
+        if norm is not None:
+            grad_norms[i].copy_(norm)
         return loss
 
     losses = torch.zeros(total, dtype=torch.float32, device=dev)
@@ -192,6 +202,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
     wall_ms = (wall_t1 - wall_t0 - eval_s_timed) * 1e3 / timed
     srt = sorted(step_ms)
     median_ms = (srt[(len(srt) - 1) // 2] + srt[len(srt) // 2]) / 2
+    compile_stats(args.mode, result, torch)
     per_rank_ms = None
     if ctx is not None:
         # Every rank's step loss is the mean over its B*T positions: the mean of the ranks'

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from .common import SCHEMA, TwinError, Unavailable, log, one_line, write_atomic
+from .common import SCHEMA, TwinError, log, one_line, write_atomic
 from .recipe import Schedule, is_lm, is_vit, load_recipe
 
 # Every row (available or not) carries every key, in this order; unknown values are null.
@@ -16,7 +16,7 @@ RESULT_KEYS = [
     "torch_version", "python_version", "cuda_version", "cudnn_version",
     "recipe", "dataset", "n_train", "n_test",
     "device", "device_name", "mode", "dtype", "threads", "tf32", "deterministic",
-    "optimizer", "adam_impl", "graphs_impl", "init", "init_checkpoint", "num_params",
+    "optimizer", "adam_impl", "graphs_impl", "compile_impl", "compiled_graphs", "graph_breaks", "init", "init_checkpoint", "num_params",
     "seed", "epochs", "epochs_run", "batch", "drop_last", "steps_per_epoch", "steps", "warmup",
     "timer", "step_times_ms", "median_step_ms", "wall_ms_per_step", "compile_seconds",
     "losses", "train_loss_last_epoch", "test_top1", "test_loss", "eval_dtype",
@@ -158,14 +158,11 @@ def run(args, result):
     from .layers import build_model
     from .blocks import RunState
     from .optim import make_loss, make_optimizer, optimizer_params
-    from .torch_env import autocast_factory, set_deterministic, set_tf32, torch_version_tuple
+    from .compiled import check_available
+    from .torch_env import autocast_factory, set_deterministic, set_tf32
     from .train import train_and_evaluate
 
-    if args.mode in ("compiled", "graphs"):
-        if torch_version_tuple(torch) < (2, 0) or not hasattr(torch, "compile"):
-            raise Unavailable(f"torch.compile needs torch>=2.0, found {torch.__version__}")
-        if args.mode == "graphs" and device != "cuda":
-            raise Unavailable("CUDA graphs need a CUDA device")
+    check_available(args.mode, device, torch)
     autocast = autocast_factory(device, args.dtype, torch)
     result["tf32"] = set_tf32(device, torch)
     result["deterministic"] = set_deterministic(args.det_on, torch)
@@ -224,22 +221,5 @@ def run(args, result):
     schedule = Schedule(recipe["optimizer"].get("schedule", "constant"))
     augmenter = _augmenter(recipe, d, in_shape, args.seed, result)
 
-    # ---- compiled variants
-    fwd = model
-    mark_step = None
-    if args.mode == "compiled":
-        try:
-            fwd = torch.compile(model)
-        except Exception as e:   # e.g. Dynamo unsupported on this Python
-            raise Unavailable(f"torch.compile failed: {one_line(e)}")
-    elif args.mode == "graphs":
-        try:
-            fwd = torch.compile(model, mode="reduce-overhead")
-        except Exception as e:
-            raise Unavailable(f"torch.compile(mode='reduce-overhead') failed: {one_line(e)}")
-        result["graphs_impl"] = "torch.compile(mode='reduce-overhead')"
-        comp = getattr(torch, "compiler", None)
-        mark_step = getattr(comp, "cudagraph_mark_step_begin", None)
-
-    train_and_evaluate(args, recipe, result, model, fwd, optimizer, loss_fn, autocast,
-                       schedule, augmenter, state, d, device, mark_step)
+    train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast, schedule,
+                       augmenter, state, d, device)

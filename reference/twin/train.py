@@ -12,6 +12,7 @@ import torch
 import philox
 
 from .common import TwinError, log
+from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
 
 
 def _plan_batches(args, recipe, n_train, device, result):
@@ -41,30 +42,37 @@ def _plan_batches(args, recipe, n_train, device, result):
     return batches, total, steps_per_epoch
 
 
-def train_and_evaluate(args, recipe, result, model, fwd, optimizer, loss_fn, autocast,
-                       schedule, augmenter, state, d, device, mark_step):
+def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast, schedule,
+                       augmenter, state, d, device):
     train_x, train_y = d["train_x_t"], d["train_y_t"]
     n_train = train_x.shape[0]
     batches, total, steps_per_epoch = _plan_batches(args, recipe, n_train, device, result)
     lr_at = schedule.resolve(float(recipe["optimizer"].get("lr", 1e-3)), steps_per_epoch,
                              total)
     result["lr_schedule"] = lr_at.describe()
-    set_lr = not lr_at.is_constant
+    scheduled = not lr_at.is_constant
 
-    def step(x_src, idx, i):
-        state.step = i
-        if set_lr:
-            for g in optimizer.param_groups:
-                g["lr"] = lr_at(i + 1)          # scheduled_lr takes the 1-based step
+    def train_step(x_src, idx):
+        """One whole step; the unit torch.compile gets in the compiled modes."""
         x = x_src.index_select(0, idx)
         y = train_y.index_select(0, idx)
         optimizer.zero_grad(set_to_none=True)
         with autocast():
-            out = fwd(x)
+            out = model(x)
             loss = loss_fn(out, y)
         loss.backward()
         optimizer.step()
-        return loss
+        return loss.detach()
+
+    if scheduled:
+        use_tensor_lr(optimizer, args.mode, torch)
+    run_step, mark_step = compile_step(train_step, args.mode, result, torch)
+
+    def step(x_src, idx, i):
+        state.step = i
+        if scheduled:
+            set_lr(optimizer, lr_at(i + 1))     # scheduled_lr takes the 1-based step
+        return run_step(x_src, idx)
 
     dev = torch.device(device)
     losses = torch.zeros(total, dtype=torch.float32, device=dev)
@@ -124,6 +132,7 @@ def train_and_evaluate(args, recipe, result, model, fwd, optimizer, loss_fn, aut
     result["step_times_ms"] = step_ms
     result["wall_ms_per_step"] = (wall_t1 - wall_t0) * 1e3 / timed
     result["compile_seconds"] = compile_s
+    compile_stats(args.mode, result, torch)
     loss_list = losses.cpu().tolist()
     result["losses"] = loss_list
     last_e = batches[-1][0]

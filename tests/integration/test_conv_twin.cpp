@@ -74,16 +74,24 @@ nlohmann::json parity_of(const std::string& model) {
 
 }  // namespace
 
-TEST_CASE("parity: conv2d-mnist and cifar-cnn stay within 1e-4 of the twin for 30 steps",
+TEST_CASE("parity: conv2d-mnist stays within 1e-4 of the twin for 30 steps",
           "[conv][twin][parity][slow]") {
   if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
-  for (const char* model : {"conv2d-mnist", "cifar-cnn"}) {
-    INFO(model);
-    const nlohmann::json p = parity_of(model);
-    CHECK(p["steps"] == 30);
-    CHECK(p["bound"] == 1e-4);
-    CHECK(p["passed"] == true);
-  }
+  const nlohmann::json p = parity_of("conv2d-mnist");
+  CHECK(p["steps"] == 30);
+  CHECK(p["bound"] == 1e-4);
+  CHECK(p["passed"] == true);
+}
+
+TEST_CASE("parity: cifar-cnn agrees to rounding for 10 steps and stays within its recipe's bound "
+          "for 30", "[conv][twin][parity][slow]") {
+  if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
+  const nlohmann::json p = parity_of("cifar-cnn");
+  CHECK(p["steps"] == 30);
+  CHECK(p["early_steps"] == 10);  // before any Adam near-tie (docs/parity.md)
+  CHECK(p["early_max_rel_dev"].get<double>() <= 1e-6);
+  CHECK(p["bound"] == recipe_named("cifar-cnn").parity_bound);
+  CHECK(p["passed"] == true);
 }
 
 TEST_CASE("parity: resnet20 stays within its recipe's bound for 30 steps",
