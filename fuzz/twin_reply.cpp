@@ -1,4 +1,5 @@
-// The twin's reply on its stdout (reference/twin; harness/twin_reply.h): parse_twin_reply,
+// The twin's reply on its stdout (reference/twin; harness/twin_reply.h): as a --probe
+// reply (parse_twin_probe_reply, then a results file holding it) and parse_twin_reply,
 // then, for a run that it accepts, what `run` makes of it: twin_run_json's run, a variant
 // summarised over it, placed in a results file (fuzz/inputs/results-mlp.json, written by
 // the tool) that must still pass validate_results. Contract: a failure with its reason, or
@@ -9,6 +10,7 @@
 // libFuzzer flags: -max_len=65536 -malloc_limit_mb=64 -rss_limit_mb=1024 -timeout=10
 
 #include "fuzz/fuzz_support.h"
+#include "harness/baseline_probe.h"
 #include "harness/bench_runner.h"
 #include "harness/results.h"
 #include "harness/twin_reply.h"
@@ -32,8 +34,24 @@ nlohmann::json results_template() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const nlohmann::json base = results_template();
   const std::string hint = " (log: twin.log)";
-  const std::optional<noeira::TwinOutcome> o =
-      noeira::parse_twin_reply(noeira::fuzz::text_of(noeira::fuzz::Bytes(data, size)), hint);
+  const std::string text = noeira::fuzz::text_of(noeira::fuzz::Bytes(data, size));
+  // The same bytes as a --probe reply: an error ending with the hint, or a probe object
+  // that a results file (schema 2) records as context.probes.twin, and whose warnings and
+  // text render.
+  const nlohmann::json probe = noeira::parse_twin_probe_reply(text, 0, hint);
+  if (const auto e = probe.find("error"); e != probe.end()) {
+    FUZZ_EXPECT(e->is_string() && e->get<std::string>().size() >= hint.size());
+  } else {
+    nlohmann::json results = base;
+    results["schema_version"] = 2;
+    results["context"]["probes"] = {{"twin", probe}};
+    const noeira::Status valid = noeira::validate_results(results);
+    if (!valid) std::fprintf(stderr, "%s\n", valid.error().message.c_str());
+    FUZZ_EXPECT(valid);
+    (void)noeira::probe_warnings(results["context"]["probes"]);
+    (void)noeira::render_probes(results["context"]["probes"]);
+  }
+  const std::optional<noeira::TwinOutcome> o = noeira::parse_twin_reply(text, hint);
   if (!o) return 0;
   if (!o->ok) {
     FUZZ_EXPECT(o->reason.rfind("twin failed: ", 0) == 0);

@@ -1,12 +1,14 @@
 #include "harness/cli.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "datasets/catalog.h"
+#include "harness/baseline_probe.h"
 #include "harness/cli_options.h"
 #include "harness/compare_command.h"
 #include "harness/host_info.h"
@@ -16,6 +18,7 @@
 #include "harness/run_command.h"
 #include "harness/sample_command.h"
 #include "harness/train_command.h"
+#include "harness/twin.h"
 #include "models/recipe.h"
 
 namespace noeira {
@@ -48,15 +51,39 @@ std::function<int()> add_list_command(CLI::App& app) {
 }
 
 std::function<int()> add_env_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("env", "Describe this machine, this build and the GPU");
-  auto json = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json, "Print JSON instead of text");
-  return [cmd, json]() {
+  CLI::App* cmd = app.add_subcommand("env", "Describe this machine, this build and the GPU, and run the "
+                                            "baseline probe of both sides (harness/baseline_probe.h)");
+  struct EnvOptions {
+    bool json = false, no_probe = false;
+    int threads = 0;
+    std::string python;
+  };
+  auto o = std::make_shared<EnvOptions>();
+  cmd->add_flag("--json", o->json, "Print JSON instead of text");
+  cmd->add_flag("--no-probe", o->no_probe, "Skip the baseline probe (GEMM and bandwidth, ours and the twin's)");
+  cmd->add_option("--threads", o->threads, "Threads of the probe's second row (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--python", o->python, "Python interpreter with torch for the twin's probe "
+                                         "(default: $NOEIRA_PYTHON, the twin's venv, python3)");
+  return [cmd, o]() {
     if (!cmd->parsed()) return -1;
-    const nlohmann::json env = environment();
-    const std::string text =
-        *json ? env.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-              : render_environment(env);
+    nlohmann::json env = environment();
+    if (!o->no_probe) {
+      const PythonProbe py = find_python_with_torch(o->python);
+      const std::filesystem::path log = std::filesystem::temp_directory_path() / "noeira-env-twin-probe";
+      std::error_code ec;
+      std::filesystem::create_directories(log, ec);
+      env["probes"] = {{"cpu", measure_baseline_probes(Device::kCpu, o->threads, py.python, log, 300.0)}};
+      if (!py.reason.empty()) env["probes"]["cpu"]["twin"] = {{"error", py.reason}};
+      if (env["device"].value("available", false))
+        env["probes"]["gpu"] = measure_baseline_probes(Device::kGpu, o->threads, py.python, log, 300.0);
+      for (const auto& [where, p] : env["probes"].items())
+        for (std::string& w : probe_warnings(p)) env["warnings"].push_back(where + ": " + w);
+    }
+    std::string text = o->json ? env.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                               : render_environment(env);
+    if (!o->json && env.contains("probes"))
+      for (const auto& [where, p] : env["probes"].items()) text += "\n" + where + " " + render_probes(p);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
   };

@@ -145,6 +145,16 @@ int run_compare_files(const CompareOptions& o) {
     if (const std::string p = partial_summary(*r); !p.empty())
       std::printf("  PARTIAL %s: %s\n", path.c_str(), p.c_str());
   if (results_partial(*base) || results_partial(*next)) std::printf("\n");
+  // What biases either file's figures (a crippled baseline's probe, a library on a
+  // fallback kernel set): the same warnings run and report print.
+  bool warned = false;
+  for (const auto& [side, r] : {std::pair{"base", &*base}, std::pair{"new", &*next}})
+    for (const nlohmann::json& w : r->at("context").value("warnings", nlohmann::json::array()))
+      if (w.is_string()) {
+        std::printf("  warning (%s): %s\n", side, w.get<std::string>().c_str());
+        warned = true;
+      }
+  if (warned) std::printf("\n");
   std::printf("%s", timing_table(*report).c_str());
   if (!report->accuracy.empty()) std::printf("\n%s", accuracy_table(*report).c_str());
   if (!report->missing.empty()) {

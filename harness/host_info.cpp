@@ -173,6 +173,10 @@ nlohmann::json host_info() {
                        {"avx512_bf16", f.avx512_bf16},
                        {"amx_bf16", f.amx_bf16}};
   h["cores"] = default_thread_count();
+  // The clock /proc/cpuinfo reports (nominal under most hypervisors): the basis of the
+  // baseline probe's peak estimate (harness/baseline_probe.h).
+  const std::string mhz = first_value("/proc/cpuinfo", "cpu MHz");
+  h["cpu_mhz"] = mhz.empty() ? 0.0 : std::strtod(mhz.c_str(), nullptr);
   const std::string mem = first_value("/proc/meminfo", "MemTotal");  // "24576000 kB"
   h["memory_bytes"] = mem.empty() ? 0 : std::stoll(mem) * 1024;
   struct utsname u{};

@@ -49,6 +49,7 @@ ReportContext context_of(const LoadedResults& f) {
   if (const auto w = c.find("warnings"); w != c.end() && w->is_array())
     for (const json& line : *w)
       if (line.is_string()) rc.warnings.push_back(line.get<std::string>());
+  if (const auto p = c.find("probes"); p != c.end() && p->is_object()) rc.probes = *p;
   return rc;
 }
 

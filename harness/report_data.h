@@ -42,6 +42,7 @@ struct ReportContext {
   std::string cpu_kernels;            // "oneDNN 2.6.3 avx512_core_bf16" (older files: "OpenBLAS Prescott, ..."); "" if unrecorded
   std::vector<std::string> warnings;  // context.warnings (older files: none)
   std::string partial;                // partial_summary: what a stopped run lacks; "" when complete
+  nlohmann::json probes = nullptr;    // context.probes (harness/baseline_probe.h); null in older files
 };
 
 struct ReportData {

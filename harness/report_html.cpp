@@ -108,6 +108,7 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
     out += svg_bar_chart(bars, "ours / twin median step time (1 = parity)", "x");
   }
   out += table_html(context_table(d));
+  if (const ReportTable probes = probe_table(d); !probes.rows.empty()) out += table_html(probes);
   out += table_html(step_time_table(d));
   out += table_html(accuracy_table(d));
   const std::vector<std::string> lines = agreement_lines(d);

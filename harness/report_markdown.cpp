@@ -23,6 +23,7 @@ std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   for (const std::string& l : partial_lines(d)) out += "> **PARTIAL** " + l + "\n\n";
   if (summary) out += section(*summary);
   out += section(context_table(d));
+  if (const ReportTable probes = probe_table(d); !probes.rows.empty()) out += section(probes);
   out += section(step_time_table(d));
   out += section(accuracy_table(d));
   const std::vector<std::string> lines = agreement_lines(d);

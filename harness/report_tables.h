@@ -22,6 +22,9 @@ ReportTable step_time_table(const ReportData& d);
 ReportTable accuracy_table(const ReportData& d);
 // The context of each file, one row per file.
 ReportTable context_table(const ReportData& d);
+// The baseline probes of each file that has them (schema 2), one row per side and thread
+// count; no rows when none has.
+ReportTable probe_table(const ReportData& d);
 // Parity and seed-agreement lines of every row that has them.
 std::vector<std::string> agreement_lines(const ReportData& d);
 

@@ -8,13 +8,16 @@
 
 namespace noeira {
 
-inline constexpr int kResultsSchemaVersion = 1;
+// The version `run` writes; readers accept every version from the oldest on (version 2
+// added context.probes, the baseline probes: results/SCHEMA.md).
+inline constexpr int kResultsSchemaVersion = 2;
+inline constexpr int kOldestResultsSchemaVersion = 1;
 
 // Reads and validates a results file. Errors name the file and, for schema problems,
 // the field ("base.json: benchmarks[0].variants[1].runs: missing (an array)").
 Result<nlohmann::json> read_results(const std::filesystem::path& path);
 
-// Structural validation: schema_version == 1, every required key present with the right
+// Structural validation: a schema_version this build reads, every required key present with the right
 // type (nullable where the schema says so). The error names the field by its path.
 Status validate_results(const nlohmann::json& results);
 

@@ -1,4 +1,4 @@
-// Structural validation of a results JSON against schema_version 1 (results/SCHEMA.md).
+// Structural validation of a results JSON, schema versions 1 and 2 (results/SCHEMA.md).
 // Checks presence and types, not values: a file that passes can be read by compare and
 // report without further type checks.
 #include <algorithm>
@@ -133,7 +133,33 @@ Status check_twin(const json& t, const std::string& path) {
   return require(t, path, "reason", Type::kString, Null::kYes);
 }
 
-Status check_context(const json& c, const std::string& path) {
+// The baseline probes (version 2; harness/baseline_probe.h): per side either {error} or
+// rows of numbers (threads an integer, or null on a GPU).
+Status check_probes(const json& p, const std::string& path) {
+  for (std::string_view side : {"ours", "twin"}) {
+    if (!p.contains(side)) continue;
+    const std::string sp = member(path, side);
+    NOEIRA_TRY(check_type(p.at(side), sp, Type::kObject));
+    const json& s = p.at(side);
+    if (s.contains("error")) {
+      NOEIRA_TRY(require(s, sp, "error", Type::kString));
+      continue;
+    }
+    NOEIRA_TRY(require(s, sp, "rows", Type::kArray));
+    for (size_t i = 0; i < s.at("rows").size(); ++i) {
+      const json& row = s.at("rows")[i];
+      const std::string rp = element(member(sp, "rows"), i);
+      NOEIRA_TRY(check_type(row, rp, Type::kObject));
+      NOEIRA_TRY(require(row, rp, "threads", Type::kInteger, Null::kYes));
+      NOEIRA_TRY(require_each(row, rp, {"gemm_fp32_gflops", "stream_gbs"}, Type::kNumber));
+      // null: the side has no bf16 matmul on this machine (oneDNN below AVX-512).
+      NOEIRA_TRY(require(row, rp, "gemm_bf16_gflops", Type::kNumber, Null::kYes));
+    }
+  }
+  return {};
+}
+
+Status check_context(const json& c, const std::string& path, int64_t version) {
   NOEIRA_TRY(require_each(c, path, {"command_line", "git_sha"}, Type::kString));
   NOEIRA_TRY(require(c, path, "git_dirty", Type::kBool));
   NOEIRA_TRY(require(c, path, "host", Type::kObject));
@@ -143,7 +169,13 @@ Status check_context(const json& c, const std::string& path) {
   NOEIRA_TRY(require(c, path, "device", Type::kObject));
   NOEIRA_TRY(check_device(c.at("device"), member(path, "device")));
   NOEIRA_TRY(require(c, path, "twin", Type::kObject));
-  return check_twin(c.at("twin"), member(path, "twin"));
+  NOEIRA_TRY(check_twin(c.at("twin"), member(path, "twin")));
+  if (version >= 2 || c.contains("probes")) {
+    NOEIRA_TRY(require(c, path, "probes", Type::kObject));
+    NOEIRA_TRY(check_probes(c.at("probes"), member(path, "probes")));
+  }
+  if (c.contains("warnings")) NOEIRA_TRY(require_array_of(c, path, "warnings", Type::kString));
+  return {};
 }
 
 Status check_config(const json& c, const std::string& path) {
@@ -298,13 +330,15 @@ Status validate_results(const json& results) {
   const auto version = results.find("schema_version");
   if (version == results.end())
     return make_error("schema_version: missing (not a noeira-bench results file?)");
-  if (!version->is_number_integer() || version->get<int64_t>() != kResultsSchemaVersion)
+  if (!version->is_number_integer() || version->get<int64_t>() < kOldestResultsSchemaVersion ||
+      version->get<int64_t>() > kResultsSchemaVersion)
     return make_error("schema_version " + version->dump() +
-                      " is not supported (this noeira-bench reads version " +
+                      " is not supported (this noeira-bench reads versions " +
+                      std::to_string(kOldestResultsSchemaVersion) + " to " +
                       std::to_string(kResultsSchemaVersion) + ")");
   NOEIRA_TRY(require_each(results, "", {"tool", "tool_version", "created_utc"}, Type::kString));
   NOEIRA_TRY(require(results, "", "context", Type::kObject));
-  NOEIRA_TRY(check_context(results.at("context"), "context"));
+  NOEIRA_TRY(check_context(results.at("context"), "context", version->get<int64_t>()));
   NOEIRA_TRY(require(results, "", "config", Type::kObject));
   NOEIRA_TRY(check_config(results.at("config"), "config"));
   NOEIRA_TRY(require(results, "", "benchmarks", Type::kArray));

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <sstream>
 
+#include "harness/baseline_probe.h"
 #include "harness/bench_runner.h"
 #include "harness/cli.h"
 #include "harness/cli_options.h"
@@ -33,9 +34,12 @@ namespace {
 // The results document without its benchmarks: where, with what and how it was measured.
 nlohmann::json results_document(const RunOptions& o, const std::string& target,
                                 const std::vector<uint64_t>& seeds, int64_t total_steps,
-                                int64_t warmup, const nlohmann::json& twin_ctx) {
+                                int64_t warmup, const nlohmann::json& twin_ctx,
+                                const nlohmann::json& probes) {
   const nlohmann::json build = build_info();
   const nlohmann::json host = host_info();
+  std::vector<std::string> warnings = environment_warnings(host, build);
+  for (std::string& w : probe_warnings(probes)) warnings.push_back(std::move(w));
   return {{"schema_version", kResultsSchemaVersion},
           {"tool", "noeira-bench"},
           {"tool_version", "0.1.0"},
@@ -47,7 +51,8 @@ nlohmann::json results_document(const RunOptions& o, const std::string& target,
                        {"build", build},
                        {"device", device_info()},
                        {"twin", twin_ctx},
-                       {"warnings", environment_warnings(host, build)}}},
+                       {"probes", probes},
+                       {"warnings", warnings}}},
           {"config", {{"target", target},
                       {"dtype", o.dtype},
                       {"seeds", seeds},
@@ -241,7 +246,14 @@ int run_matrix(const RunOptions& o) {
   const size_t first_twin = bench["variants"].size();
   for (const std::string& mode : twin_modes) bench["variants"].push_back(plan_twin_mode(tp, mode));
 
-  nlohmann::json results = results_document(o, target, seeds, total_steps, warmup, twin_ctx);
+  // ---- Baseline probes, both sides, before anything is timed. ----
+  const nlohmann::json probes = measure_baseline_probes(
+      *device, threads, twin_modes.empty() ? "" : tp.python, log_dir, std::min(o.twin_timeout, 120.0));
+  std::printf("%s", render_probes(probes).c_str());
+  for (const std::string& w : probe_warnings(probes)) std::printf("warning: %s\n", w.c_str());
+  std::fflush(stdout);
+
+  nlohmann::json results = results_document(o, target, seeds, total_steps, warmup, twin_ctx, probes);
   const ResultsWriter writer(out_path);
   auto save_progress = [&] {
     results["benchmarks"] = nlohmann::json::array({bench});

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,8 +18,15 @@ struct PythonProbe {
   std::string reason;  // why none was usable
 };
 
-// `requested` (--python) if given, else $NOEIRA_PYTHON, python3, /usr/bin/python3: the
-// first that imports torch.
+// The twin's environment that scripts/twin-env makes: $NOEIRA_TWIN_VENV, else
+// ${XDG_CACHE_HOME:-~/.cache}/noeira/twin-venv; its bin/python (which may not exist).
+std::filesystem::path twin_venv_python();
+
+// The interpreters to try, in order: `requested` (--python) alone if given, else
+// $NOEIRA_PYTHON, the twin's venv, python3, /usr/bin/python3.
+std::vector<std::string> twin_python_candidates(const std::string& requested);
+
+// The first of twin_python_candidates that imports torch.
 PythonProbe find_python_with_torch(const std::string& requested);
 
 struct TwinRequest {
@@ -51,5 +59,11 @@ struct TwinOutcome {
 
 std::filesystem::path twin_script();
 TwinOutcome run_twin(const TwinRequest& r);
+
+// The twin's baseline probe (reference/twin/probe.py, harness/baseline_probe.h) on
+// `device` ("cpu" | "cuda") at 1 and `threads` threads: its probe object {rows, math},
+// or {error} with one line saying why it did not come back.
+nlohmann::json run_twin_probe(const std::string& python, const std::string& device, int threads,
+                              const std::filesystem::path& log, double timeout_seconds);
 
 }  // namespace noeira

@@ -69,4 +69,36 @@ std::optional<TwinOutcome> parse_twin_reply(std::string_view out, const std::str
   return o;
 }
 
+nlohmann::json parse_twin_probe_reply(std::string_view out, int exit_code, const std::string& log_hint) {
+  auto error = [&](const std::string& why) { return json{{"error", why + log_hint}}; };
+  const auto first = out.find('{'), last = out.rfind('}');
+  if (first == std::string_view::npos || last == std::string_view::npos || last < first)
+    return error("no JSON on stdout, exit code " + std::to_string(exit_code));
+  Result<json> j = parse_json_input(out.substr(first, last - first + 1));
+  if (!j || !j->is_object()) return error("no JSON object on stdout, exit code " + std::to_string(exit_code));
+  const auto ok = j->find("ok");
+  if (ok == j->end() || !ok->is_boolean() || !ok->get<bool>()) {
+    const auto e = j->find("error");
+    return error(e != j->end() && e->is_string() ? e->get<std::string>() : std::string("its reply is not ok"));
+  }
+  const auto probe = j->find("probe");
+  if (probe == j->end() || !probe->is_object()) return error("its reply has no probe object");
+  const auto rows = probe->find("rows");
+  if (rows == probe->end() || !rows->is_array()) return error("its probe has no rows");
+  for (const json& row : *rows) {
+    if (!row.is_object()) return error("a probe row is not an object");
+    const auto t = row.find("threads");
+    if (t == row.end() || !(t->is_null() || t->is_number_integer())) return error("a probe row's threads is not a count");
+    for (const char* key : {"gemm_fp32_gflops", "stream_gbs", "gemm_bf16_gflops"}) {
+      const auto v = row.find(key);
+      const bool nullable = std::string_view(key) == "gemm_bf16_gflops";
+      if (v == row.end() || !(v->is_number() || (nullable && v->is_null())))
+        return error(std::string("a probe row lacks the number '") + key + "'");
+    }
+  }
+  json clean = *probe;
+  if (clean.contains("error")) clean.erase("error");  // the rows are there: not a failed side
+  return clean;
+}
+
 }  // namespace noeira

@@ -18,4 +18,10 @@ namespace noeira {
 // nullopt when `out` holds no JSON object (the text from its first '{' to its last '}').
 std::optional<TwinOutcome> parse_twin_reply(std::string_view out, const std::string& log_hint);
 
+// The reply of `--probe` (reference/twin/probe.py): its probe object {rows, math, ...}
+// whose rows are objects with the numbers gemm_fp32_gflops and stream_gbs and
+// gemm_bf16_gflops a number or null, ready for context.probes.twin; else {error} with one
+// line ending with `log_hint`.
+nlohmann::json parse_twin_probe_reply(std::string_view out, int exit_code, const std::string& log_hint);
+
 }  // namespace noeira

@@ -50,6 +50,21 @@ struct Bf16Gemm::Impl {
   }
 };
 
+const std::string& Bf16Gemm::unavailable_reason() {
+  static const std::string reason = [] {
+    try {
+      dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+      const auto a = matrix(1, 1, 1, false, dt::bf16), c = matrix(1, 1, 1, false, dt::f32);
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), engine);
+      return std::string();
+    } catch (const dnnl::error& e) {
+      return "oneDNN has no bf16 matmul for this CPU's instruction set (" + std::string(e.what()) +
+             "; oneDNN 2.6 needs AVX-512)";
+    }
+  }();
+  return reason;
+}
+
 Bf16Gemm::Bf16Gemm() : impl_(std::make_unique<Impl>()) {}
 Bf16Gemm::~Bf16Gemm() = default;
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/common/bf16.h"
 
@@ -12,6 +13,10 @@ class Bf16Gemm {
  public:
   Bf16Gemm();
   ~Bf16Gemm();
+  // "" when oneDNN has a bf16 matmul for this CPU (checked once: a descriptor for a 1x1x1
+  // product), else why not. oneDNN 2.6 has none below avx512_core (e.g. an AVX2 CPU, or
+  // ONEDNN_MAX_CPU_ISA=avx2), and run() would throw there.
+  static const std::string& unavailable_reason();
   // Row-major C(M,N) = alpha op(A)(M,K) op(B)(K,N) + beta C, single-threaded:
   // the caller parallelises over fixed row slabs, as for the fp32 GEMM. One primitive
   // per shape, created on first use and cached (like cuBLASLt's algorithm choice).

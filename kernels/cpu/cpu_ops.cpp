@@ -15,6 +15,8 @@
 
 namespace noeira {
 
+bool CpuOps::supports_bf16() const { return Bf16Gemm::unavailable_reason().empty(); }
+
 CpuOps::CpuOps(int threads)
     : threads_(std::max(1, threads)),
       gemm_(std::make_unique<OnednnGemm>(threads_)),

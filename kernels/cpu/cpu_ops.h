@@ -136,7 +136,7 @@ class CpuOps final : public Ops {
   void shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm,
                void* workspace) override;
   bool host_memory() const override { return true; }
-  bool supports_bf16() const override { return true; }
+  bool supports_bf16() const override;  // oneDNN has a bf16 matmul for this CPU (Bf16Gemm)
   void advance(StepCounters* counters) override;
   void fill_zero(void* p, size_t bytes) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;

@@ -16,7 +16,8 @@ Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg
   if (cfg_.batch <= 0) return make_error("batch must be positive");
   if (cfg_.amp == BF16Policy && !backend_.ops->supports_bf16())
     return make_error("--dtype bf16: the " + backend_.description +
-                      " backend has no bf16 ops in this build; use --dtype fp32");
+                      " backend cannot run bf16 ops here (on the CPU, oneDNN needs AVX-512 for "
+                      "bf16 matmuls); use --dtype fp32");
   params_.set_low_precision_copies(cfg_.amp == BF16Policy);
   return {};
 }

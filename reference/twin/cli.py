@@ -16,7 +16,12 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="torch_nn_reference.py",
         description="PyTorch twin of noeira-bench: trains a recipe, prints one JSON object.")
-    ap.add_argument("--recipe", required=True, help="models/recipes/<model>.json")
+    ap.add_argument("--recipe", default=None, help="models/recipes/<model>.json (required, "
+                                                  "but with --probe)")
+    ap.add_argument("--probe", action="store_true",
+                    help="no training: time the baseline probe (fp32 and bf16 GEMM, streaming "
+                         "bandwidth) at one thread and at --threads on --device, and name the "
+                         "math libraries torch runs (twin/probe.py); one JSON object {ok, probe}")
     ap.add_argument("--data-dir", default=None,
                     help="directory holding mnist/, fashion-mnist/, cifar10/, "
                          "tinyshakespeare/ (searched first; "
@@ -56,9 +61,9 @@ def parse_args(argv):
     ap.add_argument("--dump-steps", type=int, default=None,
                     help="steps written by --dump-batches (default 1)")
     ap.add_argument("--attention", default="auto", choices=["auto", "math", "sdpa"],
-                    help="gpt and vit families: attention implementation; auto = explicit "
-                         "math in eager mode, F.scaled_dot_product_attention in "
-                         "compiled/graphs (torch>=2.0)")
+                    help="gpt and vit families: attention implementation; auto = "
+                         "F.scaled_dot_product_attention (torch>=2.0) in every mode, as "
+                         "users write it; math = the explicit softmax(q k^T) v")
 
     ap.add_argument("--ranks", type=int, default=1,
                     help="gpt family: data-parallel ranks (processes started with "
@@ -73,6 +78,8 @@ def parse_args(argv):
         raise TwinError(f"usage: {message} (see --help)")
     ap.error = _error
     a = ap.parse_args(argv)
+    if a.recipe is None and not a.probe:
+        ap.error("--recipe is required (but with --probe)")
     if a.seed < 0 or a.seed > 0xFFFFFFFFFFFFFFFF:
         ap.error("--seed must be in [0, 2^64)")
     if a.epochs is not None and a.epochs < 1:
@@ -108,6 +115,26 @@ def parse_args(argv):
     return a
 
 
+def _probe(args) -> int:
+    """--probe: {schema, ok, torch_version, device, probe} or an error row."""
+    try:
+        import torch
+        from .probe import run_probe
+        from .torch_env import set_tf32
+        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise TwinError(f"--device cuda but torch {torch.__version__} sees no CUDA device")
+        set_tf32(device, torch)            # as the training runs set it
+        threads = args.threads or torch.get_num_threads()
+        emit({"schema": SCHEMA, "ok": True, "torch_version": torch.__version__,
+              "device": device, "probe": run_probe(threads, device, torch)})
+        return 0
+    except Exception as e:  # noqa: BLE001 -- one JSON error row whatever failed
+        log(f"probe failed: {one_line(e)}")
+        emit(error_row(e))
+        return 1
+
+
 def main(argv=None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -121,6 +148,8 @@ def main(argv=None) -> int:
     if args.det_on:
         # cuBLAS needs this before its first handle for deterministic mode on CUDA.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    if args.probe:
+        return _probe(args)
     from .run import RESULT_KEYS, dump_augmented, dump_batches, run   # torch-free at import
     result = {k: None for k in RESULT_KEYS}
     result.update({

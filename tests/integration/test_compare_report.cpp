@@ -265,6 +265,23 @@ TEST_CASE("Validation names the missing or mistyped field", "[compare]") {
   CHECK_THAT(validate_results(r).error().message, Catch::Contains("schema_version: missing"));
 }
 
+TEST_CASE("Schema 2 records the baseline probes; version 1 files are still read", "[compare][probe]") {
+  json v1 = make_results(FileSpec{});  // the fixture writes version 1, as older files are
+  CHECK(validate_results(v1).ok());
+  json v2 = v1;
+  v2["schema_version"] = 2;
+  const Status no_probes = validate_results(v2);
+  REQUIRE_FALSE(no_probes.ok());
+  CHECK_THAT(no_probes.error().message, Catch::Contains("context.probes: missing"));
+  v2["context"]["probes"] = {{"ours", {{"rows", {{{"threads", 1}, {"gemm_fp32_gflops", 150.0},
+                                                 {"gemm_bf16_gflops", 380.0}, {"stream_gbs", 30.0}}}}}},
+                             {"twin", {{"error", "timed out"}}}};
+  CHECK(validate_results(v2).ok());
+  v2["context"]["probes"]["ours"]["rows"][0].erase("stream_gbs");
+  CHECK_THAT(validate_results(v2).error().message,
+             Catch::Contains("context.probes.ours.rows[0].stream_gbs: missing"));
+}
+
 TEST_CASE("read_results and write_results name the file, and writes leave no partial file",
           "[compare]") {
   TempDir dir;
@@ -275,7 +292,7 @@ TEST_CASE("read_results and write_results name the file, and writes leave no par
   CHECK(back->at("schema_version") == 1);
 
   json bad = make_results(FileSpec{});
-  bad["schema_version"] = 2;
+  bad["schema_version"] = kResultsSchemaVersion + 1;
   const Status refused = write_results(dir / "bad.json", bad);
   CHECK_FALSE(refused.ok());
   CHECK_FALSE(std::filesystem::exists(dir / "bad.json"));
@@ -435,16 +452,16 @@ TEST_CASE("compare: an accuracy drop beyond the tolerance exits 1", "[compare]")
 TEST_CASE("compare: unusable input exits 2 naming the file and the problem", "[compare]") {
   TempDir dir;
   const auto good = write(dir, "good.json", make_results(one_variant(10.0, 0.01, 1)));
-  json v2 = make_results(one_variant(10.0, 0.01, 2));
-  v2["schema_version"] = 2;
-  const auto future = write(dir, "v2.json", v2);
+  json v3 = make_results(one_variant(10.0, 0.01, 2));
+  v3["schema_version"] = kResultsSchemaVersion + 1;
+  const auto future = write(dir, "v3.json", v3);
   const auto garbage = write(dir, "garbage.json", std::string("{not json"));
   const std::string missing = (dir / "missing.json").string();
 
   struct Case {
     std::string next, says;
   };
-  for (const Case& c : {Case{future, "schema_version 2"}, Case{garbage, "not valid JSON"},
+  for (const Case& c : {Case{future, "schema_version 3"}, Case{garbage, "not valid JSON"},
                         Case{missing, "no such results file"}}) {
     const CommandResult r = compare(good, c.next);
     INFO(r.output);
@@ -579,9 +596,9 @@ TEST_CASE("report: unusable input exits 2 naming the file", "[report]") {
   TempDir dir;
   const auto good = write(dir, "good.json", make_results(FileSpec{}));
   const auto bad = write(dir, "bad.json", std::string("[1, 2"));
-  json v2 = make_results(FileSpec{});
-  v2["schema_version"] = 2;
-  const auto future = write(dir, "v2.json", v2);
+  json v3 = make_results(FileSpec{});
+  v3["schema_version"] = kResultsSchemaVersion + 1;
+  const auto future = write(dir, "v3.json", v3);
   for (const std::string& second : {bad, future, (dir / "missing.json").string()}) {
     const CommandResult r = run_bench("report '" + good + "' '" + second + "'");
     INFO(r.output);

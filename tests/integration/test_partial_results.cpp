@@ -113,8 +113,10 @@ TEST_CASE("Ctrl-C stops run cleanly: finished seeds kept, the rest pending, exit
 
 TEST_CASE("Ctrl-C while the twin runs stops the twin and keeps our seeds", "[run][partial][twin]") {
   TempDir dir;
-  const auto py = dir / "fake-python";  // answers the torch probe, then hangs as the twin
+  // Answers the torch probe, fails the baseline probe at once, then hangs as the twin.
+  const auto py = dir / "fake-python";
   std::ofstream(py) << "#!/bin/sh\ncase \"$2\" in *'import torch'*) echo 1.13.0; exit 0;; esac\n"
+                       "case \"$*\" in *--probe*) exit 1;; esac\n"
                        "sleep 60\n";
   ::chmod(py.c_str(), 0755);
   const auto out = dir / "r.json";

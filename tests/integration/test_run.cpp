@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <sys/stat.h>
 
 #include "harness/results.h"
@@ -134,6 +135,48 @@ TEST_CASE("No torch: the twin is unavailable with the reason, ours still runs", 
   CHECK(variant(*res, "twin:eager")["available"] == false);
   CHECK((*res)["context"]["twin"]["available"] == false);
   CHECK(variant(*res, "eager")["runs"].size() == 1);
+}
+
+TEST_CASE("A twin whose probe is crippled is named in the table, the results, the report and compare",
+          "[run][twin][probe]") {
+  TempDir dir;
+  const auto out = dir / "crippled.json";
+  // A twin on Debian's reference BLAS: its fp32 GEMM at 6.4 GFLOP/s (measured so on a
+  // fresh machine), its bf16 GEMM (oneDNN) and bandwidth sane; training is unavailable.
+  const std::string py = fake_python(
+      dir,
+      "case \"$*\" in *--probe*) echo '{\"schema\":\"noeira-twin/1\",\"ok\":true,\"probe\":{\"rows\":"
+      "[{\"threads\":1,\"gemm_fp32_gflops\":6.4,\"gemm_bf16_gflops\":416,\"stream_gbs\":30}],"
+      "\"math\":{\"summary\":\"torch 1.13.0: BLAS the reference BLAS (/usr/lib/x86_64-linux-gnu/blas/"
+      "libblas.so.3)\"}}}'; exit 0;; esac\n"
+      "echo '{\"schema\":\"noeira-twin/1\",\"ok\":true,\"available\":false,"
+      "\"unavailable_reason\":\"a fake twin\"}'");
+  const CommandResult r = run_bench(kQuick + " --seeds 1 --twin eager --python '" + py +
+                                    "' --out '" + out.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string warning = "the twin's fp32 GEMM runs at 6.40 GFLOP/s at 1 thread (torch 1.13.0: BLAS the "
+                              "reference BLAS (/usr/lib/x86_64-linux-gnu/blas/libblas.so.3)), under a third of ours";
+  // The run's output: the probe lines, and the warning under the table.
+  CHECK_THAT(r.output, Catch::Contains("twin: fp32 GEMM 6.40 GFLOP/s") && Catch::Contains("warning: " + warning));
+  // The results file: the figures and the warning in the context.
+  Result<nlohmann::json> res = read_results(out);
+  REQUIRE(res.ok());
+  const nlohmann::json& ctx = (*res)["context"];
+  CHECK(ctx["probes"]["twin"]["rows"][0]["gemm_fp32_gflops"] == 6.4);
+  CHECK(ctx["probes"]["ours"]["rows"][0]["gemm_fp32_gflops"].get<double>() > 6.4 * 3);
+  bool recorded = false;
+  for (const auto& w : ctx["warnings"]) recorded |= w.get<std::string>().rfind(warning, 0) == 0;
+  CHECK(recorded);
+  // The report and compare say it too.
+  const auto md = dir / "r.md";
+  REQUIRE(run_bench("report '" + out.string() + "' --md '" + md.string() + "'").exit_code == 0);
+  std::ifstream in(md);
+  const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(report, Catch::Contains(warning) && Catch::Contains("Baseline probes"));
+  const CommandResult cmp = run_bench("compare '" + out.string() + "' '" + out.string() + "'");
+  INFO(cmp.output);
+  CHECK_THAT(cmp.output, Catch::Contains("warning (base): " + warning) && Catch::Contains("warning (new): " + warning));
 }
 
 TEST_CASE("run refuses bad arguments with exit 2 and writes nothing", "[run][cli]") {
