@@ -1,6 +1,8 @@
 #include "datasets/data_files.h"
 
+#if defined(NOEIRA_WITH_DOWNLOAD)
 #include <curl/curl.h>
+#endif
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -80,6 +82,11 @@ std::vector<fs::path> search_paths(const DataFile& file, const DataSource& sourc
   return paths;
 }
 
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+#if defined(NOEIRA_WITH_DOWNLOAD)
 // ---- libcurl ----
 
 Status curl_ready() {
@@ -115,9 +122,6 @@ int print_progress(void* user, curl_off_t total, curl_off_t now, curl_off_t, cur
   return 0;
 }
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
 struct CurlCleanup {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
@@ -193,6 +197,17 @@ Result<fs::path> download(const DataFile& file, const fs::path& target,
                     (failures.empty() ? "no download URL" : join(failures, "; ")) + "); " +
                     fix_hint(file));
 }
+#else
+// A build without libcurl (NOEIRA_DOWNLOAD=OFF, the GPU bundle): the file must be there.
+Result<fs::path> download(const DataFile& file, const fs::path&,
+                          const std::vector<fs::path>& looked_in) {
+  std::vector<std::string> looked;
+  for (const auto& p : looked_in) looked.push_back(p.string());
+  return make_error(file.relative_path + " not found (looked in " + join(looked, ", ") +
+                    ") and this build has no download support (a GPU bundle); put the files "
+                    "in NOEIRA_DATA: " + fix_hint(file));
+}
+#endif  // NOEIRA_WITH_DOWNLOAD
 
 // Lower-case hex digest of a file's bytes with one of OpenSSL's EVP digests.
 Result<std::string> digest_file(const fs::path& path, const EVP_MD* md, const char* name) {
@@ -222,6 +237,14 @@ Result<std::string> digest_file(const fs::path& path, const EVP_MD* md, const ch
 }
 
 }  // namespace
+
+bool downloads_supported() {
+#if defined(NOEIRA_WITH_DOWNLOAD)
+  return true;
+#else
+  return false;
+#endif
+}
 
 fs::path default_cache_dir() {
   if (auto dir = env_value("NOEIRA_DATA")) return *dir;

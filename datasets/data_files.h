@@ -39,6 +39,11 @@ std::filesystem::path default_cache_dir();
 std::vector<std::filesystem::path> data_dirs(const DataSource& source);
 std::filesystem::path resolved_cache_dir(const DataSource& source);
 
+// Whether this build can download (NOEIRA_DOWNLOAD=ON, the default, links libcurl). Without
+// it (the GPU bundle) locate() with allow_download names the missing file and where to
+// put it instead; checksums are verified either way.
+bool downloads_supported();
+
 // Searches, in order: data_dir/relative_path, $NOEIRA_DATA/relative_path,
 // each system_dir/<file name>, cache/relative_path. The first file found is verified
 // and returned; a checksum mismatch is an error (never a silent fallback to the next).

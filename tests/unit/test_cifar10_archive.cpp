@@ -20,6 +20,7 @@
 #include "models/recipe.h"
 #include "models/recipe_data.h"
 #include "tests/support/cifar_fixture.h"
+#include "tests/support/download_guard.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/tar_writer.h"
@@ -31,6 +32,7 @@ namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 using Catch::Matchers::Contains;
 
+using noeira::test::downloads_or_skip;
 using noeira::test::ScopedEnv;
 using namespace noeira::test::cifar;
 
@@ -185,6 +187,7 @@ Cifar10Files small_files(const fs::path& archive) {
 
 TEST_CASE("cifar10 downloads via file://, verifies, extracts with libarchive and reads",
           "[cifar10]") {
+  if (!downloads_or_skip()) return;  // the archive comes from a file:// URL
   TempDir dir;
   ScopedEnv no_data("NOEIRA_DATA", nullptr);
   write_tar_gz(dir / "remote" / "cifar-10-binary.tar.gz", small_cifar_members());
@@ -245,6 +248,7 @@ TEST_CASE("cifar10: an archive found in --data-dir is extracted into the cache",
 }
 
 TEST_CASE("cifar10: a download with a checksum mismatch leaves nothing behind", "[cifar10]") {
+  if (!downloads_or_skip()) return;  // the archive comes from a file:// URL
   TempDir dir;
   ScopedEnv no_data("NOEIRA_DATA", nullptr);
   write_tar_gz(dir / "remote" / "cifar-10-binary.tar.gz", small_cifar_members());
@@ -276,6 +280,7 @@ TEST_CASE("cifar10: a download with a checksum mismatch leaves nothing behind", 
 
 TEST_CASE("cifar10: a corrupt archive that passes its checksum fails extraction cleanly",
           "[cifar10]") {
+  if (!downloads_or_skip()) return;  // the archive comes from a file:// URL
   TempDir dir;
   ScopedEnv no_data("NOEIRA_DATA", nullptr);
   write_tar_gz(dir / "remote" / "cifar-10-binary.tar.gz", small_cifar_members());
@@ -296,6 +301,7 @@ TEST_CASE("cifar10: a corrupt archive that passes its checksum fails extraction 
 }
 
 TEST_CASE("cifar10: batches of the wrong size for full files are named", "[cifar10]") {
+  if (!downloads_or_skip()) return;  // the archive comes from a file:// URL
   TempDir dir;
   ScopedEnv no_data("NOEIRA_DATA", nullptr);
   write_tar_gz(dir / "remote" / "cifar-10-binary.tar.gz", small_cifar_members());

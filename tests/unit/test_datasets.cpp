@@ -12,6 +12,7 @@
 #include "datasets/data_files.h"
 #include "datasets/idx.h"
 #include "datasets/mnist.h"
+#include "tests/support/download_guard.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/temp_dir.h"
 
@@ -19,6 +20,7 @@ using namespace noeira;
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
+using noeira::test::downloads_or_skip;
 using noeira::test::ScopedEnv;
 using noeira::test::TempDir;
 
@@ -346,6 +348,7 @@ TEST_CASE("locate: nothing found with downloads off says where it looked", "[dat
 
 TEST_CASE("locate: downloads a file:// URL into the cache, trying URLs in turn",
           "[datasets]") {
+  if (!downloads_or_skip()) return;
   TempDir dir;
   const Bytes contents{'h', 'e', 'l', 'l', 'o'};
   write_bytes(dir / "remote" / "file.gz", contents);
@@ -369,6 +372,7 @@ TEST_CASE("locate: downloads a file:// URL into the cache, trying URLs in turn",
 }
 
 TEST_CASE("locate: a download with the wrong sha256 leaves nothing behind", "[datasets]") {
+  if (!downloads_or_skip()) return;
   TempDir dir;
   write_bytes(dir / "remote" / "file.gz", {'b', 'a', 'd'});
   const std::string rel = "noeira-test-set/file.gz";
@@ -383,6 +387,30 @@ TEST_CASE("locate: a download with the wrong sha256 leaves nothing behind", "[da
   CHECK(found.error().message.find('\n') == std::string::npos);
   CHECK_FALSE(fs::exists(dir / "cache" / rel));
   CHECK_FALSE(has_part_file(dir / "cache"));
+}
+
+TEST_CASE("locate: nothing found with downloads on tries them, or says this build has none",
+          "[datasets]") {
+  TempDir dir;
+  ScopedEnv no_data("NOEIRA_DATA", nullptr);
+  const std::string rel = "noeira-test-set/absent.gz";
+  DataSource source;  // downloads allowed
+  source.data_dir = dir / "data";
+  source.cache_dir = dir / "cache";
+  auto found = locate(DataFile{rel, std::string(64, '0'),
+                               {"file://" + (dir / "remote" / "absent.gz").string()}},
+                      source);
+  REQUIRE_FALSE(found.ok());
+  const std::string& msg = found.error().message;
+  CHECK(msg.find('\n') == std::string::npos);
+  CHECK_THAT(msg, Contains(rel) && Contains((dir / "data" / rel).string()) &&
+                      Contains("NOEIRA_DATA") && Contains("--data-dir"));
+  if (downloads_supported()) {
+    CHECK_THAT(msg, Contains("cannot find or download") && Contains("absent.gz"));
+  } else {
+    CHECK_THAT(msg, Contains("no download support") && Contains("GPU bundle"));
+    CHECK_FALSE(fs::exists(dir / "cache"));  // no cache folder made for a download it cannot do
+  }
 }
 
 TEST_CASE("default_cache_dir: NOEIRA_DATA, then XDG_CACHE_HOME, then HOME", "[datasets]") {
