@@ -280,7 +280,8 @@ std::string render_probes(const nlohmann::json& probes) {
       ts += (ts.empty() ? "" : " / ") + (t.is_number_integer() ? std::to_string(t.get<int>()) : std::string("device"));
     }
     line.pop_back();
-    line += " (" + ts + (rows->front().value("threads", nlohmann::json()).is_number_integer() ? " threads" : "") + ")";
+    const bool cpu = rows->front().value("threads", nlohmann::json()).is_number_integer();
+    line += " (" + ts + (!cpu ? "" : ts == "1" ? " thread" : " threads") + ")";
     const std::string math = math_of(side);
     if (!math.empty()) line += "; " + math;
     out += line + "\n";

@@ -29,8 +29,9 @@ using namespace noeira::test;
 
 namespace {
 
+// `env --json` without the baseline probe (its own test below): the probe takes seconds.
 nlohmann::json env_json(const std::string& env_vars = "") {
-  const CommandResult r = run_shell(env_vars + " '" + bench_binary() + "' env --json 2>/dev/null");
+  const CommandResult r = run_shell(env_vars + " '" + bench_binary() + "' env --json --no-probe 2>/dev/null");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return nlohmann::json::parse(r.output);
@@ -59,7 +60,7 @@ TEST_CASE("env records the CPU kernels oneDNN runs, and the CPU's features", "[c
   const nlohmann::json expected = environment_warnings(env.at("host"), build);
   CHECK(env.at("warnings") == expected);
 
-  const CommandResult text = run_bench("env");
+  const CommandResult text = run_bench("env --no-probe");
   INFO(text.output);
   CHECK(text.exit_code == 0);
   CHECK_THAT(text.output, Catch::Contains("onednn.isa") && Catch::Contains("cpu_features"));
@@ -83,9 +84,24 @@ TEST_CASE("env warns when oneDNN is held below the CPU, and records why", "[cli]
   CHECK(warned);
 }
 
+TEST_CASE("env prints the baseline probe of ours and of the twin", "[cli][env][probe]") {
+  const CommandResult r = run_bench("env --threads 1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("cpu baseline probe (GEMM 1024^3") &&
+                           Catch::Contains("  ours: fp32 GEMM ") && Catch::Contains("(1 thread); oneDNN"));
+  // The twin's line: its figures, or why there are none (no python with torch).
+  CHECK_THAT(r.output, Catch::Contains("  twin: "));
+  const CommandResult j = run_bench("env --json --threads 1");
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json env = nlohmann::json::parse(j.output);
+  CHECK(env["probes"]["cpu"]["ours"]["rows"][0]["gemm_fp32_gflops"].get<double>() > 0.0);
+  CHECK(env["probes"]["cpu"]["twin"].is_object());
+}
+
 TEST_CASE("env on a machine without an NVIDIA driver says so", "[cli][env]") {
   const nlohmann::json env = env_json();
-  const CommandResult text = run_bench("env");
+  const CommandResult text = run_bench("env --no-probe");
   INFO(text.output);
 #if defined(NOEIRA_WITH_CUDA)
   if (driver_loadable()) {
