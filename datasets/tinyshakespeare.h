@@ -19,14 +19,9 @@
 
 #include "datasets/data_files.h"
 #include "nn/error.h"
+#include "nn/training/token_corpus.h"
 
 namespace noeira {
-
-struct TokenCorpus {
-  std::string name;         // "tinyshakespeare", or what read_token_corpus was given
-  std::vector<char> vocab;  // sorted distinct bytes (by unsigned value), at most 256
-  std::vector<int32_t> train, val;  // ids in [0, vocab.size())
-};
 
 // "tinyshakespeare/input.txt": its sha256 and URL.
 DataFile tinyshakespeare_file();

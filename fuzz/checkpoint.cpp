@@ -1,5 +1,5 @@
 // Checkpoint files (docs/checkpoint-format.md), single-process and from data-parallel runs
-// (dist/: the same format plus "ranks"): read_checkpoint on the input as a file, then the
+// (parallel/: the same format plus "ranks"): read_checkpoint on the input as a file, then the
 // loads a run makes, resuming (TrainerCore::load_checkpoint kResume) and sampling
 // (kWeights), into a trainer of fuzz/inputs/gpt-micro.json on fuzz/inputs/micro.txt — the
 // model and text the seed checkpoints were written from (fuzz/make-seeds).
@@ -20,7 +20,7 @@
 
 #include "datasets/tinyshakespeare.h"
 #include "fuzz/fuzz_support.h"
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 #include "nn/checkpoint.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "datasets/tinyshakespeare.h"
-#include "datasets/vocab_json.h"
+#include "nn/training/vocab_json.h"
 #include "fuzz/fuzz_support.h"
 #include "nn/json_input.h"
 

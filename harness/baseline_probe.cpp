@@ -10,7 +10,7 @@
 #include "harness/host_info.h"
 #include "harness/twin.h"
 #include "kernels/common/bf16.h"
-#include "nn/backend.h"
+#include "kernels/backend.h"
 
 namespace noeira {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 #include "harness/stats.h"
 
 namespace noeira {

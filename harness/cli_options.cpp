@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "datasets/catalog.h"
-#include "nn/backend.h"
+#include "kernels/backend.h"
 
 namespace noeira {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "noeira_git_info.h"  // generated at build time: kNoeiraGitSha, kNoeiraGitDirty
-#include "nn/backend.h"
+#include "kernels/backend.h"
 
 namespace noeira {
 

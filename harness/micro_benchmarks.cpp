@@ -19,7 +19,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "models/model_builder.h"
 #include "models/recipe.h"
-#include "nn/backend.h"
+#include "kernels/backend.h"
 #include "nn/memory_plan.h"
 #include "nn/params.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 
 namespace noeira {
 

@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "datasets/vocab_json.h"
+#include "nn/training/vocab_json.h"
 #include "harness/cli.h"
 #include "harness/cli_options.h"
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 #include "nn/checkpoint.h"
 #include "nn/training/token_sampler.h"
 

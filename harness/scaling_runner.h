@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 
 namespace noeira {
 

@@ -10,11 +10,12 @@
 #include "harness/progress.h"
 #include "harness/stats.h"
 #include "harness/train_options.h"
+#include "parallel/distributed_factory.h"
 #include "nn/atomic_file.h"
 #if defined(NOEIRA_WITH_MPI)
-#include "dist/mpi_communicator.h"
+#include "parallel/mpi_communicator.h"
 #if defined(NOEIRA_WITH_NCCL)
-#include "dist/nccl_communicator.h"
+#include "parallel/nccl_communicator.h"
 #endif
 #endif
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 
 namespace noeira {
 

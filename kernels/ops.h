@@ -370,7 +370,7 @@ class Ops {
   virtual void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments,
                               float max_norm, float* norm, void* workspace) = 0;
 
-  // Data parallelism (dist/distributed_trainer.h), on one rank's slice g: elements
+  // Data parallelism (parallel/distributed_trainer.h), on one rank's slice g: elements
   // [lo, lo + n) of the flat gradient arena, already summed over the ranks.
   // slice_mean_sumsq divides g by `ranks` in place (the mean; a division, as torch's DDP);
   // then, when segments (device, n_segments + 1 offsets of the whole arena) is not null,
@@ -400,7 +400,7 @@ class Ops {
                        void* workspace) = 0;
 
   // Whether the backend stores bf16 (BF16Policy, DESIGN.md rule 6). Without it, an op
-  // given a bf16 view stops the process; the Trainer checks this first.
+  // given a bf16 view stops the process; the DatasetTrainer checks this first.
   virtual bool supports_bf16() const { return false; }
 
   // Scratch for the backend's own multi-pass reductions (CUDA: bias_grad's per-chunk

@@ -1,5 +1,5 @@
 // The checkpoint file format (docs/checkpoint-format.md): magic, version, a JSON
-// header, raw tensors, CRC-32. This layer reads and writes files; the Trainer decides
+// header, raw tensors, CRC-32. This layer reads and writes files; the trainers (nn/training) decide
 // what goes in them.
 #pragma once
 #include <cstdint>

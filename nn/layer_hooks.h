@@ -1,5 +1,5 @@
 // Calls a Sequential makes around each child's forward and backward, for a trainer that
-// keeps a layer's state elsewhere between uses: a ZeRO-2/3 rank (dist/layer_shards.h)
+// keeps a layer's state elsewhere between uses: a ZeRO-2/3 rank (parallel/layer_shards.h)
 // gathers a layer's parameters before it runs and reduces its gradient bucket as soon as
 // its backward is done. Children a hook does not know are no-ops for it.
 #pragma once

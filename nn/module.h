@@ -13,7 +13,7 @@ namespace noeira {
 
 // A model that cannot be planned (a kernel larger than its padded input, a shape the
 // backend cannot run): thrown by a module's plan() with a message naming the module and the
-// fix, and turned into an Error by whoever planned it (Trainer::create). Planning happens
+// fix, and turned into an Error by whoever planned it (DatasetTrainer::create). Planning happens
 // once, before anything runs, so nothing is left half-built.
 struct PlanError : std::runtime_error {
   using std::runtime_error::runtime_error;

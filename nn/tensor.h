@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/common/dtype.h"
+#include "kernels/device.h"
 #include "kernels/view.h"
 
 namespace noeira {
@@ -34,8 +35,6 @@ struct Shape {
   std::string str() const;
   bool operator==(const Shape& o) const;
 };
-
-enum class Device : uint8_t { kCpu, kGpu };
 
 struct Tensor {
   void* data = nullptr;

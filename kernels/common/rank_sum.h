@@ -1,5 +1,5 @@
 // The sum over ranks of one element of a reduce-scatter, written once for the CPU
-// communicator (dist/mpi_communicator.cpp, which adds each round's values as they arrive)
+// communicator (parallel/mpi_communicator.cpp, which adds each round's values as they arrive)
 // and the CUDA kernel behind the NCCL one (kernels/cuda/dist_kernels.cu): the owner's value
 // first, then the values received in rounds 1, 2, ... (from ranks r - 1, r - 2, ...), each
 // added in fp32.

@@ -1,9 +1,9 @@
-// Device arenas (nn/memory_plan.h): one cudaMalloc per arena, zero-filled on the
+// Device arenas (planned by nn/memory_plan.h): one cudaMalloc per arena, zero-filled on the
 // backend's stream before it is handed out.
 #pragma once
 #include <cuda_runtime.h>
 
-#include "nn/memory_plan.h"
+#include "kernels/allocator.h"
 
 namespace noeira {
 

@@ -167,7 +167,7 @@ class CudaOps final : public Ops {
   size_t reduction_workspace_bytes() const override;
   Status bind_reduction_workspace(void* workspace, size_t bytes) override;
   // The bound buffer (null: unbound, bias_grad runs as one chunk); lets tests check that
-  // a caller such as the Trainer really planned and bound it.
+  // a caller such as the DatasetTrainer really planned and bound it.
   const void* bound_reduction_workspace() const { return reduction_ws_; }
   void fill_zero(void* p, size_t bytes) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "datasets/vocab_json.h"
+#include "nn/training/vocab_json.h"
 #include "kernels/common/batch_window.h"
 
 namespace noeira {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "datasets/tinyshakespeare.h"
+#include "nn/training/token_corpus.h"
 #include "nn/training/trainer_core.h"
 
 namespace noeira {
@@ -59,7 +59,7 @@ class AutoregressiveTrainer : public TrainerCore {
   // its communication count; nothing on one process.
   virtual void begin_exchange() {}
   // Between backward and the optimizer step: a data-parallel trainer's gradient exchange
-  // (dist/distributed_trainer.h); nothing on one process.
+  // (parallel/distributed_trainer.h); nothing on one process.
   virtual void synchronize_gradients() {}
   // After the optimizer step: ZeRO's parameter all-gather (and the step's communication
   // count); nothing on one process.

@@ -1,5 +1,5 @@
 // A data set ready for training: float features and int32 labels (classification) or
-// float targets (regression), on the host. The Trainer uploads it once.
+// float targets (regression), on the host. The DatasetTrainer uploads it once.
 #pragma once
 #include <cstdint>
 #include <string>

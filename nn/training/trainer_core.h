@@ -1,11 +1,11 @@
-// What every trainer shares (Trainer for image and tabular data, AutoregressiveTrainer for
+// What every trainer shares (DatasetTrainer for image and tabular data, AutoregressiveTrainer for
 // language models): the backend, the model's parameters and optimizer state in one arena per
 // category, the device step counters, the captured step, the device timers, checkpoints,
 // and the epoch loop. A derived trainer plans its data and batch buffers, says how one
 // step is enqueued (enqueue_step) and how it evaluates; the core does the rest.
 //
 // An "epoch" is the unit between two read-backs of the device accumulators: a pass over
-// the data set for the Trainer, an evaluation interval for the AutoregressiveTrainer.
+// the data set for the DatasetTrainer, an evaluation interval for the AutoregressiveTrainer.
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/amp.h"
-#include "nn/backend.h"
+#include "kernels/backend.h"
 #include "nn/context.h"
 #include "nn/init.h"
 #include "nn/loss.h"
@@ -111,7 +111,7 @@ class TrainerCore {
   const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
   // A timer requested in TrainerConfig::device_timers, or null (then `why` says why).
   DeviceStepTimer* device_timer(DeviceTimerKind kind, std::string* why = nullptr) const;
-  // Data parallelism (dist/distributed_trainer.h): the ranks that train together (1 here).
+  // Data parallelism (parallel/distributed_trainer.h): the ranks that train together (1 here).
   virtual int ranks() const { return 1; }
   // Forward FLOPs of one sample as planned (PlanContext::forward_flops); a training step
   // is about 3 x this x the batch.
@@ -147,7 +147,7 @@ class TrainerCore {
   virtual int epochs_after_end() const { return epoch_ + 1; }
   // Keys a derived trainer adds to the checkpoint header; resuming compares each of them.
   virtual nlohmann::json extra_meta() const { return nlohmann::json::object(); }
-  // Data parallelism (dist/distributed_trainer.h): the epoch's training loss and per-step
+  // Data parallelism (parallel/distributed_trainer.h): the epoch's training loss and per-step
   // losses combined over the ranks at end_epoch.
   virtual void combine_train_stats(LossStats& stats, std::vector<float>& step_losses) const {
     (void)stats;

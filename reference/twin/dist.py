@@ -1,5 +1,5 @@
 """Data-parallel training of the gpt family over N ranks (--ranks N, --zero {0,1}), the
-twin of dist/distributed_trainer.h (DistributedAutoregressiveTrainer).
+twin of parallel/distributed_trainer.h (DistributedAutoregressiveTrainer).
 
 The parent (the process the harness started) checks what it can (backend, GPUs), then
 starts N processes with torch.multiprocessing.spawn; they meet over a file:// store in a

@@ -63,7 +63,7 @@ class DeviceArray {
 };
 
 // The backend's reduction workspace (bias_grad's partial sums), planned here as the
-// Trainer plans it, bound for the scope. Destroy before the backend.
+// DatasetTrainer plans it, bound for the scope. Destroy before the backend.
 class BoundReductionWorkspace {
  public:
   explicit BoundReductionWorkspace(Backend& b)

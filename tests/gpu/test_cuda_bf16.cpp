@@ -179,7 +179,7 @@ TEST_CASE("cuda: bf16 bias_grad is the fp32 kernel's fixed-order sum of bf16 inp
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
-  BoundReductionWorkspace ws(gpu);  // as the Trainer plans it
+  BoundReductionWorkspace ws(gpu);  // as the DatasetTrainer plans it
   CpuOps cpu(1);
   const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {33, 10}, {128, 512}, {1000, 513},
                                                 {4097, 7}};

@@ -16,7 +16,7 @@ using namespace noeira::test;
 #if defined(NOEIRA_WITH_CUDA)
 namespace {
 
-// A one-layer classifier trained on device-resident data, as the Trainer does it: every
+// A one-layer classifier trained on device-resident data, as the DatasetTrainer does it: every
 // per-step value comes from the device counters, so the same ops can be captured once.
 struct TinyStep {
   static constexpr int64_t kCount = 256, kBatch = 64, kIn = 32, kClasses = 10;

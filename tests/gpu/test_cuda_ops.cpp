@@ -163,7 +163,7 @@ TEST_CASE("cuda: bias_grad accumulates column sums like the CPU, deterministical
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
-  BoundReductionWorkspace ws(gpu);  // as the Trainer plans it
+  BoundReductionWorkspace ws(gpu);  // as the DatasetTrainer plans it
   CpuOps cpu(1);
   const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {33, 10}, {1000, 513}, {4097, 7}};
   uint32_t seed = 300;

@@ -1,4 +1,4 @@
-// The Trainer on the GPU target: it follows the CPU reference step by step, and a seed
+// The DatasetTrainer on the GPU target: it follows the CPU reference step by step, and a seed
 // gives byte-identical checkpoints run after run, eager or with the step captured as a
 // CUDA graph (cfg.use_train_cuda_graph). The same for BF16Policy (bf16 autocast): eager and
 // captured bf16 runs are byte-identical, and bf16 GPU training stays close to bf16 CPU
@@ -26,12 +26,12 @@ using namespace noeira::test;
 namespace {
 
 
-std::unique_ptr<Trainer> trainer_on(Device device, uint64_t seed, bool graph) {
+std::unique_ptr<DatasetTrainer> trainer_on(Device device, uint64_t seed, bool graph) {
   TrainerConfig c = small_config(Task::kClassification, seed);
   c.device = device;
   c.use_train_cuda_graph = graph;
   c.optimizer.adam.lr = 1e-3f;
-  auto t = Trainer::create(small_mlp(32, 4), c, synthetic_classification(1024, 1),
+  auto t = DatasetTrainer::create(small_mlp(32, 4), c, synthetic_classification(1024, 1),
                            synthetic_classification(256, 2));
   if (!t) FAIL(t.error().message);
   return std::move(t).value();
@@ -50,14 +50,14 @@ std::unique_ptr<Module> bf16_model(Task task) {
   return m;
 }
 
-std::unique_ptr<Trainer> bf16_trainer_on(Device device, Task task, uint64_t seed, bool graph) {
+std::unique_ptr<DatasetTrainer> bf16_trainer_on(Device device, Task task, uint64_t seed, bool graph) {
   TrainerConfig c = small_config(task, seed);
   c.device = device;
   c.amp = BF16Policy;
   c.use_train_cuda_graph = graph;
   c.optimizer.adam.lr = 1e-3f;
   const bool cls = task == Task::kClassification;
-  auto t = Trainer::create(bf16_model(task), c,
+  auto t = DatasetTrainer::create(bf16_model(task), c,
                            cls ? synthetic_classification(1024, 1) : synthetic_regression(1024, 1),
                            cls ? synthetic_classification(256, 2) : synthetic_regression(256, 2));
   if (!t) FAIL(t.error().message);
@@ -192,7 +192,7 @@ TEST_CASE("cuda: large batches (chunked bias gradients) stay byte-identical, eag
     c.device = Device::kGpu;
     c.batch = 1024;  // M = 1024 rows: 8 row chunks through the planned partial buffer
     c.use_train_cuda_graph = graph;
-    auto t = Trainer::create(small_mlp(48, 4), c, synthetic_classification(8192, 1),
+    auto t = DatasetTrainer::create(small_mlp(48, 4), c, synthetic_classification(8192, 1),
                              synthetic_classification(256, 2));
     REQUIRE(t.ok());
     // The partials are planned in the workspace arena, not allocated by the step.

@@ -1,4 +1,4 @@
-// The NCCL engine with one rank (dist/nccl_communicator.h over a SingleRankCommunicator):
+// The NCCL engine with one rank (parallel/nccl_communicator.h over a SingleRankCommunicator):
 // gpt-tiny's DistributedAutoregressiveTrainer on the GPU, every ZeRO stage. The bucket
 // exchanges run on NCCL's stream with event handshakes; with one rank every stage must give
 // the same checkpoint bytes, and training must follow the single-process GPU trainer (its
@@ -14,8 +14,9 @@
 #if defined(NOEIRA_WITH_NCCL)
 #include <nccl.h>
 
-#include "dist/nccl_communicator.h"
-#include "dist/single_rank_communicator.h"
+#include "parallel/distributed_factory.h"
+#include "parallel/nccl_communicator.h"
+#include "parallel/single_rank_communicator.h"
 #include "nn/checkpoint.h"
 #include "tests/gpu/gpu_rig.h"
 #include "tests/support/gpt_fixture.h"

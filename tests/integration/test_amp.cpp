@@ -70,7 +70,7 @@ TEST_CASE("bf16 MLP on MNIST ends within 0.3 points of fp32 top-1 (3 seeds, 2 ep
 TEST_CASE("bf16 regression and residual models train", "[amp]") {
   TrainerConfig c = small_config(Task::kRegression);
   c.amp = BF16Policy;
-  auto t = Trainer::create(small_mlp(32, 2), c, synthetic_regression(1024, 1),
+  auto t = DatasetTrainer::create(small_mlp(32, 2), c, synthetic_regression(1024, 1),
                            synthetic_regression(256, 2));
   REQUIRE(t.ok());
   const double before = (*t)->evaluate().loss;

@@ -1,4 +1,4 @@
-// The gpt family over MPI ranks (dist/distributed_trainer.h), run as users run it:
+// The gpt family over MPI ranks (parallel/distributed_trainer.h), run as users run it:
 // `mpirun -np N noeira-bench train --model gpt-tiny --zero 0`, on this machine's two cores
 // (--oversubscribe --bind-to none, one thread per rank; as root Open MPI also needs
 // --allow-run-as-root). DDP over N ranks is one process with an N-times batch to fp32

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 #include "tests/support/temp_dir.h"
 
 namespace noeira::test {

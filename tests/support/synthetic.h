@@ -6,7 +6,7 @@
 
 #include "nn/linear.h"
 #include "nn/sequential.h"
-#include "nn/training/trainer.h"
+#include "nn/training/dataset_trainer.h"
 
 namespace noeira::test {
 
@@ -69,7 +69,7 @@ inline TrainerConfig small_config(Task task, uint64_t seed = 1) {
   return c;
 }
 
-inline std::unique_ptr<Trainer> small_trainer(Task task, uint64_t seed = 1,
+inline std::unique_ptr<DatasetTrainer> small_trainer(Task task, uint64_t seed = 1,
                                               OptimizerKind opt = OptimizerKind::kAdam) {
   TrainerConfig c = small_config(task, seed);
   c.optimizer.kind = opt;
@@ -77,7 +77,7 @@ inline std::unique_ptr<Trainer> small_trainer(Task task, uint64_t seed = 1,
   const bool cls = task == Task::kClassification;
   auto train = cls ? synthetic_classification(1024, 1) : synthetic_regression(1024, 1);
   auto test = cls ? synthetic_classification(256, 2) : synthetic_regression(256, 2);
-  auto t = Trainer::create(small_mlp(32, cls ? 4 : 2), c, train, test);
+  auto t = DatasetTrainer::create(small_mlp(32, cls ? 4 : 2), c, train, test);
   if (!t) throw std::runtime_error(t.error().message);
   return std::move(t).value();
 }

@@ -89,14 +89,14 @@ TEST_CASE("A checkpoint of another model or recipe is refused with the reason",
   TempDir dir;
   TrainerConfig c = small_config(Task::kClassification);
   c.recipe = {{"name", "small"}, {"lr", 0.5}};
-  auto other = Trainer::create(small_mlp(32, 4), c, synthetic_classification(64, 1),
+  auto other = DatasetTrainer::create(small_mlp(32, 4), c, synthetic_classification(64, 1),
                                synthetic_classification(16, 2));
   REQUIRE(other.ok());
   REQUIRE((*other)->save_checkpoint(dir / "other.ckpt").ok());
   CHECK_THAT(load_error(dir / "other.ckpt"), Catch::Contains("recipe_hash"));
 
   TrainerConfig w = small_config(Task::kClassification);
-  auto wide = Trainer::create(small_mlp(48, 4), w, synthetic_classification(64, 1),
+  auto wide = DatasetTrainer::create(small_mlp(48, 4), w, synthetic_classification(64, 1),
                               synthetic_classification(16, 2));
   REQUIRE(wide.ok());
   REQUIRE((*wide)->save_checkpoint(dir / "wide.ckpt").ok());
@@ -105,7 +105,7 @@ TEST_CASE("A checkpoint of another model or recipe is refused with the reason",
 
   // A refused checkpoint changes nothing: every tensor is checked before any is copied.
   // Here fc1 matches and only fc2 (5 outputs instead of 4) does not.
-  auto five = Trainer::create(small_mlp(32, 5), small_config(Task::kClassification, 3),
+  auto five = DatasetTrainer::create(small_mlp(32, 5), small_config(Task::kClassification, 3),
                               synthetic_classification(64, 1), synthetic_classification(16, 2));
   REQUIRE(five.ok());
   REQUIRE((*five)->save_checkpoint(dir / "five.ckpt").ok());

@@ -122,7 +122,7 @@ TEST_CASE("Checkpoints hold parameters without padding, whatever the arena layou
   TempDir dir;
   TrainerConfig c = small_config(Task::kClassification, 7);
   auto make = [&] {
-    auto t = Trainer::create(small_mlp(5, 4), c, synthetic_classification(256, 1),
+    auto t = DatasetTrainer::create(small_mlp(5, 4), c, synthetic_classification(256, 1),
                              synthetic_classification(64, 2));
     if (!t) FAIL(t.error().message);
     return std::move(t).value();

@@ -13,7 +13,7 @@
 
 #include "datasets/data_files.h"
 #include "datasets/tinyshakespeare.h"
-#include "datasets/vocab_json.h"
+#include "nn/training/vocab_json.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,4 +1,4 @@
-// Trainer behaviour on small synthetic problems: both tasks, every optimizer.
+// DatasetTrainer behaviour on small synthetic problems: both tasks, every optimizer.
 #include <catch2/catch.hpp>
 
 #include "tests/support/synthetic.h"
@@ -53,14 +53,14 @@ TEST_CASE("The memory plan has one arena per category and no surprise bytes", "[
 TEST_CASE("Bad trainer inputs are errors, not crashes", "[trainer]") {
   TrainerConfig c = small_config(Task::kClassification);
   c.batch = 5000;
-  auto r = Trainer::create(small_mlp(8, 4), c, synthetic_classification(100, 1),
+  auto r = DatasetTrainer::create(small_mlp(8, 4), c, synthetic_classification(100, 1),
                            synthetic_classification(10, 2));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("exceeds the training set") != std::string::npos);
 
   TrainerConfig g = small_config(Task::kClassification);
   g.device = Device::kGpu;
-  auto gpu = Trainer::create(small_mlp(8, 4), g, synthetic_classification(100, 1),
+  auto gpu = DatasetTrainer::create(small_mlp(8, 4), g, synthetic_classification(100, 1),
                              synthetic_classification(10, 2));
 #if !defined(NOEIRA_WITH_CUDA)
   REQUIRE_FALSE(gpu.ok());

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "kernels/ops.h"
 
 namespace noeira {

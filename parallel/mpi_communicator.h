@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "nn/error.h"
 
 namespace noeira {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "kernels/ops.h"
-#include "nn/error.h"
-#include "nn/memory_plan.h"
+#include "kernels/allocator.h"
+#include "kernels/common/error.h"
 
 namespace noeira {
 

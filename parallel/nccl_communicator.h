@@ -17,7 +17,7 @@
 #pragma once
 #include <memory>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 namespace noeira {
 

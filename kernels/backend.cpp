@@ -1,16 +1,16 @@
-#include "nn/backend.h"
+#include "kernels/backend.h"
 
 #include <sched.h>
 
 #include <thread>
 
 #include "kernels/cpu/cpu_ops.h"
+#if defined(NOEIRA_WITH_CUDA)
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 namespace noeira {
 
-#if defined(NOEIRA_WITH_CUDA)
-Result<Backend> make_cuda_backend();  // kernels/cuda
-#endif
 
 const char* device_name(Device d) { return d == Device::kGpu ? "gpu" : "cpu"; }
 

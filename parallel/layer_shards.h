@@ -24,7 +24,7 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "nn/layer_hooks.h"
 #include "nn/module.h"
 

@@ -1,4 +1,4 @@
-#include "nn/training/trainer.h"
+#include "nn/training/dataset_trainer.h"
 
 
 namespace noeira {
@@ -20,19 +20,19 @@ Status check_dataset(const TensorDataset& d, const char* role, Task task) {
 
 }  // namespace
 
-Trainer::~Trainer() = default;
+DatasetTrainer::~DatasetTrainer() = default;
 
-Result<std::unique_ptr<Trainer>> Trainer::create(std::unique_ptr<Module> model,
+Result<std::unique_ptr<DatasetTrainer>> DatasetTrainer::create(std::unique_ptr<Module> model,
                                                  const TrainerConfig& cfg,
                                                  const TensorDataset& train,
                                                  const TensorDataset& test) {
-  std::unique_ptr<Trainer> t(new Trainer());
+  std::unique_ptr<DatasetTrainer> t(new DatasetTrainer());
   NOEIRA_TRY(t->open(std::move(model), cfg));
   NOEIRA_TRY(t->build(train, test));
   return t;
 }
 
-Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
+Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& test) {
   NOEIRA_TRY(check_dataset(train, "training", cfg_.task));
   NOEIRA_TRY(check_dataset(test, "test", cfg_.task));
   if (!(train.sample_shape == test.sample_shape))
@@ -96,7 +96,7 @@ Status Trainer::build(const TensorDataset& train, const TensorDataset& test) {
   return start();
 }
 
-void Trainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
+void DatasetTrainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
   Ops& ops = *backend_.ops;
   ops.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
   if (cfg_.task == Task::kClassification)
@@ -105,7 +105,7 @@ void Trainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
     ops.copy_to_device(arenas_.ptr(y), d.targets.data(), d.targets.size() * sizeof(float));
 }
 
-void Trainer::begin_epoch() {
+void DatasetTrainer::begin_epoch() {
   Ops& ops = *backend_.ops;
   if (augmenter_) augmenter_->run(ops, arenas_, train_x_, cfg_.seed, static_cast<uint32_t>(epoch_));
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
@@ -120,7 +120,7 @@ void Trainer::begin_epoch() {
   epoch_seconds_ = 0.0;
 }
 
-void Trainer::enqueue_step() {
+void DatasetTrainer::enqueue_step() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
   // (B, sample...) and (B, target...) gathered from the resident data set; the inputs in
@@ -143,7 +143,7 @@ void Trainer::enqueue_step() {
   ops.advance(ctx.counters());
 }
 
-EvalStats Trainer::evaluate() {
+EvalStats DatasetTrainer::evaluate() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
   LossStats* stats = arenas_.as<LossStats>(eval_stats_);
@@ -169,7 +169,7 @@ EvalStats Trainer::evaluate() {
   return read_stats(eval_stats_);
 }
 
-Tensor Trainer::batch_targets(const Slot& y, int64_t first, int64_t rows) const {
+Tensor DatasetTrainer::batch_targets(const Slot& y, int64_t first, int64_t rows) const {
   Tensor t = arenas_.view(y, rows);
   t.data = static_cast<char*>(arenas_.ptr(y)) +
            static_cast<size_t>(first * target_shape_.numel()) * dtype_size(y.dtype);

@@ -1,4 +1,4 @@
-#include "dist/nccl_communicator.h"
+#include "parallel/nccl_communicator.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

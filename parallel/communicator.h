@@ -1,5 +1,5 @@
 // Collectives over the ranks of one job (DESIGN.md section 2): an engine's — MPI between
-// CPU processes (dist/mpi_communicator.h), NCCL between GPUs — never a home-made transport.
+// CPU processes (parallel/mpi_communicator.h), NCCL between GPUs — never a home-made transport.
 //
 // Determinism: a sum over ranks runs in an order fixed by the rank count alone, element by
 // element, so the same N gives the same bits whatever the buffer is cut into (one call for

@@ -1,4 +1,4 @@
-#include "dist/mpi_communicator.h"
+#include "parallel/mpi_communicator.h"
 
 #include "kernels/ops.h"
 

@@ -16,12 +16,12 @@
 //   stage 1 (ZeRO-1): Adam state only for the own slice; update it; all-gather the
 //     parameters (P + P). Same parameters as DDP, bit for bit.
 //   stage 2 (ZeRO-2): also the gradients sharded: a slice and per-layer bucket windows,
-//     each bucket reduce-scattered when its layer's backward is done (dist/layer_shards.h);
+//     each bucket reduce-scattered when its layer's backward is done (parallel/layer_shards.h);
 //     then as ZeRO-1 (P + P).
 //   stage 3 (ZeRO-3): also the parameters sharded: each layer's parameters all-gathered
 //     into a window before its forward and again before its backward (P + P + P); the
 //     optimizer updates the slice, which is all the rank keeps.
-// Engines: MPI on the CPU backend, NCCL on the CUDA one (dist/nccl_communicator.h; the
+// Engines: MPI on the CPU backend, NCCL on the CUDA one (parallel/nccl_communicator.h; the
 // buckets' exchanges overlap the backward on a communication stream).
 //
 // Checkpoints: the single-process format plus "ranks" (resuming needs the same count):
@@ -30,8 +30,8 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/layer_shards.h"
+#include "parallel/communicator.h"
+#include "parallel/layer_shards.h"
 #include "nn/training/autoregressive_trainer.h"
 
 namespace noeira {

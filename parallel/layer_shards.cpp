@@ -1,4 +1,4 @@
-#include "dist/layer_shards.h"
+#include "parallel/layer_shards.h"
 
 #include <algorithm>
 

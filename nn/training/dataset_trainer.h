@@ -1,4 +1,4 @@
-// The Trainer (image and tabular data) keeps the resident data sets and trains with
+// The DatasetTrainer (image and tabular data) keeps the resident data sets and trains with
 // batches gathered on the device from a Philox permutation; the rest of training —
 // arenas, optimizer, captured step, checkpoints — is the TrainerCore's.
 #pragma once
@@ -15,13 +15,13 @@ constexpr int64_t epoch_steps(int64_t count, int64_t batch, bool drop_last) {
   return drop_last ? count / batch : (count + batch - 1) / batch;
 }
 
-class Trainer final : public TrainerCore {
+class DatasetTrainer final : public TrainerCore {
  public:
-  static Result<std::unique_ptr<Trainer>> create(std::unique_ptr<Module> model,
+  static Result<std::unique_ptr<DatasetTrainer>> create(std::unique_ptr<Module> model,
                                                  const TrainerConfig& cfg,
                                                  const TensorDataset& train,
                                                  const TensorDataset& test);
-  ~Trainer() override;
+  ~DatasetTrainer() override;
 
   // The test set, in batches (the last one partial).
   EvalStats evaluate() override;
@@ -30,7 +30,7 @@ class Trainer final : public TrainerCore {
   void begin_epoch() override;
 
  private:
-  Trainer() = default;
+  DatasetTrainer() = default;
   Status build(const TensorDataset& train, const TensorDataset& test);
   void upload(const TensorDataset& d, const Slot& x, const Slot& y);
   Tensor batch_targets(const Slot& y, int64_t first, int64_t rows) const;

@@ -1,4 +1,4 @@
-#include "dist/distributed_trainer.h"
+#include "parallel/distributed_trainer.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "datasets/vocab_json.h"
+#include "nn/training/vocab_json.h"
 
 #include <string>
 

@@ -1,4 +1,6 @@
-// Shared set-up for the subcommands that train: recipe, data, trainer.
+// The recipe -> trainer factory: a model's recipe and loaded data become a DatasetTrainer
+// (image and tabular families) or an AutoregressiveTrainer (the gpt family). Used by the
+// harness's subcommands and by the tests.
 #pragma once
 #include <memory>
 #include <optional>
@@ -8,8 +10,7 @@
 #include "models/recipe.h"
 #include "models/recipe_data.h"
 #include "nn/training/autoregressive_trainer.h"
-#include "nn/training/trainer.h"
-#include "dist/distributed_trainer.h"
+#include "nn/training/dataset_trainer.h"
 
 namespace noeira {
 
@@ -41,16 +42,20 @@ struct TrainerOptions {
 int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data);
 
 // A model's trainer on already-loaded data (load it once, train several seeds): a
-// Trainer, or for the gpt family an AutoregressiveTrainer.
+// DatasetTrainer, or for the gpt family an AutoregressiveTrainer.
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
                                                   const TrainerOptions& o);
 // The gpt family's trainer, typed (sampling, tests).
 Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
                                                                const DataSplit& data,
                                                                const TrainerOptions& o);
-// The gpt family over the ranks of comm (data parallel, ZeRO stage zero_stage).
-Result<std::unique_ptr<DistributedAutoregressiveTrainer>> make_distributed_lm_trainer(
-    const Recipe& recipe, const DataSplit& data, const TrainerOptions& o, Communicator& comm,
-    int zero_stage);
+// What an AutoregressiveTrainer is made of, from the recipe (the data-parallel factory
+// in parallel/ builds its trainer from the same parts).
+struct LmParts {
+  std::unique_ptr<Module> model;
+  TrainerConfig cfg;
+  AutoregressiveConfig lm;
+};
+Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const TrainerOptions& o);
 
 }  // namespace noeira

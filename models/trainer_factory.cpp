@@ -1,4 +1,4 @@
-#include "harness/session.h"
+#include "models/trainer_factory.h"
 
 #include "models/model_builder.h"
 
@@ -39,15 +39,6 @@ TrainerConfig common_config(const Recipe& recipe, const TrainerOptions& o) {
 
 }  // namespace
 
-namespace {
-
-// What an AutoregressiveTrainer is made of, from the recipe.
-struct LmParts {
-  std::unique_ptr<Module> model;
-  TrainerConfig cfg;
-  AutoregressiveConfig lm;
-};
-
 Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const TrainerOptions& o) {
   Result<std::unique_ptr<Module>> model =
       build_gpt(recipe, static_cast<int64_t>(data.corpus.vocab.size()));
@@ -66,23 +57,12 @@ Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const Trai
   return p;
 }
 
-}  // namespace
-
 Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
                                                                const DataSplit& data,
                                                                const TrainerOptions& o) {
   Result<LmParts> p = lm_parts(recipe, data, o);
   if (!p) return p.error();
   return AutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm, data.corpus);
-}
-
-Result<std::unique_ptr<DistributedAutoregressiveTrainer>> make_distributed_lm_trainer(
-    const Recipe& recipe, const DataSplit& data, const TrainerOptions& o, Communicator& comm,
-    int zero_stage) {
-  Result<LmParts> p = lm_parts(recipe, data, o);
-  if (!p) return p.error();
-  return DistributedAutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm,
-                                                  data.corpus, comm, zero_stage);
 }
 
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
@@ -107,8 +87,8 @@ Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const Da
     for (size_t c = 0; c < data.fill.size() && c < AugmentSpec::kMaxChannels; ++c)
       a.fill[c] = data.fill[c];
   }
-  Result<std::unique_ptr<Trainer>> t =
-      Trainer::create(std::move(model).value(), cfg, data.train, data.test);
+  Result<std::unique_ptr<DatasetTrainer>> t =
+      DatasetTrainer::create(std::move(model).value(), cfg, data.train, data.test);
   if (!t) return t.error();
   return std::unique_ptr<TrainerCore>(std::move(t).value());
 }
