@@ -10,98 +10,38 @@
 #include "harness/progress.h"
 #include "harness/stats.h"
 #include "harness/train_options.h"
-#include "parallel/distributed_factory.h"
 #include "nn/atomic_file.h"
-#if defined(NOEIRA_WITH_MPI)
-#include "parallel/mpi_communicator.h"
-#if defined(NOEIRA_WITH_NCCL)
-#include "parallel/nccl_communicator.h"
-#endif
-#endif
 
 namespace noeira {
 
 namespace {
 
-// Data parallelism: a communicator when the run is distributed (--zero, or started by
-// mpirun with more than one rank), else null. Only rank 0 prints; a rank that fails ends
-// the whole job (Communicator::abort), so no rank waits forever in a collective.
-struct Distributed {
-#if defined(NOEIRA_WITH_MPI)
-  std::unique_ptr<MpiCommunicator> comm;
-  // --target gpu: NCCL between the GPUs, bootstrapped over comm; null on the CPU.
-  std::unique_ptr<Communicator> device_comm;
-  // The engine the trainer's collectives use.
-  Communicator& engine() const { return device_comm ? *device_comm : *comm; }
-#endif
-  bool active() const {
-#if defined(NOEIRA_WITH_MPI)
-    return comm != nullptr;
-#else
-    return false;
-#endif
-  }
-  // This process's rank (0 on one process): only rank 0 prints.
-  int rank() const {
-#if defined(NOEIRA_WITH_MPI)
-    return comm ? comm->rank() : 0;
-#else
-    return 0;
-#endif
-  }
-  int fail(const std::string& message, int code) const {
-    report_error(message, code);
-#if defined(NOEIRA_WITH_MPI)
-    if (comm) {
-      std::fflush(nullptr);
-      comm->abort(code);
-    }
-#endif
-    return code;
-  }
-};
-
 // The scaling benchmark's summary of one run (harness/scaling_runner.h reads it): every
 // rank's median step time (after the first 3 steps), tokens/s over the global batch, the
 // collectives' bytes per step and each rank's parameter, gradient and optimizer bytes.
 // Collective under MPI; rank 0 writes (atomically).
-Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
-                    const Distributed& dist, std::vector<double> step_ms, const EpochStats& last,
-                    int64_t tokens_per_step) {
+Status write_timing(const std::string& path, const AutoregressiveTrainer& t, ProcessGroup* group,
+                    std::vector<double> step_ms, const EpochStats& last, int64_t tokens_per_step) {
   if (step_ms.size() > 3) step_ms.erase(step_ms.begin(), step_ms.begin() + 3);
   const double mine = step_ms.empty() ? 0.0 : median(step_ms);
   std::vector<double> per_rank(static_cast<size_t>(t.ranks()), 0.0);
-  const int rank = dist.rank();
-  int zero = -1;
-  int64_t comm_bytes = 0;
-  std::string engine = "none (one process)";
-#if defined(NOEIRA_WITH_MPI)
-  if (dist.active()) {
-    const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
-    zero = d.zero_stage();
-    comm_bytes = d.comm_bytes_per_step();
-    engine = dist.engine().engine();
-  }
-#else
-  (void)dist;
-#endif
+  const int rank = group ? group->rank() : 0;
+  const DataParallelSync* d = group ? group->sync() : nullptr;
   per_rank[static_cast<size_t>(rank)] = mine;
-#if defined(NOEIRA_WITH_MPI)
-  if (dist.active()) dist.comm->all_sum(per_rank.data(), static_cast<int64_t>(per_rank.size()));
-#endif
+  if (group) group->all_sum(per_rank.data(), static_cast<int64_t>(per_rank.size()));
   if (rank != 0) return {};
   const double slowest = *std::max_element(per_rank.begin(), per_rank.end());
   const MemoryPlan& plan = t.plan();
   const nlohmann::json j = {
       {"ranks", t.ranks()},
-      {"zero", zero},
-      {"engine", engine},
+      {"zero", d ? d->zero_stage() : -1},
+      {"engine", group ? group->engine() : std::string("none (one process)")},
       {"steps_timed", step_ms.size()},
       {"per_rank_median_step_ms", per_rank},
       {"step_ms", slowest},  // a step ends when the slowest rank's does
       {"tokens_per_step", tokens_per_step},
       {"tokens_per_s", slowest > 0 ? 1000.0 * static_cast<double>(tokens_per_step) / slowest : 0.0},
-      {"comm_bytes_per_step", comm_bytes},
+      {"comm_bytes_per_step", d ? d->comm_bytes_per_step() : 0},
       {"bytes_per_rank",
        {{"parameters", plan.bytes(MemCategory::kParams)},
         {"gradients", plan.bytes(MemCategory::kGrads)},
@@ -109,15 +49,6 @@ Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
       {"final_train_loss", last.train_loss},
       {"final_val_loss", last.test.loss}};
   return write_file_atomically(path, j.dump(2) + "\n", "the timing summary");
-}
-
-[[maybe_unused]] const char* zero_stage_summary(int stage) {
-  switch (stage) {
-    case 0: return "DDP: reduce-scatter + all-gather of gradients";
-    case 1: return "ZeRO-1: Adam state per slice, parameters all-gathered";
-    case 2: return "ZeRO-2: Adam state and gradients per slice, buckets reduced during backward";
-    default: return "ZeRO-3: Adam state, gradients and parameters per slice, layers gathered";
-  }
 }
 
 // Writes the checkpoint (atomically: the last one is kept until the new one is whole).
@@ -135,51 +66,20 @@ Status save_lm(const AutoregressiveTrainer& t, const std::string& path, bool spe
 // The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
 // the validation loss and the throughput.
 int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& data,
-                 TrainerOptions to) {
+                 TrainerOptions to, ProcessGroup* group, std::unique_ptr<GradientSync> sync) {
   const int64_t total = o.steps > 0 ? o.steps : recipe.gpt.steps;
   // The schedule spans the recipe's steps (or more, if asked for more), whatever --steps
   // stops at: a run stopped at step N and resumed ends exactly as one uninterrupted run.
   to.total_steps = std::max(total, recipe.gpt.steps);
   to.host_batch = o.host_batch;
-  Distributed dist;
-  std::unique_ptr<AutoregressiveTrainer> owned;
-#if defined(NOEIRA_WITH_MPI)
-  if (o.zero >= 0 || launched_ranks() > 1) {
-    Result<std::unique_ptr<MpiCommunicator>> comm = MpiCommunicator::create();
-    if (!comm) return report_error(comm.error().message, kExitFailure);
-    dist.comm = std::move(comm).value();
-    // Rank 0 alone prints; the others keep stderr for their errors.
-    if (dist.comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
-      return dist.fail("cannot silence rank " + std::to_string(dist.comm->rank()), kExitFailure);
-    if (to.device == Device::kGpu) {
-#if defined(NOEIRA_WITH_NCCL)
-      Result<std::unique_ptr<NcclCommunicator>> nccl = NcclCommunicator::create(*dist.comm);
-      if (!nccl) return dist.fail(nccl.error().message, kExitFailure);
-      dist.device_comm = std::move(nccl).value();
-#else
-      return dist.fail("--target gpu with data parallelism needs NCCL (nccl.h and libnccl "
-                       "next to the CUDA toolkit) in the build", kExitFailure);
-#endif
-    }
-    Result<std::unique_ptr<DistributedAutoregressiveTrainer>> made =
-        make_distributed_lm_trainer(recipe, data, to, dist.engine(), std::max(o.zero, 0));
-    if (!made) return dist.fail(made.error().message, kExitFailure);
-    owned = std::move(made).value();
-  }
-#else
-  if (o.zero >= 0)
-    return report_error("--zero: this build has no MPI (install libopenmpi-dev with "
-                        "scripts/setup and rebuild)", kExitUsage);
-#endif
-  if (!owned) {
-    Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to);
-    if (!made) return report_error(made.error().message, kExitFailure);
-    owned = std::move(made).value();
-  }
+  Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to, std::move(sync));
+  if (!made) return train_failed(group, made.error().message, kExitFailure);
+  std::unique_ptr<AutoregressiveTrainer> owned = std::move(made).value();
   AutoregressiveTrainer& t = *owned;
-  const bool speaks = dist.rank() == 0;
+  const bool speaks = !group || group->rank() == 0;
+  const DataParallelSync* d = group ? group->sync() : nullptr;
   if (!o.resume.empty()) {
-    if (Status s = t.load_checkpoint(o.resume); !s) return dist.fail(s.error().message, kExitFailure);
+    if (Status s = t.load_checkpoint(o.resume); !s) return train_failed(group, s.error().message, kExitFailure);
   }
   const int64_t tokens_per_step = recipe.batch * t.context() * t.ranks();
   std::printf("noeira-bench train: model %s on %s (%zu-token vocabulary, %zu train / %zu val "
@@ -189,23 +89,7 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
               o.dtype.c_str(), static_cast<unsigned long long>(t.config().seed),
               static_cast<long long>(recipe.batch), static_cast<long long>(t.context()),
               o.host_batch ? "host-built" : "device-built");
-#if defined(NOEIRA_WITH_MPI)
-  if (dist.active()) {
-    const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
-    std::printf("data parallel: %d ranks over %s, ZeRO stage %d (%s), global batch %lld rows; "
-                "%lld padded parameter floats, %lld per rank's slice\n",
-                t.ranks(), dist.engine().engine().c_str(), d.zero_stage(),
-                zero_stage_summary(d.zero_stage()),
-                static_cast<long long>(recipe.batch * t.ranks()),
-                static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()));
-    if (const LayerShards* sh = d.shards(); sh && d.zero_stage() >= 2)
-      std::printf("ZeRO-%d per rank: %s = slice %lld + resident bucket %lld + layer window %lld "
-                  "floats (+ alignment), %zu buckets\n",
-                  d.zero_stage(), d.zero_stage() >= 3 ? "parameters and gradients" : "gradients",
-                  static_cast<long long>(d.slice()), static_cast<long long>(sh->buckets()[0].count),
-                  static_cast<long long>(sh->window_floats()), sh->buckets().size());
-  }
-#endif
+  if (d) print_data_parallel(*group, *d, recipe.batch);
   std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
               static_cast<long long>(t.params().count()), t.params().all().size(),
               static_cast<long long>(t.eval_windows()));
@@ -236,19 +120,16 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
         step_ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
       }
-#if defined(NOEIRA_WITH_MPI)
-      if (o.check_replicas && dist.active()) {
-        auto& d = static_cast<DistributedAutoregressiveTrainer&>(t);
-        if (Status s = d.check_replicas(); !s) return dist.fail(s.error().message, kExitFailure);
+      if (o.check_replicas && d) {
+        if (Status s = d->check_replicas(t.steps_done()); !s) return train_failed(group, s.error().message, kExitFailure);
       }
-#endif
       if (progress) progress->update(i + 1, n);
       if (o.save_every > 0 && t.steps_done() % o.save_every == 0 && t.steps_done() < total) {
-        if (Status s = save_lm(t, o.save, speaks); !s) return dist.fail(s.error().message, kExitFailure);
+        if (Status s = save_lm(t, o.save, speaks); !s) return train_failed(group, s.error().message, kExitFailure);
       }
-      if (!dist.active() && interrupt_requested()) break;
+      if (!group && interrupt_requested()) break;
     }
-    if (!dist.active() && interrupt_requested()) {
+    if (!group && interrupt_requested()) {
       if (progress) progress->finish();
       return stopped(o, t.steps_done(), [&] { return save_lm(t, o.save, true); });
     }
@@ -265,19 +146,15 @@ int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& d
                 1000.0 * s / static_cast<double>(n));
     std::fflush(stdout);
   }
-#if defined(NOEIRA_WITH_MPI)
-  if (dist.active() && t.steps_done() > 0)
+  if (d && t.steps_done() > 0)
     std::printf("collectives: %.2f MB per step (counted over the last step)\n",
-                static_cast<double>(
-                    static_cast<const DistributedAutoregressiveTrainer&>(t).comm_bytes_per_step()) /
-                    1e6);
-#endif
+                static_cast<double>(d->comm_bytes_per_step()) / 1e6);
   if (!o.timing_json.empty()) {
-    if (Status s = write_timing(o.timing_json, t, dist, step_ms, last, tokens_per_step); !s)
-      return dist.fail(s.error().message, kExitFailure);
+    if (Status s = write_timing(o.timing_json, t, group, step_ms, last, tokens_per_step); !s)
+      return train_failed(group, s.error().message, kExitFailure);
   }
   if (!o.save.empty()) {
-    if (Status s = save_lm(t, o.save, speaks); !s) return dist.fail(s.error().message, kExitFailure);
+    if (Status s = save_lm(t, o.save, speaks); !s) return train_failed(group, s.error().message, kExitFailure);
   }
   return kExitOk;
 }

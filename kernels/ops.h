@@ -370,7 +370,7 @@ class Ops {
   virtual void clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments,
                               float max_norm, float* norm, void* workspace) = 0;
 
-  // Data parallelism (parallel/distributed_trainer.h), on one rank's slice g: elements
+  // Data parallelism (parallel/data_parallel_sync.h), on one rank's slice g: elements
   // [lo, lo + n) of the flat gradient arena, already summed over the ranks.
   // slice_mean_sumsq divides g by `ranks` in place (the mean; a division, as torch's DDP);
   // then, when segments (device, n_segments + 1 offsets of the whole arena) is not null,

@@ -10,9 +10,9 @@ DataSource make_data_source(const DataOptions& o) {
   return s;
 }
 
-int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data) {
+int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data, int ranks) {
   if (recipe.family == "gpt") return recipe.gpt.eval_interval;
-  return epoch_steps(data.train.count, recipe.batch, recipe.drop_last);
+  return epoch_steps(data.train.count, recipe.batch * ranks, recipe.drop_last);
 }
 
 namespace {
@@ -39,6 +39,15 @@ TrainerConfig common_config(const Recipe& recipe, const TrainerOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// What an AutoregressiveTrainer is made of, from the recipe.
+struct LmParts {
+  std::unique_ptr<Module> model;
+  TrainerConfig cfg;
+  AutoregressiveConfig lm;
+};
+
 Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const TrainerOptions& o) {
   Result<std::unique_ptr<Module>> model =
       build_gpt(recipe, static_cast<int64_t>(data.corpus.vocab.size()));
@@ -57,25 +66,30 @@ Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const Trai
   return p;
 }
 
+}  // namespace
+
 Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
                                                                const DataSplit& data,
-                                                               const TrainerOptions& o) {
+                                                               const TrainerOptions& o,
+                                                               std::unique_ptr<GradientSync> sync) {
   Result<LmParts> p = lm_parts(recipe, data, o);
   if (!p) return p.error();
-  return AutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm, data.corpus);
+  return AutoregressiveTrainer::create(std::move(p->model), p->cfg, p->lm, data.corpus,
+                                       std::move(sync));
 }
 
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
-                                                  const TrainerOptions& o) {
+                                                  const TrainerOptions& o,
+                                                  std::unique_ptr<GradientSync> sync) {
   if (recipe.family == "gpt") {
-    Result<std::unique_ptr<AutoregressiveTrainer>> t = make_lm_trainer(recipe, data, o);
+    Result<std::unique_ptr<AutoregressiveTrainer>> t = make_lm_trainer(recipe, data, o, std::move(sync));
     if (!t) return t.error();
     return std::unique_ptr<TrainerCore>(std::move(t).value());
   }
   Result<std::unique_ptr<Module>> model = build_model(recipe);
   if (!model) return model.error();
   TrainerConfig cfg = common_config(recipe, o);
-  const int64_t spe = steps_per_epoch(recipe, data);
+  const int64_t spe = steps_per_epoch(recipe, data, sync ? sync->ranks() : 1);
   set_schedule(cfg.optimizer,
                resolve_schedule(recipe.schedule, spe,
                                 o.total_steps > 0 ? o.total_steps : recipe.epochs * spe));
@@ -88,7 +102,7 @@ Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const Da
       a.fill[c] = data.fill[c];
   }
   Result<std::unique_ptr<DatasetTrainer>> t =
-      DatasetTrainer::create(std::move(model).value(), cfg, data.train, data.test);
+      DatasetTrainer::create(std::move(model).value(), cfg, data.train, data.test, std::move(sync));
   if (!t) return t.error();
   return std::unique_ptr<TrainerCore>(std::move(t).value());
 }

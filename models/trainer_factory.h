@@ -39,23 +39,18 @@ struct TrainerOptions {
 
 // Training steps per epoch of a recipe on a data set (the last partial batch dropped
 // when the recipe says drop_last); for the gpt family, its eval_interval.
-int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data);
+// Data parallel over `ranks`: an epoch of global batches of ranks x the recipe's batch.
+int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data, int ranks = 1);
 
 // A model's trainer on already-loaded data (load it once, train several seeds): a
-// DatasetTrainer, or for the gpt family an AutoregressiveTrainer.
+// DatasetTrainer, or for the gpt family an AutoregressiveTrainer. sync: the data-parallel
+// strategy (parallel/data_parallel_sync.h; null: one process).
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
-                                                  const TrainerOptions& o);
+                                                  const TrainerOptions& o,
+                                                  std::unique_ptr<GradientSync> sync = nullptr);
 // The gpt family's trainer, typed (sampling, tests).
 Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& recipe,
                                                                const DataSplit& data,
-                                                               const TrainerOptions& o);
-// What an AutoregressiveTrainer is made of, from the recipe (the data-parallel factory
-// in parallel/ builds its trainer from the same parts).
-struct LmParts {
-  std::unique_ptr<Module> model;
-  TrainerConfig cfg;
-  AutoregressiveConfig lm;
-};
-Result<LmParts> lm_parts(const Recipe& recipe, const DataSplit& data, const TrainerOptions& o);
-
+                                                               const TrainerOptions& o,
+                                                               std::unique_ptr<GradientSync> sync = nullptr);
 }  // namespace noeira

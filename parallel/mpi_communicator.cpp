@@ -32,12 +32,6 @@ void check(int code, const char* what) {
 
 }  // namespace
 
-int launched_ranks() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
-  return 1;
-}
-
 Result<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create() {
   int initialized = 0;
   MPI_Initialized(&initialized);

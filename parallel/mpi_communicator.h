@@ -45,8 +45,4 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> counts_, displs_;
 };
 
-// Whether this process was started by mpirun with more than one rank (reads Open MPI's
-// environment, before MPI is initialised).
-int launched_ranks();
-
 }  // namespace noeira

@@ -13,15 +13,16 @@ AutoregressiveTrainer::~AutoregressiveTrainer() = default;
 
 Result<std::unique_ptr<AutoregressiveTrainer>> AutoregressiveTrainer::create(
     std::unique_ptr<Module> model, const TrainerConfig& cfg, const AutoregressiveConfig& lm,
-    const TokenCorpus& corpus) {
+    const TokenCorpus& corpus, std::unique_ptr<GradientSync> sync) {
   std::unique_ptr<AutoregressiveTrainer> t(new AutoregressiveTrainer());
-  NOEIRA_TRY(t->open(std::move(model), cfg));
+  NOEIRA_TRY(t->open(std::move(model), cfg, std::move(sync)));
   NOEIRA_TRY(t->build(lm, corpus));
   return t;
 }
 
 Status AutoregressiveTrainer::build(const AutoregressiveConfig& lm, const TokenCorpus& corpus) {
   lm_ = lm;
+  first_row_ = static_cast<int64_t>(gradient_sync().rank()) * cfg_.batch;
   cfg_.task = Task::kLanguageModel;
   dataset_name_ = corpus.name;
   vocab_ = corpus.vocab;
@@ -96,32 +97,20 @@ void AutoregressiveTrainer::begin_epoch() {
 void AutoregressiveTrainer::before_step() {
   if (!lm_.host_batch) return;
   fill_batch_windows(host_train_.data(), n_train_, cfg_.seed, static_cast<uint32_t>(step_),
-                     cfg_.batch, T_, host_x_.data(), host_y_.data(), lm_.first_row);
+                     cfg_.batch, T_, host_x_.data(), host_y_.data(), first_row_);
   Ops& ops = *backend_.ops;
   ops.copy_to_device(arenas_.ptr(batch_x_), host_x_.data(), host_x_.size() * 4);
   ops.copy_to_device(arenas_.ptr(batch_y_), host_y_.data(), host_y_.size() * 4);
 }
 
-void AutoregressiveTrainer::enqueue_step() {
-  Ops& ops = *backend_.ops;
-  Context& ctx = *ctx_;
-  ctx.set_training(true);
+// (B, T) inputs and targets: this rank's windows of the step, drawn on the device (the
+// host-batch baseline copied them in before the step).
+TrainerCore::Batch AutoregressiveTrainer::build_batch() {
   if (!lm_.host_batch)
-    ops.batch_windows(arenas_.as<int32_t>(train_ids_), n_train_, cfg_.seed, ctx.counters(),
-                      cfg_.batch, T_, lm_.first_row, arenas_.as<int32_t>(batch_x_),
-                      arenas_.as<int32_t>(batch_y_));
-  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
-  begin_exchange();
-  const Tensor logits = model_->forward(ctx, arenas_.view(batch_x_));  // (B, T, V)
-  const Tensor dlogits = loss_->run(ctx, logits, arenas_.view(batch_y_),
-                                    arenas_.as<LossStats>(train_stats_),
-                                    arenas_.as<float>(loss_history_), true);
-  model_->backward(ctx, dlogits);
-  synchronize_gradients();
-  optimizer_->step(ctx);
-  synchronize_parameters();
-  refresh_param_copies();
-  ops.advance(ctx.counters());
+    backend_.ops->batch_windows(arenas_.as<int32_t>(train_ids_), n_train_, cfg_.seed,
+                                ctx_->counters(), cfg_.batch, T_, first_row_,
+                                arenas_.as<int32_t>(batch_x_), arenas_.as<int32_t>(batch_y_));
+  return {arenas_.view(batch_x_), arenas_.view(batch_y_)};  // (B, T) int32 each
 }
 
 // Window k of the validation split starts at k * T, so a batch of consecutive windows is a

@@ -22,17 +22,15 @@ struct AutoregressiveConfig {
   int64_t eval_interval = 250;
   int64_t eval_windows = 0;  // cap on the validation windows (0 = every one that fits)
   bool host_batch = false;   // build batches on the host (the baseline) instead of the device
-  // Data parallelism: this rank's rows are rows first_row .. first_row + batch - 1 of each
-  // step's global batch (0 on one process).
-  int64_t first_row = 0;
 };
 
-class AutoregressiveTrainer : public TrainerCore {
+class AutoregressiveTrainer final : public TrainerCore {
  public:
-  static Result<std::unique_ptr<AutoregressiveTrainer>> create(std::unique_ptr<Module> model,
-                                                               const TrainerConfig& cfg,
-                                                               const AutoregressiveConfig& lm,
-                                                               const TokenCorpus& corpus);
+  // sync: the data-parallel strategy (null: one process); rank r of N trains rows r*B ..
+  // r*B + B - 1 of each step's N*B windows (Ops::batch_windows' first_row).
+  static Result<std::unique_ptr<AutoregressiveTrainer>> create(
+      std::unique_ptr<Module> model, const TrainerConfig& cfg, const AutoregressiveConfig& lm,
+      const TokenCorpus& corpus, std::unique_ptr<GradientSync> sync = nullptr);
   ~AutoregressiveTrainer() override;
 
   EvalStats evaluate() override;  // loss per token over the validation windows
@@ -52,21 +50,10 @@ class AutoregressiveTrainer : public TrainerCore {
   // (device batch: after a step, the batch of the step just taken). For tests.
   void read_batch(std::vector<int32_t>& inputs, std::vector<int32_t>& targets) const;
 
- protected:
+ private:
   AutoregressiveTrainer() = default;
   Status build(const AutoregressiveConfig& lm, const TokenCorpus& corpus);
-  // At the start of a step, after the gradients are zeroed: a data-parallel trainer marks
-  // its communication count; nothing on one process.
-  virtual void begin_exchange() {}
-  // Between backward and the optimizer step: a data-parallel trainer's gradient exchange
-  // (parallel/distributed_trainer.h); nothing on one process.
-  virtual void synchronize_gradients() {}
-  // After the optimizer step: ZeRO's parameter all-gather (and the step's communication
-  // count); nothing on one process.
-  virtual void synchronize_parameters() {}
-
- private:
-  void enqueue_step() override;
+  Batch build_batch() override;
   void before_step() override;
   int epochs_after_end() const override {
     return static_cast<int>(step_ / lm_.eval_interval);
@@ -75,6 +62,7 @@ class AutoregressiveTrainer : public TrainerCore {
 
   AutoregressiveConfig lm_;
   int64_t T_ = 0, V_ = 0, n_train_ = 0, n_val_ = 0, n_windows_ = 0;
+  int64_t first_row_ = 0;  // this rank's first row of the global batch
   std::vector<char> vocab_;
   Slot train_ids_, val_ids_;     // the resident corpus splits, int32
   Slot batch_x_, batch_y_;       // (B, T) int32 inputs and targets

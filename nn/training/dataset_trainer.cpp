@@ -1,5 +1,7 @@
 #include "nn/training/dataset_trainer.h"
 
+#include <vector>
+
 
 namespace noeira {
 
@@ -23,11 +25,12 @@ Status check_dataset(const TensorDataset& d, const char* role, Task task) {
 DatasetTrainer::~DatasetTrainer() = default;
 
 Result<std::unique_ptr<DatasetTrainer>> DatasetTrainer::create(std::unique_ptr<Module> model,
-                                                 const TrainerConfig& cfg,
-                                                 const TensorDataset& train,
-                                                 const TensorDataset& test) {
+                                                               const TrainerConfig& cfg,
+                                                               const TensorDataset& train,
+                                                               const TensorDataset& test,
+                                                               std::unique_ptr<GradientSync> sync) {
   std::unique_ptr<DatasetTrainer> t(new DatasetTrainer());
-  NOEIRA_TRY(t->open(std::move(model), cfg));
+  NOEIRA_TRY(t->open(std::move(model), cfg, std::move(sync)));
   NOEIRA_TRY(t->build(train, test));
   return t;
 }
@@ -38,17 +41,20 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
   if (!(train.sample_shape == test.sample_shape))
     return make_error("training and test samples differ in shape: " + train.sample_shape.str() +
                       " vs " + test.sample_shape.str());
-  if (cfg_.batch > train.count)
-    return make_error("batch " + std::to_string(cfg_.batch) + " exceeds the training set (" +
+  // The global batch: every rank's rows of a step.
+  const int64_t global = cfg_.batch * ranks();
+  const std::string per_rank = ranks() > 1 ? " x " + std::to_string(ranks()) + " ranks" : "";
+  if (global > train.count)
+    return make_error("batch " + std::to_string(cfg_.batch) + per_rank + " exceeds the training set (" +
                       std::to_string(train.count) + " samples)");
   sample_shape_ = train.sample_shape;
   dataset_name_ = train.name;
   train_count_ = train.count;
   test_count_ = test.count;
-  steps_per_epoch_ = epoch_steps(train_count_, cfg_.batch, cfg_.drop_last);
-  if (!cfg_.drop_last && train_count_ % cfg_.batch != 0)
-    return make_error("drop_last=false needs the training set to be a multiple of the batch "
-                      "(fixed-shape steps); set drop_last or change the batch");
+  steps_per_epoch_ = epoch_steps(train_count_, global, cfg_.drop_last);
+  if (!cfg_.drop_last && train_count_ % global != 0)
+    return make_error("drop_last=false needs the training set to be a multiple of the batch" +
+                      per_rank + " (fixed-shape steps); set drop_last or change the batch");
 
   // ---- Plan: walk the model once and size every buffer. ----
   loss_ = make_loss(cfg_.task, cfg_.label_smoothing);
@@ -89,7 +95,18 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
   if (!shuffle_bytes)
     return make_error("training set '" + train.name + "': " + shuffle_bytes.error().message);
   shuffle_ws_ = plan_.reserve_bytes(MemCategory::kWorkspace, *shuffle_bytes);
+  if (ranks() > 1) {
+    rank_rows_ = plan_.reserve(MemCategory::kWorkspace, Shape{steps_per_epoch_}, DType::kI32);
+    rank_order_ = plan_.reserve(MemCategory::kWorkspace, Shape{steps_per_epoch_ * cfg_.batch}, DType::kI32);
+    zero_counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
+  }
   NOEIRA_TRY(allocate(steps_per_epoch_));
+  if (ranks() > 1) {
+    std::vector<int32_t> rows(static_cast<size_t>(steps_per_epoch_));
+    for (int64_t b = 0; b < steps_per_epoch_; ++b)
+      rows[static_cast<size_t>(b)] = static_cast<int32_t>(b * ranks() + gradient_sync().rank());
+    backend_.ops->copy_to_device(arenas_.ptr(rank_rows_), rows.data(), rows.size() * sizeof(int32_t));
+  }
 
   upload(train, train_x_, train_y_);
   upload(test, test_x_, test_y_);
@@ -110,6 +127,14 @@ void DatasetTrainer::begin_epoch() {
   if (augmenter_) augmenter_->run(ops, arenas_, train_x_, cfg_.seed, static_cast<uint32_t>(epoch_));
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
               arenas_.ptr(shuffle_ws_));
+  // Data parallel: this rank's rows of every global batch, in order, so that the step
+  // gathers its batch as on one process. The permutation viewed as rows of B indices: the
+  // rank's are rows b*N + r (rank_rows_), gathered once per epoch.
+  if (ranks() > 1)
+    ops.gather_rows(ConstView(arenas_.as<int32_t>(perm_), steps_per_epoch_ * ranks() * cfg_.batch),
+                    arenas_.as<int32_t>(rank_rows_), steps_per_epoch_, cfg_.batch,
+                    arenas_.as<StepCounters>(zero_counters_),
+                    View(arenas_.as<int32_t>(rank_order_), steps_per_epoch_ * cfg_.batch));
   ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
   // batch_in_epoch: 0, or where a checkpoint saved mid-epoch stopped.
   write_counters(resume_batch_);
@@ -120,27 +145,18 @@ void DatasetTrainer::begin_epoch() {
   epoch_seconds_ = 0.0;
 }
 
-void DatasetTrainer::enqueue_step() {
+// (B, sample...) and (B, target...) gathered from the resident data set: this rank's rows
+// of the step's global batch; the inputs in the flow dtype (BF16Policy's boundary cast),
+// labels as int32, regression targets fp32.
+TrainerCore::Batch DatasetTrainer::build_batch() {
   Ops& ops = *backend_.ops;
-  Context& ctx = *ctx_;
-  // (B, sample...) and (B, target...) gathered from the resident data set; the inputs in
-  // the flow dtype (BF16Policy's boundary cast), labels as int32, regression targets fp32.
-  const int32_t* perm = arenas_.as<int32_t>(perm_);
+  const int32_t* order = arenas_.as<int32_t>(ranks() > 1 ? rank_order_ : perm_);
   const Slot& images = augmenter_ ? augmenter_->output() : train_x_;
-  ctx.set_training(true);
-  ops.gather_rows(arenas_.view(images), perm, cfg_.batch, sample_shape_.numel(),
-                  ctx.counters(), arenas_.view(batch_x_));
-  ops.gather_rows(arenas_.view(train_y_), perm, cfg_.batch, target_shape_.numel(),
-                  ctx.counters(), arenas_.view(batch_y_));
-  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
-  const Tensor out = model_->forward(ctx, arenas_.view(batch_x_));
-  const Tensor dout = loss_->run(ctx, out, arenas_.view(batch_y_),
-                                 arenas_.as<LossStats>(train_stats_),
-                                 arenas_.as<float>(loss_history_), true);
-  model_->backward(ctx, dout);
-  optimizer_->step(ctx);
-  refresh_param_copies();
-  ops.advance(ctx.counters());
+  ops.gather_rows(arenas_.view(images), order, cfg_.batch, sample_shape_.numel(), ctx_->counters(),
+                  arenas_.view(batch_x_));
+  ops.gather_rows(arenas_.view(train_y_), order, cfg_.batch, target_shape_.numel(), ctx_->counters(),
+                  arenas_.view(batch_y_));
+  return {arenas_.view(batch_x_), arenas_.view(batch_y_)};
 }
 
 EvalStats DatasetTrainer::evaluate() {

@@ -1,6 +1,10 @@
 // The DatasetTrainer (image and tabular data) keeps the resident data sets and trains with
 // batches gathered on the device from a Philox permutation; the rest of training —
-// arenas, optimizer, captured step, checkpoints — is the TrainerCore's.
+// arenas, optimizer, the step, captured step, checkpoints — is the TrainerCore's.
+//
+// Data parallel over N ranks (a GradientSync of N ranks): an epoch has count / (N*B)
+// global batches; batch b of rank r is rows perm[b*N*B + r*B .. b*N*B + r*B + B - 1], so
+// the N ranks together see one process's epoch with an N-times batch.
 #pragma once
 #include <memory>
 
@@ -17,10 +21,12 @@ constexpr int64_t epoch_steps(int64_t count, int64_t batch, bool drop_last) {
 
 class DatasetTrainer final : public TrainerCore {
  public:
+  // sync: the data-parallel strategy (null: one process).
   static Result<std::unique_ptr<DatasetTrainer>> create(std::unique_ptr<Module> model,
-                                                 const TrainerConfig& cfg,
-                                                 const TensorDataset& train,
-                                                 const TensorDataset& test);
+                                                        const TrainerConfig& cfg,
+                                                        const TensorDataset& train,
+                                                        const TensorDataset& test,
+                                                        std::unique_ptr<GradientSync> sync = nullptr);
   ~DatasetTrainer() override;
 
   // The test set, in batches (the last one partial).
@@ -34,7 +40,7 @@ class DatasetTrainer final : public TrainerCore {
   Status build(const TensorDataset& train, const TensorDataset& test);
   void upload(const TensorDataset& d, const Slot& x, const Slot& y);
   Tensor batch_targets(const Slot& y, int64_t first, int64_t rows) const;
-  void enqueue_step() override;
+  Batch build_batch() override;
 
   Shape sample_shape_, out_shape_, target_shape_;
   int64_t train_count_ = 0, test_count_ = 0;
@@ -42,6 +48,9 @@ class DatasetTrainer final : public TrainerCore {
   Slot batch_x_, batch_y_;                    // (B, sample...) flow dtype, (B, target...)
   std::unique_ptr<Augmenter> augmenter_;      // null when the recipe does not augment
   Slot perm_, shuffle_ws_;
+  // Data parallel only: the permutation rows of this rank's batches, its batches' order,
+  // and counters at zero for that gather.
+  Slot rank_rows_, rank_order_, zero_counters_;
 };
 
 }  // namespace noeira

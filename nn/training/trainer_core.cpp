@@ -7,9 +7,12 @@ namespace noeira {
 
 TrainerCore::~TrainerCore() = default;
 
-Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg) {
+Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg,
+                         std::unique_ptr<GradientSync> sync) {
   cfg_ = cfg;
   model_ = std::move(model);
+  sync_ = sync ? std::move(sync) : std::make_unique<LocalSync>();
+  NOEIRA_TRY(sync_->check(cfg_));
   Result<Backend> b = make_backend(cfg.device, cfg.threads);
   if (!b) return b.error();
   backend_ = std::move(b).value();
@@ -19,7 +22,20 @@ Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg
                       " backend cannot run bf16 ops here (on the CPU, oneDNN needs AVX-512 for "
                       "bf16 matmuls); use --dtype fp32");
   params_.set_low_precision_copies(cfg_.amp == BF16Policy);
-  return {};
+  return sync_->attach(*backend_.ops);
+}
+
+// The sync's const methods only read what they are given; planning and binding (non-const
+// callers) may write.
+SyncTarget TrainerCore::sync_target() const {
+  auto* self = const_cast<TrainerCore*>(this);
+  SyncTarget t{*model_, params_, cfg_, self->plan_, padded_params_};
+  if (ctx_) {
+    t.arenas = &self->arenas_;
+    t.ops = backend_.ops.get();
+    t.context = ctx_.get();
+  }
+  return t;
 }
 
 PlanContext TrainerCore::plan_context(int64_t tail_rows) {
@@ -41,7 +57,8 @@ Status TrainerCore::allocate(int64_t history) {
   Ops& ops = *backend_.ops;
   // Padding floats at the end of the parameter arenas (zero, never read by a module).
   const int64_t n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
-  const int64_t pad = (param_pad_multiple_ - n % param_pad_multiple_) % param_pad_multiple_;
+  const int64_t multiple = sync_->pad_multiple();
+  const int64_t pad = (multiple - n % multiple) % multiple;
   padded_params_ = n + pad;
   if (pad > 0) {
     plan_.reserve(MemCategory::kParams, Shape{pad}, DType::kF32, sizeof(float));
@@ -50,11 +67,11 @@ Status TrainerCore::allocate(int64_t history) {
       plan_.reserve(MemCategory::kParamCopies, Shape{pad}, DType::kBF16, 2);
   }
   OptimizerShard shard;
-  if (optim_slice_ >= 0) {
-    const int64_t slice = (n + pad) / param_pad_multiple_;
-    shard = OptimizerShard{optim_slice_ * slice, slice};
+  if (const int64_t own = sync_->optimizer_slice(); own >= 0) {
+    const int64_t slice = (n + pad) / multiple;
+    shard = OptimizerShard{own * slice, slice};
   }
-  optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer, shard, optimizer_clips_);
+  optimizer_ = std::make_unique<Optimizer>(cfg_.optimizer, shard, sync_->optimizer_clips());
   optimizer_->plan(plan_, params_, ops);
   if (scratch_elems_ > 0)
     scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems_}, DType::kF32);
@@ -69,7 +86,10 @@ Status TrainerCore::allocate(int64_t history) {
   if (cfg_.amp == BF16Policy &&
       plan_.bytes(MemCategory::kParamCopies) * 2 != plan_.bytes(MemCategory::kParams))
     return make_error("internal: bf16 weight copies do not mirror the parameter arena");
-  NOEIRA_TRY(plan_shards());
+  {
+    SyncTarget t = sync_target();
+    NOEIRA_TRY(sync_->plan(t));
+  }
 
   // ---- Allocate once; nothing allocates after this line. ----
   Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
@@ -78,7 +98,8 @@ Status TrainerCore::allocate(int64_t history) {
   ctx_ = std::make_unique<Context>(ops, arenas_, counters_, scratch_, workspace_, cfg_.seed);
   if (reduction_ws_.valid())
     NOEIRA_TRY(ops.bind_reduction_workspace(arenas_.ptr(reduction_ws_), reduction_bytes_));
-  bind_shards();
+  SyncTarget t = sync_target();
+  sync_->bind(t);
   return {};
 }
 
@@ -153,20 +174,9 @@ void TrainerCore::initialise_params() {
     const std::vector<float> w = init_values(all[i], static_cast<uint32_t>(i), cfg_.seed, cfg_.init);
     std::copy(w.begin(), w.end(), whole.begin() + static_cast<int64_t>(all[i].value.offset / sizeof(float)));
   }
-  set_parameter_arena(whole);
+  sync_->set_parameter_arena(sync_target(), whole);
 }
 
-std::vector<float> TrainerCore::parameter_arena_host() const {
-  std::vector<float> whole(static_cast<size_t>(padded_params_));
-  backend_.ops->copy_to_host(whole.data(), arenas_.memory(MemCategory::kParams),
-                             whole.size() * sizeof(float));
-  return whole;
-}
-
-void TrainerCore::set_parameter_arena(const std::vector<float>& whole) {
-  backend_.ops->copy_to_device(arenas_.memory(MemCategory::kParams), whole.data(),
-                               whole.size() * sizeof(float));
-}
 
 // Module buffers (BatchNorm's running statistics) start at their declared values.
 void TrainerCore::initialise_buffers() {
@@ -187,6 +197,24 @@ void TrainerCore::refresh_param_copies() {
 void TrainerCore::write_counters(int64_t batch_in_epoch) {
   const StepCounters c{step_, batch_in_epoch};
   backend_.ops->copy_to_device(arenas_.ptr(counters_), &c, sizeof c);
+}
+
+void TrainerCore::enqueue_step() {
+  Ops& ops = *backend_.ops;
+  Context& ctx = *ctx_;
+  ctx.set_training(true);
+  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  const Batch batch = build_batch();
+  sync_->begin_step();
+  const Tensor out = model_->forward(ctx, batch.inputs);
+  const Tensor dout = loss_->run(ctx, out, batch.targets, arenas_.as<LossStats>(train_stats_),
+                                 arenas_.as<float>(loss_history_), true);
+  model_->backward(ctx, dout);
+  sync_->after_backward();
+  optimizer_->step(ctx);
+  sync_->after_step();
+  refresh_param_copies();
+  ops.advance(ctx.counters());
 }
 
 void TrainerCore::train_step() {
@@ -228,7 +256,7 @@ EpochStats TrainerCore::end_epoch(bool evaluate_test) {
                    s.step_losses.size() * sizeof(float));
   in_epoch_ = false;
   history_offset_ = 0;
-  combine_train_stats(st, s.step_losses);
+  sync_->combine_train_stats(st, s.step_losses);
   const EvalStats train = stats_of(st, cfg_.task);
   s.train_loss = train.loss;
   s.train_top1 = train.top1;
@@ -275,7 +303,7 @@ std::vector<EpochStats> TrainerCore::train(int epochs,
 
 std::vector<float> TrainerCore::param_values(size_t index) const {
   const ParamInfo& p = params_.all().at(index);
-  const std::vector<float> whole = parameter_arena_host();
+  const std::vector<float> whole = sync_->parameter_arena_host(sync_target());
   const auto first = whole.begin() + static_cast<int64_t>(p.value.offset / sizeof(float));
   return std::vector<float>(first, first + p.value.shape.numel());
 }

@@ -1,8 +1,13 @@
 // What every trainer shares (DatasetTrainer for image and tabular data, AutoregressiveTrainer for
 // language models): the backend, the model's parameters and optimizer state in one arena per
-// category, the device step counters, the captured step, the device timers, checkpoints,
-// and the epoch loop. A derived trainer plans its data and batch buffers, says how one
-// step is enqueued (enqueue_step) and how it evaluates; the core does the rest.
+// category, the device step counters, the one training step, the captured step, the device
+// timers, checkpoints, the epoch loop, and the GradientSync that makes it data-parallel. A
+// derived trainer plans its data and batch buffers, says how a step's batch is built
+// (build_batch) and how it evaluates; the core does the rest.
+//
+// The step, written once (enqueue_step): zero the gradients -> build the batch -> forward
+// -> loss -> backward -> sync.after_backward -> optimizer -> sync.after_step -> refresh
+// the bf16 weight copies -> advance the device counters.
 //
 // An "epoch" is the unit between two read-backs of the device accumulators: a pass over
 // the data set for the DatasetTrainer, an evaluation interval for the AutoregressiveTrainer.
@@ -16,38 +21,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nn/amp.h"
 #include "kernels/backend.h"
 #include "nn/context.h"
-#include "nn/init.h"
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/optimizer.h"
-#include "nn/training/augmenter.h"
+#include "nn/training/gradient_sync.h"
+#include "nn/training/trainer_config.h"
 
 namespace noeira {
-
-struct TrainerConfig {
-  Device device = Device::kCpu;
-  int threads = 0;  // CPU: 0 = every core this process may use
-  uint64_t seed = 0;
-  int64_t batch = 128;
-  bool drop_last = true;
-  Task task = Task::kClassification;
-  float label_smoothing = 0.0f;  // softmax cross-entropy's (recipe "label_smoothing")
-  OptimizerConfig optimizer;
-  InitConfig init;
-  AmpPolicy amp = NoAMP;
-  // Random crop + flip of the training images before every epoch (nn/training/augmenter.h);
-  // its count and image shape are filled in from the data set.
-  std::optional<AugmentSpec> augment;
-  bool use_train_cuda_graph = false;
-  bool graph_fallback = false;   // if capture fails: run eager (true) or fail create (false)
-  // Device step timers to create before any capture (CUPTI must be enabled first).
-  std::vector<DeviceTimerKind> device_timers;
-  std::string model_name;        // goes into checkpoints
-  nlohmann::json recipe;         // hashed into checkpoints; resuming checks it
-};
 
 struct EvalStats {
   double loss = 0.0;  // mean per-sample (per-token for language models) loss
@@ -91,7 +73,8 @@ class TrainerCore {
   EpochStats end_epoch(bool evaluate_test = true);
   void synchronize();
 
-  virtual Status save_checkpoint(const std::filesystem::path& path) const;
+  // Collective on N ranks (every rank calls it; the GradientSync decides which writes).
+  Status save_checkpoint(const std::filesystem::path& path) const;
   // kResume: everything (parameters, buffers, optimizer state, step), checked against this
   // run's model, data, recipe, optimizer and dtype. kWeights: parameters and buffers only,
   // for inference (sampling): the optimizer, its schedule and the dtype may differ.
@@ -111,8 +94,9 @@ class TrainerCore {
   const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
   // A timer requested in TrainerConfig::device_timers, or null (then `why` says why).
   DeviceStepTimer* device_timer(DeviceTimerKind kind, std::string* why = nullptr) const;
-  // Data parallelism (parallel/distributed_trainer.h): the ranks that train together (1 here).
-  virtual int ranks() const { return 1; }
+  // Data parallelism: the ranks that train together (1 on one process), and the strategy.
+  int ranks() const { return sync_->ranks(); }
+  const GradientSync& gradient_sync() const { return *sync_; }
   // Forward FLOPs of one sample as planned (PlanContext::forward_flops); a training step
   // is about 3 x this x the batch.
   double forward_flops_per_sample() const { return forward_flops_; }
@@ -121,8 +105,9 @@ class TrainerCore {
 
  protected:
   TrainerCore() = default;
-  // The backend for cfg (before build).
-  Status open(std::unique_ptr<Module> model, const TrainerConfig& cfg);
+  // The backend for cfg and the data-parallel strategy (LocalSync when null), before build.
+  Status open(std::unique_ptr<Module> model, const TrainerConfig& cfg,
+              std::unique_ptr<GradientSync> sync);
   // A PlanContext for the model at the top level (batch rows, tail rows for evaluation's
   // last partial batch), collecting scratch and workspace sizes into the core.
   PlanContext plan_context(int64_t tail_rows);
@@ -136,8 +121,12 @@ class TrainerCore {
   // and the captured step if asked for.
   Status start();
 
-  // One training step, enqueued. Per-step values come from the device counters.
-  virtual void enqueue_step() = 0;
+  // The step's batch: inputs and targets, built on the device (the only per-trainer part
+  // of the step). Per-step values come from the device counters.
+  struct Batch {
+    Tensor inputs, targets;
+  };
+  virtual Batch build_batch() = 0;
   // Host work before each step that a captured graph cannot hold (the host-batch
   // baseline's copy); nothing by default.
   virtual void before_step() {}
@@ -147,12 +136,6 @@ class TrainerCore {
   virtual int epochs_after_end() const { return epoch_ + 1; }
   // Keys a derived trainer adds to the checkpoint header; resuming compares each of them.
   virtual nlohmann::json extra_meta() const { return nlohmann::json::object(); }
-  // Data parallelism (parallel/distributed_trainer.h): the epoch's training loss and per-step
-  // losses combined over the ranks at end_epoch.
-  virtual void combine_train_stats(LossStats& stats, std::vector<float>& step_losses) const {
-    (void)stats;
-    (void)step_losses;
-  }
 
   void write_counters(int64_t batch_in_epoch = 0);
   void refresh_param_copies();
@@ -186,33 +169,16 @@ class TrainerCore {
   int64_t resume_batch_ = 0;
   int64_t history_offset_ = 0;
   bool in_epoch_ = false;
-  // The parameter, gradient (and bf16 copy) arenas are padded to a multiple of this many
-  // floats: a data-parallel trainer's N, so each rank owns an equal slice.
-  int64_t param_pad_multiple_ = 1;
-  // What the optimizer made in allocate() updates: everything, or (ZeRO-1) slice
-  // optim_slice_ of the param_pad_multiple_ equal slices of the padded arena; and whether it
-  // clips (a data-parallel trainer clips the reduced gradients itself).
-  int64_t optim_slice_ = -1;
-  bool optimizer_clips_ = true;
-  // Checkpoints: optimizer state buffer `s` as the whole parameter arena's floats on the
-  // host, and back. By default the buffer itself; ZeRO-1 gathers and scatters slices.
-  virtual std::vector<float> optimizer_state_host(const Slot& s) const;
-  virtual void set_optimizer_state(const Slot& s, const std::vector<float>& whole);
-  // The parameter arena (padded_params_ floats) on the host, and back: the arena itself by
-  // default; a ZeRO-3 rank, which holds only its slice, gathers and scatters (collective).
-  virtual std::vector<float> parameter_arena_host() const;
-  virtual void set_parameter_arena(const std::vector<float>& whole);
-  // Sharding hooks of a data-parallel trainer: plan_shards runs after every buffer is
-  // reserved and may shrink the parameter and gradient arenas to what a rank keeps
-  // (MemoryPlan::set_bytes); bind_shards runs once the arenas exist, before anything is
-  // written to them.
-  virtual Status plan_shards() { return {}; }
-  virtual void bind_shards() {}
-  // Floats of the parameter (and gradient) arena as laid out, padding included, whatever
-  // plan_shards made of the allocation.
+  std::unique_ptr<GradientSync> sync_;
+  // What the GradientSync sees of this trainer (the arenas once allocated).
+  SyncTarget sync_target() const;
+  // Floats of the parameter (and gradient) arena as laid out, padding included (a multiple
+  // of the sync's pad_multiple()), whatever the sync's plan made of the allocation.
   int64_t padded_params_ = 0;
 
  private:
+  // One training step, enqueued (the skeleton above).
+  void enqueue_step();
   Status capture_step();
   // One epoch, or none (an empty result) when `stop` ended it early.
   std::optional<EpochStats> run_epoch(const std::function<void(int64_t, int64_t)>& on_step,
@@ -220,6 +186,8 @@ class TrainerCore {
   void initialise_params();
   void initialise_buffers();
   nlohmann::json checkpoint_meta() const;
+  // The checkpoint of this rank's view of the state, gathered through the sync.
+  Status write_checkpoint_file(const std::filesystem::path& path, const SyncTarget& target) const;
 
   int64_t scratch_elems_ = 0;
   double forward_flops_ = 0.0;

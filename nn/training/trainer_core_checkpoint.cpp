@@ -67,8 +67,20 @@ nlohmann::json TrainerCore::checkpoint_meta() const {
   return meta;
 }
 
+// Every rank calls it: the sync gathers sharded state from every rank and lets one write.
 Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   backend_.ops->synchronize();
+  const SyncTarget target = sync_target();
+  // A rank that does not write still takes part in each gathering, in the same order.
+  auto gather = [&] {
+    (void)sync_->parameter_arena_host(target);
+    for (const auto& [name, slot] : optimizer_->state()) (void)sync_->optimizer_state_host(target, slot);
+  };
+  return sync_->save([&] { return write_checkpoint_file(path, target); }, gather);
+}
+
+Status TrainerCore::write_checkpoint_file(const std::filesystem::path& path,
+                                          const SyncTarget& target) const {
   Checkpoint ck;
   ck.meta = checkpoint_meta();
   // A tensor of `shape` floats, its bytes to be filled by the caller.
@@ -85,7 +97,7 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
     CheckpointTensor& t = add(name, group, s.shape);
     backend_.ops->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
   };
-  const std::vector<float> values = parameter_arena_host();
+  const std::vector<float> values = sync_->parameter_arena_host(target);
   for (const ParamInfo& p : params_.all()) {
     CheckpointTensor& t = add(p.name, "param", p.value.shape);
     std::memcpy(t.bytes.data(), values.data() + p.value.offset / sizeof(float), t.bytes.size());
@@ -93,23 +105,13 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   for (const BufferInfo& b : params_.buffers()) add_slot(b.name, "buffer", b.value);
   // Optimizer state is laid out like the parameter arena: store it per parameter.
   for (const auto& [state_name, slot] : optimizer_->state()) {
-    const std::vector<float> whole = optimizer_state_host(slot);
+    const std::vector<float> whole = sync_->optimizer_state_host(target, slot);
     for (const ParamInfo& p : params_.all()) {
       CheckpointTensor& t = add(state_name + "." + p.name, "optim", p.value.shape);
       std::memcpy(t.bytes.data(), whole.data() + p.value.offset / sizeof(float), t.bytes.size());
     }
   }
   return write_checkpoint(path, ck);
-}
-
-std::vector<float> TrainerCore::optimizer_state_host(const Slot& s) const {
-  std::vector<float> whole(static_cast<size_t>(padded_params_), 0.0f);
-  backend_.ops->copy_to_host(whole.data(), arenas_.ptr(s), s.bytes);
-  return whole;
-}
-
-void TrainerCore::set_optimizer_state(const Slot& s, const std::vector<float>& whole) {
-  backend_.ops->copy_to_device(arenas_.ptr(s), whole.data(), s.bytes);
 }
 
 Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode mode) {
@@ -206,9 +208,9 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
     batch = b->get<int64_t>();
   }
 
-  set_parameter_arena(values);
+  sync_->set_parameter_arena(sync_target(), values);
   for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
-  for (const auto& [slot, whole] : states) set_optimizer_state(slot, whole);
+  for (const auto& [slot, whole] : states) sync_->set_optimizer_state(sync_target(), slot, whole);
   refresh_param_copies();
   if (!resume) return {};
   cfg_.seed = seed;  // the run continues its own RNG streams

@@ -1,5 +1,5 @@
 // The NCCL engine with one rank (parallel/nccl_communicator.h over a SingleRankCommunicator):
-// gpt-tiny's DistributedAutoregressiveTrainer on the GPU, every ZeRO stage. The bucket
+// gpt-tiny's trainer with a DataParallelSync on the GPU, every ZeRO stage. The bucket
 // exchanges run on NCCL's stream with event handshakes; with one rank every stage must give
 // the same checkpoint bytes, and training must follow the single-process GPU trainer (its
 // clipping sums its squares in another tree, so not bit for bit).
@@ -14,7 +14,7 @@
 #if defined(NOEIRA_WITH_NCCL)
 #include <nccl.h>
 
-#include "parallel/distributed_factory.h"
+#include "parallel/data_parallel_sync.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/single_rank_communicator.h"
 #include "nn/checkpoint.h"
@@ -45,13 +45,16 @@ TEST_CASE("nccl: one rank, gpt-tiny on the GPU: ZeRO 0-3 give identical checkpoi
     SingleRankCommunicator host;
     Result<std::unique_ptr<NcclCommunicator>> nccl = NcclCommunicator::create(host);
     REQUIRE(nccl.ok());
-    Result<std::unique_ptr<DistributedAutoregressiveTrainer>> t = make_distributed_lm_trainer(
-        recipe_named("gpt-tiny"), shakespeare(), o, **nccl, stage);
+    Result<std::unique_ptr<DataParallelSync>> sync = DataParallelSync::create(**nccl, stage);
+    REQUIRE(sync.ok());
+    const DataParallelSync& d = **sync;
+    Result<std::unique_ptr<AutoregressiveTrainer>> t =
+        make_lm_trainer(recipe_named("gpt-tiny"), shakespeare(), o, std::move(sync).value());
     if (!t) FAIL(t.error().message);
     const std::vector<float> losses = lm_steps(**t, 10);
     CHECK_FALSE(has_nan(losses));
-    CHECK((*t)->comm_bytes_per_step() ==
-          (stage == 3 ? 3 : 2) * (*t)->padded_params() * static_cast<int64_t>(sizeof(float)));
+    CHECK(d.comm_bytes_per_step() ==
+          (stage == 3 ? 3 : 2) * d.padded_params() * static_cast<int64_t>(sizeof(float)));
     REQUIRE((*t)->save_checkpoint(dir / "z.ckpt").ok());
     ckpts.push_back(file_bytes(dir / "z.ckpt"));
     if (stage == 0) losses0 = losses;

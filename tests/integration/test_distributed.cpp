@@ -1,4 +1,4 @@
-// The gpt family over MPI ranks (parallel/distributed_trainer.h), run as users run it:
+// The gpt family over MPI ranks (parallel/data_parallel_sync.h), run as users run it:
 // `mpirun -np N noeira-bench train --model gpt-tiny --zero 0`, on this machine's two cores
 // (--oversubscribe --bind-to none, one thread per rank; as root Open MPI also needs
 // --allow-run-as-root). DDP over N ranks is one process with an N-times batch to fp32
@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "nn/checkpoint.h"
+#include "tests/support/distributed_fixture.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/temp_dir.h"
@@ -25,46 +26,8 @@ using namespace noeira::test;
 
 namespace {
 
-// This build's MPI engine and an mpirun to start ranks (scripts/setup installs both; the
-// GPU bundle builds without MPI).
-bool have_mpirun() {
-#if defined(NOEIRA_WITH_MPI)
-  return run_shell("command -v mpirun").exit_code == 0;
-#else
-  return false;
-#endif
-}
-
-// mpirun as the tests need it on a small machine (not what users type).
-std::string mpirun(int ranks) {
-  return "mpirun -np " + std::to_string(ranks) +
-         " --oversubscribe --bind-to none --allow-run-as-root '" + bench_binary() + "' ";
-}
-
 CommandResult train(int ranks, const std::string& args) {
-  const std::string common = "train --model gpt-tiny --threads 1 " + args;
-  return ranks == 0 ? run_bench(common) : run_shell(mpirun(ranks) + common + " 2>&1");
-}
-
-// max over parameters of max |a - b| / max |b|.
-double max_rel_deviation(const Checkpoint& a, const Checkpoint& b) {
-  double worst = 0.0;
-  for (const CheckpointTensor& t : b.tensors) {
-    if (t.group != "param") continue;
-    const CheckpointTensor* u = a.find(t.name);
-    REQUIRE(u != nullptr);
-    REQUIRE(u->bytes.size() == t.bytes.size());
-    const auto* x = reinterpret_cast<const float*>(u->bytes.data());
-    const auto* y = reinterpret_cast<const float*>(t.bytes.data());
-    const size_t n = t.bytes.size() / sizeof(float);
-    double diff = 0.0, scale = 0.0;
-    for (size_t i = 0; i < n; ++i) {
-      diff = std::max(diff, std::abs(static_cast<double>(x[i]) - y[i]));
-      scale = std::max(scale, std::abs(static_cast<double>(y[i])));
-    }
-    worst = std::max(worst, scale > 0.0 ? diff / scale : diff);
-  }
-  return worst;
+  return train_ranks(ranks, "train --model gpt-tiny --threads 1 " + args);
 }
 
 // The bytes of a memory plan line ("  optimizer state   3216384 bytes ...") in rank 0's output.
@@ -73,12 +36,6 @@ long long plan_bytes(const std::string& output, const std::string& category) {
   if (at == std::string::npos) return -1;
   return std::stoll(output.substr(at + category.size() + 2));
 }
-
-#define SKIP_WITHOUT_MPIRUN()                                                     \
-  if (!have_mpirun()) {                                                           \
-    WARN("SKIP: no MPI in this build or no mpirun (scripts/setup installs Open MPI)"); \
-    return;                                                                       \
-  }
 
 }  // namespace
 
