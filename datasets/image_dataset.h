@@ -1,6 +1,7 @@
 // An image-classification data set held in host memory exactly as the file stores it:
-// uint8 pixels, one int32 label per sample. The trainer uploads it once and normalises
-// on the device, so nothing here converts or copies per batch.
+// uint8 pixels, one int32 label per sample. models/recipe_data.cpp normalises it once, on
+// the host, into the fp32 TensorDataset a trainer uploads once; nothing converts or
+// copies per batch.
 #pragma once
 #include <cstdint>
 #include <string>
