@@ -1,7 +1,6 @@
-// CpuOps' Vision-Transformer token ops (contracts: kernels/ops.h): patches of an image
-// batch, the class token plus position embedding, and copies of token rows. Each is a
-// copy or one fp32 add per element, computed by itself, so the thread count changes
-// nothing.
+// CpuOps' class token (contracts: kernels/op_list.inc): the class token plus position
+// embedding, and copies of token rows (its backward's routing). Each is a copy or one fp32
+// add per element, computed by itself, so the thread count changes nothing.
 #include <cstring>
 #include <string>
 
@@ -12,20 +11,6 @@
 namespace noeira {
 
 namespace {
-
-template <class T>
-void patchify_impl(int threads, const PatchShape& s, const T* x, T* y) {
-  const int64_t n = s.elems();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = x[s.patch_source(i)];
-}
-
-template <class T>
-void unpatchify_impl(int threads, const PatchShape& s, const T* dy, T* dx) {
-  const int64_t n = s.elems();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[s.patch_source(i)] = dy[i];
-}
 
 template <class T>
 void class_token_impl(int threads, const T* x, const float* cls, const float* pos, T* y,
@@ -45,37 +30,7 @@ void class_token_impl(int threads, const T* x, const float* cls, const float* po
   }
 }
 
-// Why s is not a shape patchify can run (a permutation needs whole patches), or empty.
-std::string patch_problem(const PatchShape& s) {
-  if (s.batch < 0 || s.channels < 0 || s.height < 0 || s.width < 0 || s.patch <= 0 ||
-      s.height % s.patch != 0 || s.width % s.patch != 0)
-    return "image (" + std::to_string(s.batch) + ", " + std::to_string(s.channels) + ", " +
-           std::to_string(s.height) + ", " + std::to_string(s.width) + ") does not split into " +
-           std::to_string(s.patch) + "x" + std::to_string(s.patch) + " patches";
-  return {};
-}
-
 }  // namespace
-
-void CpuOps::patchify(const PatchShape& s, ConstView x, View y) {
-  const char* op = "patchify";
-  if (const std::string why = patch_problem(s); !why.empty()) cpu_op_failed(op, make_error(why));
-  expect_elems(op, s.elems(), {x, y});
-  dispatch_float(op, {y, x}, [&](auto storage) {
-    using T = typename decltype(storage)::type;
-    patchify_impl(threads_, s, x.as<T>(), y.as<T>());
-  });
-}
-
-void CpuOps::unpatchify(const PatchShape& s, ConstView dy, View dx) {
-  const char* op = "unpatchify";
-  if (const std::string why = patch_problem(s); !why.empty()) cpu_op_failed(op, make_error(why));
-  expect_elems(op, s.elems(), {dy, dx});
-  dispatch_float(op, {dx, dy}, [&](auto storage) {
-    using T = typename decltype(storage)::type;
-    unpatchify_impl(threads_, s, dy.as<T>(), dx.as<T>());
-  });
-}
 
 void CpuOps::class_token_forward(ConstView x, const float* cls, const float* pos, View y,
                                  int64_t B, int64_t N, int64_t C) {

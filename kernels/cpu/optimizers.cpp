@@ -1,4 +1,4 @@
-// CpuOps' optimizers (contracts: kernels/ops.h): in place over the flat fp32 parameter,
+// CpuOps' optimizers (contracts: kernels/op_list.inc): in place over the flat fp32 parameter,
 // gradient and state arenas, with kernels/common/math.h's update, one element at a time.
 #include <type_traits>
 

@@ -1,4 +1,4 @@
-// CpuOps' pooling (contracts: kernels/ops.h). Every output element is computed by itself,
+// CpuOps' pooling (contracts: kernels/op_list.inc). Every output element is computed by itself,
 // so results depend on neither the thread count nor the schedule. Backward gathers: each
 // input element walks the windows that cover it in row-major window order and sums in
 // fp32, so bf16 dx is rounded once and no scratch buffer is needed.

@@ -1,4 +1,4 @@
-// CpuOps' BatchNorm2d (contracts: kernels/ops.h; math: kernels/common/norm.h). x is
+// CpuOps' BatchNorm2d (contracts: kernels/op_list.inc; math: kernels/common/norm.h). x is
 // (B, C, S); a channel's values sit in B runs of S. Training sums each channel in double
 // in the order b, then s, one channel per iteration of the parallel loop, so the bits do
 // not depend on the thread count. No workspace.
@@ -87,6 +87,9 @@ void bn_backward_impl(int threads, const NormShape& s, const T* dy, const T* x,
 }
 
 }  // namespace
+
+// The channel sums run in the loops' own registers: no scratch.
+size_t CpuOps::batchnorm_workspace_bytes(const NormShape&) const { return 0; }
 
 void CpuOps::batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
                                      const float* beta, const BatchNormHyper& h, View y,

@@ -1,4 +1,4 @@
-// CpuOps' element-wise ops (contracts: kernels/ops.h). Each dispatches once on its views'
+// CpuOps' element-wise ops (contracts: kernels/op_list.inc). Each dispatches once on its views'
 // dtype to a loop written once for fp32 and bf16 storage; the math is fp32.
 #include <type_traits>
 

@@ -1,7 +1,7 @@
-// CpuOps::batch_windows (contract: kernels/ops.h, "Sequences"): the autoregressive batch of
-// the current step, one window per row (kernels/common/batch_window.h's copy_batch_window,
-// the same function as the host-batch baseline fill_batch_windows). OpenMP over rows; each
-// row is a copy, so any thread count gives the same bytes.
+// CpuOps::batch_windows (contract: kernels/op_list.inc, "Sequences"): the autoregressive
+// batch of the current step, one window per row (kernels/common/batch_window.h's
+// copy_batch_window, the same function as the host-batch baseline fill_batch_windows).
+// OpenMP over rows; each row is a copy, so any thread count gives the same bytes.
 #include <string>
 
 #include "kernels/common/batch_window.h"

@@ -1,4 +1,4 @@
-// CpuOps' convolutions (contracts: kernels/ops.h) through the one OnednnConv the backend
+// CpuOps' convolutions (contracts: kernels/op_list.inc) through the one OnednnConv the backend
 // owns (onednn_conv.h): conv2d_plan creates a shape's primitives for its dtype and sizes
 // its workspace; the passes find the plan and stop the process when there is none.
 // bf16 runs oneDNN's bf16 kernels (fp32 accumulation, bf16 outputs rounded once, fp32

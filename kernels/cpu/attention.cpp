@@ -1,28 +1,15 @@
-// CpuOps' self-attention core, causal or not (contract: kernels/ops.h). Per (batch, head)
-// pair the two big products of each pass are GEMMs (oneDNN matmul, fp32), with a fused
-// (masked) softmax between them. OpenMP spreads the (b, h) pairs; one thread computes a whole pair
-// in a fixed order, so 1 and N threads agree bit for bit.
+// CpuOps' self-attention core, causal or not (contract: kernels/op_list.inc). Per (batch,
+// head) pair the two big products of each pass are GEMMs (oneDNN matmul, fp32), with a
+// fused (masked) softmax between them. OpenMP spreads the (b, h) pairs; one thread computes
+// a whole pair in a fixed order, so 1 and N threads agree bit for bit.
 //
 // Per thread, the workspace holds the pair's q, k, v (and dout) copied to contiguous fp32
 // (T x hd each: bf16 storage is read once, and fp32 and bf16 views run the very same
 // GEMMs, so bf16 results are fp32 results on the rounded inputs, rounded once on store),
 // the pair's dq, dk, dv and one T x T matrix for backward, and the oneDNN scratchpad.
 //
-// The GEMMs (DESIGN.md rule 3): one oneDNN matmul primitive per product and shape, created
-// single-threaded (onednn::OneThread) outside any parallel region and cached for the
-// process, with per-thread memory objects whose data handles are set per call (a Plan per
-// (threads, T, hd, causal); attention_workspace_bytes makes it, so a model's plan creates
-// everything before the first step and the passes allocate nothing). Each runs
-// single-threaded inside the parallel region, each thread with its own stream and its own
-// scratchpad (user scratchpad mode, in the workspace). A primitive's reduction order
-// depends on its shape only, never on the thread that runs it or how many run. One caller
-// at a time per Plan (its streams and memory objects are shared), as for OnednnGemm.
-//
-// Row blocking for causality: rows i of S = q k^T are cut into fixed blocks of kRowBlock;
-// block [i0, i1) needs keys j < i1 only, so each block is its own GEMM over the first i1
-// columns (likewise for att v, dout v^T, dS k), and dV, dK, whose rows j take sums over
-// i >= j, start their sums at the block's first row. The cuts depend on T only. Without
-// the mask (causal = false) every block spans all T keys and dV, dK sum over every row.
+// The GEMMs and the row blocks that keep causal products to the keys they need:
+// attention_plan.h.
 //
 // What is computed (hd = C / nh, scale = float(1 / sqrt(double(hd))), fp32 throughout,
 // GEMM sums in oneDNN's order for the shape; "lanes": kLanes interleaved partial results
@@ -39,14 +26,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <tuple>
-#include <unordered_map>
-#include <vector>
+#include <cstddef>
 
+#include "kernels/common/bf16.h"
+#include "kernels/common/saturating.h"
+#include "kernels/cpu/attention_plan.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "kernels/dispatch.h"
@@ -55,172 +39,14 @@ namespace noeira {
 
 namespace {
 
-using dims = dnnl::memory::dims;
-using dt = dnnl::memory::data_type;
-
-// Rows of S per causal block (fixed, so results never depend on the thread count).
-constexpr int64_t kRowBlock = 64;
-
-float attention_scale(int64_t hd) {
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-}
-
-// ---- GEMM primitives ----
-
-// A (rows x cols) matrix stored row-major with leading dimension ld, or its transpose.
-dnnl::memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
-  return transposed ? dnnl::memory::desc(dims{rows, cols}, dt::f32, dims{1, ld})
-                    : dnnl::memory::desc(dims{rows, cols}, dt::f32, dims{ld, 1});
-}
-
-// Row-major C(M,N) = alpha op(A)(M,K) op(B)(K,N), C not read.
-struct Gemm {
-  dnnl::memory::desc a, b, c, scratch;
-  dnnl::matmul primitive;
-};
-
-// One thread's execution arguments for one Gemm: memory objects made once, their data
-// handles set per call (no allocation per call).
-struct Exec {
-  dnnl::memory a, b, c, scratch;
-  std::unordered_map<int, dnnl::memory> args;
-};
-
-// A Gemm of a plan with an Exec per thread.
-struct Slot {
-  const Gemm* gemm = nullptr;
-  std::vector<Exec> exec;  // [thread]
-};
-
-// Every product of one (b, h) pair for sequence length T and head size hd: index [blk] is
-// the row block blk (rows [blk * kRowBlock, min(T, (blk + 1) * kRowBlock))), which sees
-// keys [0, key_end(blk)); key block blk's dV, dK sum rows [grad_begin(blk), T).
-struct Plan {
-  int64_t T = 0, hd = 0, blocks = 0;
-  bool causal = true;
-  std::vector<Slot> s;    // S[rows, :i1] = scale q[rows] k[:i1]^T
-  std::vector<Slot> o;    // out[rows] = att[rows, :i1] v[:i1]
-  std::vector<Slot> da;   // datt[rows, :i1] = dout[rows] v[:i1]^T
-  std::vector<Slot> dq;   // dq[rows] = dS[rows, :i1] k[:i1]
-  std::vector<Slot> dk;   // dk[rows] = dS[i0:, rows]^T q[i0:]
-  std::vector<Slot> dv;   // dv[rows] = att[i0:, rows]^T dout[i0:]  (dk's shape)
-  size_t scratch_bytes = 0;            // the largest scratchpad, aligned
-  std::vector<dnnl::stream*> streams;  // one per thread
-};
-
-struct GemmCache {
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float>;
-  std::mutex mu;
-  std::map<Key, std::unique_ptr<Gemm>> gemms;  // entries stay put
-  std::vector<std::unique_ptr<dnnl::stream>> streams;
-  std::map<std::tuple<int, int64_t, int64_t, bool>, std::unique_ptr<Plan>>
-      plans;  // threads, T, hd, causal
-};
-
-GemmCache& gemm_cache() {
-  static GemmCache* cache = new GemmCache;  // never destroyed: outlives every CpuOps
-  return *cache;
-}
-
-// Callers hold the cache's mutex.
-const Gemm& gemm_of(GemmCache& cache, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                    int64_t lda, int64_t ldb, int64_t ldc, float alpha) {
-  const GemmCache::Key key{ta, tb, M, N, K, lda, ldb, ldc, alpha};
-  auto it = cache.gemms.find(key);
-  if (it != cache.gemms.end()) return *it->second;
-  onednn::OneThread one;
-  auto g = std::make_unique<Gemm>();
-  g->a = matrix(M, K, lda, ta);
-  g->b = matrix(K, N, ldb, tb);
-  g->c = matrix(M, N, ldc, false);
-  dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
-  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g->a, g->b, g->c), attr,
-                                        onednn::cpu_engine());
-  g->scratch = pd.scratchpad_desc();
-  g->primitive = dnnl::matmul(pd);
-  return *cache.gemms.emplace(key, std::move(g)).first->second;
-}
-
-int64_t block_begin(int64_t blk) { return blk * kRowBlock; }
-int64_t block_end(int64_t blk, int64_t T) { return std::min(T, (blk + 1) * kRowBlock); }
-int64_t key_end(const Plan& p, int64_t blk) { return p.causal ? block_end(blk, p.T) : p.T; }
-int64_t grad_begin(const Plan& p, int64_t blk) { return p.causal ? block_begin(blk) : 0; }
-// Keys row i attends to: [0, visible(i)).
-int64_t visible(const Plan& p, int64_t i) { return p.causal ? i + 1 : p.T; }
-
-// The plan for (threads, T, hd, causal): created the first time with every primitive, memory
-// object and stream for `threads`, then looked up. Outside parallel regions only. One
-// caller at a time (streams and memory objects are shared). A oneDNN failure stops the
-// process.
-const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool causal) {
-  GemmCache& cache = gemm_cache();
-  std::lock_guard<std::mutex> lock(cache.mu);
-  const auto key = std::make_tuple(threads, T, hd, causal);
-  if (auto it = cache.plans.find(key); it != cache.plans.end()) return *it->second;
-  auto owned = std::make_unique<Plan>();
-  Plan& p = *owned;
-  p.T = T;
-  p.hd = hd;
-  p.causal = causal;
-  p.blocks = (T + kRowBlock - 1) / kRowBlock;
-  const float scale = attention_scale(hd);
-  try {
-    const dnnl::engine& engine = onednn::cpu_engine();
-    const auto slot = [&](const Gemm& g) {
-      Slot sl;
-      sl.gemm = &g;
-      for (int t = 0; t < threads; ++t) {
-        Exec e;
-        e.a = dnnl::memory(g.a, engine, DNNL_MEMORY_NONE);
-        e.b = dnnl::memory(g.b, engine, DNNL_MEMORY_NONE);
-        e.c = dnnl::memory(g.c, engine, DNNL_MEMORY_NONE);
-        e.scratch = dnnl::memory(g.scratch, engine, DNNL_MEMORY_NONE);
-        e.args = {{DNNL_ARG_SRC, e.a},
-                  {DNNL_ARG_WEIGHTS, e.b},
-                  {DNNL_ARG_DST, e.c},
-                  {DNNL_ARG_SCRATCHPAD, e.scratch}};
-        sl.exec.push_back(std::move(e));
-      }
-      return sl;
-    };
-    for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), rows = block_end(blk, T) - i0;
-      const int64_t keys = key_end(p, blk), g0 = grad_begin(p, blk);
-      p.s.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, scale)));
-      p.o.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));
-      p.da.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, 1.0f)));
-      p.dq.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));
-      const Gemm& dkv = gemm_of(cache, true, false, rows, hd, T - g0, T, hd, hd, 1.0f);
-      p.dk.push_back(slot(dkv));
-      p.dv.push_back(slot(dkv));
-    }
-    while (static_cast<int>(cache.streams.size()) < threads)
-      cache.streams.push_back(std::make_unique<dnnl::stream>(onednn::cpu_engine()));
-    for (int t = 0; t < threads; ++t)
-      p.streams.push_back(cache.streams[static_cast<size_t>(t)].get());
-  } catch (const dnnl::error& e) {
-    cpu_op_failed(op, make_error(std::string("oneDNN cannot create a matmul: ") + e.what()));
-  }
-  for (const auto* list : {&p.s, &p.o, &p.da, &p.dq, &p.dk})
-    for (const Slot& sl : *list)
-      p.scratch_bytes = std::max(p.scratch_bytes, sl.gemm->scratch.get_size());
-  p.scratch_bytes = onednn::align_up(p.scratch_bytes);
-  return *cache.plans.emplace(key, std::move(owned)).first->second;
-}
-
-// Runs slot's GEMM single-threaded on the calling thread (inside the parallel region).
-void run(const Slot& slot, int thread, dnnl::stream& stream, void* scratch, const float* A,
-         const float* B, float* C) {
-  const Exec& e = slot.exec[static_cast<size_t>(thread)];
-  e.a.set_data_handle(const_cast<float*>(A));
-  e.b.set_data_handle(const_cast<float*>(B));
-  e.c.set_data_handle(C);
-  e.scratch.set_data_handle(scratch);
-  onednn::OneThread one;
-  slot.gemm->primitive.execute(stream, e.args);
-  stream.wait();
-}
+using cpu_attention::attention_scale;
+using cpu_attention::block_begin;
+using cpu_attention::block_end;
+using cpu_attention::grad_begin;
+using cpu_attention::Plan;
+using cpu_attention::plan_of;
+using cpu_attention::run;
+using cpu_attention::visible;
 
 // ---- Workspace ----
 
@@ -408,6 +234,15 @@ void attention_backward_impl(int threads, const Plan& p, const S* dout, const S*
 }
 
 }  // namespace
+
+// att holds the probabilities.
+int64_t CpuOps::attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType) const {
+  return sat_mul({B, nh, T, T});
+}
+
+// oneDNN GEMM primitives are created per block of 64 query rows (about 0.3 MB each
+// block): 65,536 positions plan 1,024 blocks.
+int64_t CpuOps::attention_max_context() const { return int64_t{1} << 16; }
 
 size_t CpuOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                          DType /*dtype*/) const {

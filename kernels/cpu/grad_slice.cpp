@@ -1,4 +1,4 @@
-// CpuOps' data-parallel slice ops (contracts: kernels/ops.h, after clip_grad_norm). The
+// CpuOps' data-parallel slice ops (contracts: kernels/op_list.inc, after clip_grad_norm). The
 // order of every sum is fixed and independent of the thread count: a segment's squares in
 // double in element order (one thread per segment), the ranks' values in rank order, the
 // segment norms in segment order (kernels/common/clip.h).

@@ -1,6 +1,6 @@
-// CpuOps' reductions: bias gradients and the losses (contracts and summation orders:
-// kernels/ops.h). Each dispatches once on its views' dtype to a loop written once for
-// fp32 and bf16 storage; sums are fp32 (columns) or double (losses), in a fixed order.
+// CpuOps' losses, softmax_xent and mse (contracts and summation orders: kernels/op_list.inc).
+// Each dispatches once on its views' dtype to a loop written once for fp32 and bf16
+// storage; the batch sums are double, in row (element) order.
 #include <cmath>
 #include <string>
 
@@ -11,17 +11,6 @@
 namespace noeira {
 
 namespace {
-
-template <class T>
-void bias_grad_impl(int threads, const T* dy, float* db, int64_t M, int64_t N) {
-  // Each column summed over rows in order: one thread owns a column.
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t j = 0; j < N; ++j) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < M; ++i) s += load_f32(dy[i * N + j]);
-    db[j] += s;
-  }
-}
 
 // Stable softmax + cross-entropy; the batch loss is summed in double, in row order.
 template <class T>
@@ -79,15 +68,6 @@ void mse_impl(const T* pred, const float* target, int64_t B, int64_t D, T* dpred
 }
 
 }  // namespace
-
-void CpuOps::bias_grad(ConstView dy, float* db, int64_t M, int64_t N) {
-  const char* op = "bias_grad";
-  expect_elems(op, M * N, {dy});
-  dispatch_float(op, {dy}, [&](auto storage) {
-    using T = typename decltype(storage)::type;
-    bias_grad_impl(threads_, dy.as<T>(), db, M, N);
-  });
-}
 
 void CpuOps::softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
                           float label_smoothing, View dlogits, LossStats* stats,

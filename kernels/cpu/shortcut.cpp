@@ -1,11 +1,6 @@
-// CpuOps' remaining image ops (contracts: kernels/ops.h): the option-A shortcut, dropout
-// and the crop + flip augmentation. Each output element is computed by itself (Philox
-// draws are keyed by the element or sample index), so the thread count changes nothing.
-#include <string>
-
-#include "kernels/common/augment.h"
+// CpuOps' option-A shortcut (contracts: kernels/op_list.inc): one output plane per OpenMP
+// iteration, each element computed by itself, so the thread count changes nothing.
 #include "kernels/common/bf16.h"
-#include "kernels/common/philox.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/dispatch.h"
 
@@ -47,18 +42,6 @@ void shortcut_backward_impl(int threads, const ShortcutShape& s, const T* dy, T*
   }
 }
 
-template <class T>
-void dropout_impl(int threads, const T* x, T* y, int64_t n, float p, uint64_t seed,
-                  uint32_t step, uint32_t layer) {
-  const float scale = dropout_scale(p);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    // x * mask, the mask 0 or scale: torch's product, so NaN and -0 propagate alike.
-    const bool keep = dropout_keep(seed, step, layer, static_cast<uint64_t>(i), p);
-    store_f32(y[i], load_f32(x[i]) * (keep ? scale : 0.0f));
-  }
-}
-
 }  // namespace
 
 void CpuOps::shortcut_forward(const ShortcutShape& s, ConstView x, View y) {
@@ -79,39 +62,6 @@ void CpuOps::shortcut_backward(const ShortcutShape& s, ConstView dy, View dx) {
     using T = typename decltype(storage)::type;
     shortcut_backward_impl(threads_, s, dy.as<T>(), dx.as<T>());
   });
-}
-
-void CpuOps::dropout(ConstView x, View y, float p, uint64_t seed, uint32_t layer,
-                     const StepCounters* counters) {
-  const char* op = "dropout";
-  expect_elems(op, y.n, {x});
-  const uint32_t step = static_cast<uint32_t>(counters->step);
-  dispatch_float(op, {y, x}, [&](auto storage) {
-    using T = typename decltype(storage)::type;
-    dropout_impl(threads_, x.as<T>(), y.as<T>(), y.n, p, seed, step, layer);
-  });
-}
-
-void CpuOps::augment_crop_flip(const AugmentSpec& spec, const float* src, float* dst,
-                               uint64_t seed, uint32_t epoch) {
-  if (spec.channels > AugmentSpec::kMaxChannels)
-    cpu_op_failed("augment_crop_flip",
-                  make_error(std::to_string(spec.channels) + " channels; fill holds " +
-                             std::to_string(AugmentSpec::kMaxChannels)));
-  const int64_t C = spec.channels, H = spec.height, W = spec.width;
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (int64_t n = 0; n < spec.count; ++n) {
-    const AugmentDraw d = augment_draw(seed, epoch, static_cast<uint32_t>(n), spec.pad, spec.flip);
-    for (int64_t c = 0; c < C; ++c) {
-      const float* sp = src + (n * C + c) * H * W;
-      float* dp = dst + (n * C + c) * H * W;
-      for (int64_t y = 0; y < H; ++y)
-        for (int64_t x = 0; x < W; ++x) {
-          const int64_t from = augment_source(d, spec.pad, H, W, y, x);
-          dp[y * W + x] = from < 0 ? spec.fill[c] : sp[from];
-        }
-    }
-  }
 }
 
 }  // namespace noeira
