@@ -1,23 +1,38 @@
-// Global-norm gradient clipping (sequence_kernels.h; the math of kernels/common/clip.h).
+// CudaOps' global-norm gradient clipping (contract: kernels/op_list.inc; the math of
+// kernels/common/clip.h). Each segment p = [segments[p], segments[p + 1]) is cut into
+// kClipChunks equal chunks (ceil(len / kClipChunks) elements each, the last shorter, some
+// empty when len is small); in a chunk, thread t of 256 sums g[begin + t], g[begin + t +
+// 256], ... as double squares in order and the thread sums are folded pairwise (t += t +
+// h, h = 128, ..., 1): the chunk's partial, in the workspace. One block then adds each
+// segment's partials in chunk order (sq_p), norm_p = clip_segment_norm(sq_p), and one
+// thread adds clip_norm_square(norm_p) in segment order: total, *norm, and the
+// coefficient, which a last kernel multiplies into g[segments[0] .. segments[n_segments]).
+//
 // The segment offsets live on the device, so every kernel reads them there and the host
 // needs only n_segments: the grid of the partial sums is (n_segments, kClipChunks), the
 // combine is one block, and the scaling a fixed grid striding over the gradient arena.
-//
-// Workspace: partials (n_segments * kClipChunks doubles), then the coefficient (one float).
-#include "kernels/common/clip.h"
-#include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/sequence_kernels.h"
+// Workspace (clip_workspace_bytes): partials (n_segments * kClipChunks doubles), then the
+// coefficient (one float).
+#include <cstdint>
+#include <string>
 
-namespace noeira::cuda {
+#include "kernels/common/clip.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
+constexpr int kClipChunks = 32;
 constexpr size_t kAlign = 256;
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 constexpr int kClipThreads = 256;
 constexpr unsigned kClipScaleBlocks = 1024;
 
-// Block (p, k): chunk k of segment p; see sequence_kernels.h for the order.
+// Block (p, k): chunk k of segment p; the order is stated at the top of this file.
 __global__ void clip_partials_kernel(const float* g, const int64_t* segments, int64_t n_segments,
                                      double* partials) {
   __shared__ double sums[kClipThreads];
@@ -71,8 +86,6 @@ __global__ void clip_scale_kernel(float* g, const int64_t* segments, int64_t n_s
   for (int64_t i = begin + global_thread(); i < end; i += grid_stride()) g[i] *= c;
 }
 
-}  // namespace
-
 size_t clip_workspace_bytes(int64_t n_segments) {
   if (n_segments <= 0) return 0;
   return align_up(static_cast<size_t>(n_segments) * kClipChunks * sizeof(double)) + kAlign;
@@ -99,4 +112,22 @@ cudaError_t launch_clip_grad_norm(cudaStream_t stream, float* g, const int64_t* 
   return cudaGetLastError();
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+size_t CudaOps::clip_workspace_bytes(int64_t n_segments) const {
+  return cuda::clip_workspace_bytes(n_segments);
+}
+
+void CudaOps::clip_grad_norm(float* g, const int64_t* segments, int64_t n_segments,
+                             float max_norm, float* norm, void* workspace) {
+  OpScope scope(*state_, "clip_grad_norm");
+  if (n_segments < 0) return fail("negative n_segments " + std::to_string(n_segments));
+  if (n_segments > 0 && (!workspace || reinterpret_cast<uintptr_t>(workspace) % 8 != 0))
+    return fail("no 8-byte aligned workspace; plan clip_workspace_bytes(n_segments) bytes");
+  check(cuda::launch_clip_grad_norm(stream_, g, segments, n_segments, max_norm, norm, workspace),
+        "clip_grad_norm kernels");
+}
+
+}  // namespace noeira

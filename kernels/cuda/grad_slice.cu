@@ -1,11 +1,20 @@
-// Data-parallel kernels; orders in dist_kernels.h, math in kernels/common/clip.h and
-// rank_sum.h.
+// CudaOps' data-parallel slice ops (contracts: kernels/op_list.inc; math:
+// kernels/common/clip.h). Orders:
+//   slice_mean_sumsq: g[i] /= ranks (grid stride); then one block per segment p: thread t
+//     of 256 sums double(g)^2 over the slice's part of p at t, t + 256, ... in order; the
+//     thread sums folded pairwise (sums[t] += sums[t + h] for t < h; h = 128, ..., 1)
+//     into sumsq[p] (0 where the slice misses p).
+//   clip_slice: one thread adds each segment's ranks in rank order and the segment norms
+//     in segment order (kernels/common/clip.h) into *coef; then g *= *coef (grid stride).
+#include <string>
+
 #include "kernels/common/clip.h"
-#include "kernels/common/rank_sum.h"
-#include "kernels/cuda/dist_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -55,14 +64,6 @@ __global__ void scale_kernel(float* g, int64_t n, const float* coef) {
   for (int64_t i = global_thread(); i < n; i += grid_stride()) g[i] *= c;
 }
 
-__global__ void rank_ordered_sum_kernel(float* out, const float* own, const float* rest,
-                                        int64_t n, int n_rest) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride())
-    out[i] = rank_ordered_sum(own[i], rest, n, n_rest, i);
-}
-
-}  // namespace
-
 cudaError_t launch_slice_mean_sumsq(cudaStream_t stream, float* g, int64_t lo, int64_t n,
                                     float ranks, const int64_t* segments, int64_t n_segments,
                                     double* sumsq) {
@@ -83,11 +84,30 @@ cudaError_t launch_clip_slice(cudaStream_t stream, float* g, int64_t n, const do
   return cudaGetLastError();
 }
 
-cudaError_t launch_rank_ordered_sum(cudaStream_t stream, float* out, const float* own,
-                                    const float* rest, int64_t n, int n_rest) {
-  if (n < 0 || n_rest < 0) return cudaErrorInvalidValue;
-  if (n > 0) rank_ordered_sum_kernel<<<grid_for(n), kBlock, 0, stream>>>(out, own, rest, n, n_rest);
-  return cudaGetLastError();
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::slice_mean_sumsq(float* g, int64_t lo, int64_t n, float ranks,
+                               const int64_t* segments, int64_t n_segments, double* sumsq) {
+  OpScope scope(*state_, "slice_mean_sumsq");
+  if (n < 0 || lo < 0 || n_segments < 0)
+    return fail("negative slice or segment count (lo " + std::to_string(lo) + ", n " +
+                std::to_string(n) + ", segments " + std::to_string(n_segments) + ")");
+  if (!(ranks >= 1.0f)) return fail("ranks must be at least 1");
+  check(cuda::launch_slice_mean_sumsq(stream_, g, lo, n, ranks, segments, n_segments, sumsq),
+        "slice_mean_sumsq kernels");
 }
 
-}  // namespace noeira::cuda
+void CudaOps::clip_slice(float* g, int64_t n, const double* sumsq, int64_t ranks,
+                         int64_t n_segments, float max_norm, float* coef) {
+  OpScope scope(*state_, "clip_slice");
+  if (n < 0 || n_segments < 0 || ranks < 1)
+    return fail("bad slice (" + std::to_string(n) + " floats, " + std::to_string(ranks) +
+                " ranks, " + std::to_string(n_segments) + " segments)");
+  if (!coef) return fail("no coefficient buffer");
+  check(cuda::launch_clip_slice(stream_, g, n, sumsq, ranks, n_segments, max_norm, coef),
+        "clip_slice kernels");
+}
+
+}  // namespace noeira

@@ -1,23 +1,42 @@
-// CudaOps' matrix products through cuBLASLt (gemm_lt.h); contracts in kernels/ops.h.
+// CudaOps' matrix products, gemm, linear_forward and linear_backward_params (contracts:
+// kernels/op_list.inc), through cuBLASLt (gemm_lt.h): A/B fp32 (TF32 when on) or bf16
+// (CUDA_R_16BF, plain fp32 accumulation whatever the TF32 switch says), one algorithm per
+// shape, chosen once and reused by eager and captured runs. Our one kernel here is the
+// K == 0 case, which cuBLASLt does not take.
 #include <string>
 #include <type_traits>
 
+#include "kernels/composed_ops.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemm_lt.h"
-#include "kernels/cuda/op_scope.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
 
-bool CudaOps::run_gemm(const cuda::GemmCall& call) {
-  std::string error;
-  switch (gemm_->run(call, stream_, &error)) {
-    case cuda::GemmLt::Outcome::kDone: return true;
-    case cuda::GemmLt::Outcome::kUnsupported: return false;
-    case cuda::GemmLt::Outcome::kFailed: break;
+namespace cuda {
+
+namespace {
+
+// C(M,N), row stride ldc: C = beta * C; beta == 0 writes zeros (BLAS: C is not read).
+__global__ void scale_rows_kernel(float* C, int64_t M, int64_t N, int64_t ldc, float beta) {
+  const int64_t n = M * N;
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    float& c = C[(i / N) * ldc + i % N];
+    c = beta == 0.0f ? 0.0f : beta * c;
   }
-  fail(error);
-  return true;  // reported; nothing to fall back to
 }
+
+cudaError_t launch_scale_rows(cudaStream_t stream, float* C, int64_t M, int64_t N, int64_t ldc,
+                              float beta) {
+  if (M * N == 0 || beta == 1.0f) return cudaSuccess;
+  scale_rows_kernel<<<grid_for(M * N), kBlock, 0, stream>>>(C, M, N, ldc, beta);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+}  // namespace cuda
 
 // The dtype of A and B picks cuBLASLt's: fp32 in CUBLAS_COMPUTE_32F (_FAST_TF32 with TF32
 // on), bf16 in CUBLAS_COMPUTE_32F whatever the TF32 switch says. The algorithm is chosen
@@ -25,7 +44,7 @@ bool CudaOps::run_gemm(const cuda::GemmCall& call) {
 void CudaOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                    ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
                    int64_t ldc) {
-  OpScope scope(*this, "gemm");
+  OpScope scope(*state_, "gemm");
   const cudaDataType_t ab_type = dispatch_float("gemm", {A, B}, [](auto storage) {
     return std::is_same<typename decltype(storage)::type, bf16_t>::value ? CUDA_R_16BF
                                                                           : CUDA_R_32F;
@@ -47,7 +66,7 @@ void CudaOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
 // epilogue), and for bf16, it is a plain GEMM followed by our bias_act kernel, as on the CPU.
 void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
                              float* acc, int64_t M, int64_t N, int64_t K, Act act) {
-  OpScope scope(*this, "linear_forward");
+  OpScope scope(*state_, "linear_forward");
   if (M == 0 || N == 0) return;
   const bool fp32 = x.dtype == DType::kF32 && W.dtype == DType::kF32 && y.dtype == DType::kF32 &&
                     (pre.empty() || pre.dtype == DType::kF32);
@@ -79,7 +98,7 @@ void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, V
                            .bias = b, .aux = pre.as<float>()};
     if (run_gemm(c)) return;
   }
-  Ops::linear_forward(x, W, b, y, pre, acc, M, N, K, act);  // gemm + bias_act
+  composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);  // gemm + bias_act
 }
 
 // dW(N,K) += dz(M,N)^T x(M,K) with beta = 1, then db(N) += column sums of dz by our
@@ -88,8 +107,8 @@ void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, V
 // no reduction order, so the deterministic kernel does it.
 void CudaOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
                                      int64_t N, int64_t K) {
-  OpScope scope(*this, "linear_backward_params");
-  Ops::linear_backward_params(dz, x, dW, db, M, N, K);
+  OpScope scope(*state_, "linear_backward_params");
+  composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
 }
 
 }  // namespace noeira

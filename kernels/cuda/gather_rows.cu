@@ -1,13 +1,16 @@
-// Batch gathers from the resident data set through the epoch permutation. The batch
-// index is read from the device counter, so a captured step gathers the next batch at
-// every replay. Under BF16Policy the gather is also the input's boundary cast; labels are
-// gathered as int32 rows of one element.
-#include "kernels/cuda/cuda_kernels.h"
+// CudaOps::gather_rows (contract: kernels/op_list.inc): the step's batch from the resident
+// data set through the epoch permutation. The batch index is read from the device counter,
+// so a captured step gathers the next batch at every replay. Under BF16Policy the gather
+// is also the input's boundary cast; labels are gathered as int32 rows of one element.
+// 16-byte (or, for the cast, 8-element) accesses when the rows and buffers allow.
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/vec8.cuh"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -56,8 +59,6 @@ cudaError_t gather_launch(cudaStream_t stream, const S* src, const int32_t* perm
   return cudaGetLastError();
 }
 
-}  // namespace
-
 cudaError_t launch_gather_rows(cudaStream_t stream, ConstView src, const int32_t* perm,
                                int64_t rows, int64_t row_elems, const StepCounters* counters,
                                View dst) {
@@ -77,4 +78,15 @@ cudaError_t launch_gather_rows(cudaStream_t stream, ConstView src, const int32_t
   unsupported_dtypes(op, src.dtype, dst.dtype);
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64_t row_elems,
+                          const StepCounters* counters, View dst) {
+  OpScope scope(*state_, "gather_rows");
+  check(cuda::launch_gather_rows(stream_, src, perm, rows, row_elems, counters, dst),
+        "gather_rows_kernel");
+}
+
+}  // namespace noeira

@@ -1,13 +1,17 @@
-// A ViT's token rows (sequence_kernels.h; contracts in kernels/ops.h): the class token +
-// position assembly and the row copies around it. One thread per output element,
+// CudaOps' class token (contracts: kernels/op_list.inc): the class token + position
+// assembly, and the row copies around it. One thread per output element (copied element),
 // grid-stride loops, 64-bit indices; every element is computed by itself (an fp32 sum of
-// two operands, or a copy of the stored bits), so results depend on neither the launch
-// shape nor scheduling.
+// two operands rounded once into y's dtype, or a copy of the stored bits, fp32 or bf16),
+// so results depend on neither the launch shape nor scheduling.
+#include <string>
+
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/sequence_kernels.h"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -38,8 +42,6 @@ __global__ void copy_token_rows_kernel(const T* src, int64_t src_T, int64_t src_
     dst[(b * dst_T + dst_t0 + t) * C + c] = src[(b * src_T + src_t0 + t) * C + c];
   }
 }
-
-}  // namespace
 
 cudaError_t launch_class_token_forward(cudaStream_t stream, ConstView x, const float* cls,
                                        const float* pos, View y, int64_t B, int64_t N,
@@ -73,4 +75,37 @@ cudaError_t launch_copy_token_rows(cudaStream_t stream, ConstView src, int64_t s
   });
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::class_token_forward(ConstView x, const float* cls, const float* pos, View y,
+                                  int64_t B, int64_t N, int64_t C) {
+  OpScope scope(*state_, "class_token_forward");
+  if (B < 0 || N < 0 || C < 0)
+    return fail("invalid shape B " + std::to_string(B) + ", N " + std::to_string(N) + ", C " +
+                std::to_string(C));
+  if (B * (N + 1) * C > 0 && (y.empty() || (B * N * C > 0 && x.empty()) || !cls || !pos))
+    return fail("a missing operand (x, cls, pos and y are all needed)");
+  check(cuda::launch_class_token_forward(stream_, x, cls, pos, y, B, N, C),
+        "class_token_forward_kernel");
+}
+
+void CudaOps::copy_token_rows(ConstView src, int64_t src_T, int64_t src_t0, View dst,
+                              int64_t dst_T, int64_t dst_t0, int64_t count, int64_t B,
+                              int64_t C) {
+  OpScope scope(*state_, "copy_token_rows");
+  if (B < 0 || C < 0 || count < 0 || src_t0 < 0 || dst_t0 < 0 || src_t0 + count > src_T ||
+      dst_t0 + count > dst_T)
+    return fail("invalid rows: " + std::to_string(count) + " from token " +
+                std::to_string(src_t0) + " of " + std::to_string(src_T) + " to token " +
+                std::to_string(dst_t0) + " of " + std::to_string(dst_T) + " (B " +
+                std::to_string(B) + ", C " + std::to_string(C) + ")");
+  if (B * count * C > 0 && (src.empty() || dst.empty()))
+    return fail("a missing operand (src and dst are both needed)");
+  check(cuda::launch_copy_token_rows(stream_, src, src_T, src_t0, dst, dst_T, dst_t0, count, B,
+                                     C),
+        "copy_token_rows_kernel");
+}
+
+}  // namespace noeira

@@ -1,68 +1,30 @@
-// Reductions: bias gradients and the losses. No floating-point atomics (DESIGN.md rule 3):
-// every sum runs in an order fixed by the problem size and compile-time block shapes,
-// never by scheduling, so a run repeats bit for bit (eager or captured). Each kernel is
-// written once for fp32 and bf16 storage (load_f32 / store_f32 of kernels/common/bf16.h):
-// the bf16 variant sums and normalises in fp32 in the same order, then rounds its output.
+// CudaOps' losses, softmax_xent and mse (contracts: kernels/op_list.inc). No
+// floating-point atomics (DESIGN.md rule 3): every sum runs in an order fixed by the
+// problem size and compile-time block shapes, never by scheduling, so a run repeats bit
+// for bit (eager or captured). Each kernel is written once for fp32 and bf16 storage
+// (load_f32 / store_f32 of kernels/common/bf16.h): the bf16 variant sums and normalises in
+// fp32 in the same order, then rounds its output.
+//
+// Per-block partial sums go to the backend-owned LossPartials (kMaxLossBlocks, cuda_ops.h)
+// and a second, single-block kernel adds them in a fixed tree. softmax_xent: one warp per
+// row; with label_smoothing > 0 the row's logit sum is taken lane-strided (lane l: z[l],
+// z[l + 32], ... in order) and folded by a butterfly, like the sum of exponentials.
 #include <cmath>
+#include <string>
 
-#include "kernels/common/column_sum.h"
+#include "kernels/common/bf16.h"
 #include "kernels/common/math.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
 constexpr unsigned kFullMask = 0xffffffffu;
-
-// ---- bias gradient ----
-// The order of kernels/common/column_sum.h. A block covers 32 columns (threadIdx.x) of
-// one row chunk (blockIdx.y) with kColumnSumLanes row lanes (threadIdx.y); each warp reads
-// 32 consecutive columns of a row, so loads are coalesced, and the chunks spread one
-// column's rows over many SMs. One chunk adds its partial to db directly; several write
-// theirs to the planned partial buffer and column_sum_finish_kernel adds them in order.
-constexpr int kBiasCols = 32;
-
-template <class T>
-__global__ void column_sum_chunks_kernel(const T* dy, int64_t M, int64_t N, int64_t col0,
-                                         int64_t cols, ColumnSumPlan plan, float* db,
-                                         float* partials) {
-  __shared__ float lane_sum[kColumnSumLanes][kBiasCols + 1];  // +1: no bank conflicts
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t c = blockIdx.y;
-  const int64_t jl = static_cast<int64_t>(blockIdx.x) * kBiasCols + tx;  // column in pass
-  const int64_t j = col0 + jl;
-  float s = 0.0f;
-  if (jl < cols) {
-    const int64_t end = plan.end(c, M);
-#pragma unroll 4
-    for (int64_t i = plan.begin(c) + ty; i < end; i += kColumnSumLanes)
-      s += load_f32(dy[i * N + j]);
-  }
-  lane_sum[ty][tx] = s;
-  __syncthreads();
-  for (int h = kColumnSumLanes / 2; h > 0; h /= 2) {
-    if (ty < h) lane_sum[ty][tx] += lane_sum[ty + h][tx];
-    __syncthreads();
-  }
-  if (ty != 0 || jl >= cols) return;
-  if (plan.chunks == 1)
-    db[j] += lane_sum[0][tx];
-  else
-    partials[c * cols + jl] = lane_sum[0][tx];
-}
-
-// db[col0 + jl] += p[0][jl] + p[1][jl] + ... (chunk order), partials (chunks, cols).
-__global__ void column_sum_finish_kernel(const float* partials, int64_t chunks, int64_t cols,
-                                         int64_t col0, float* db) {
-  for (int64_t jl = global_thread(); jl < cols; jl += grid_stride()) {
-    float total = partials[jl];
-    for (int64_t c = 1; c < chunks; ++c) total += partials[c * cols + jl];
-    db[col0 + jl] += total;
-  }
-}
 
 // ---- softmax cross-entropy ----
 constexpr int kLossWarps = kBlock / 32;  // rows in flight per block
@@ -198,34 +160,6 @@ int loss_blocks(int64_t work_per_block_units) {
                                                                   : work_per_block_units);
 }
 
-// The launches, written once for both storage types; the public launchers below pick T
-// from the views' dtype.
-// Without a partial buffer (or one smaller than kColumnSumWorkspaceBytes) the sum runs
-// as one chunk: the same code, parallel over columns only.
-template <class T>
-cudaError_t bias_grad_launch(cudaStream_t stream, const T* dy, float* db, int64_t M, int64_t N,
-                             float* partials, size_t partial_bytes) {
-  if (N == 0) return cudaSuccess;
-  const bool chunked = partials && partial_bytes >= kColumnSumWorkspaceBytes;
-  const ColumnSumPlan plan = column_sum_plan(M, chunked ? kColumnSumMaxChunks : 1);
-  const dim3 block(kBiasCols, kColumnSumLanes);
-  // One chunk needs no partials, so one launch covers every column; several go through
-  // the partial buffer kColumnSumPassCols columns at a time.
-  const int64_t pass_cols = plan.chunks == 1 ? N : kColumnSumPassCols;
-  for (int64_t col0 = 0; col0 < N; col0 += pass_cols) {
-    const int64_t cols = N - col0 < pass_cols ? N - col0 : pass_cols;
-    const dim3 grid(static_cast<unsigned>((cols + kBiasCols - 1) / kBiasCols),
-                    static_cast<unsigned>(plan.chunks));
-    column_sum_chunks_kernel<<<grid, block, 0, stream>>>(dy, M, N, col0, cols, plan, db,
-                                                         partials);
-    if (plan.chunks > 1)
-      column_sum_finish_kernel<<<grid_for(cols), kBlock, 0, stream>>>(partials, plan.chunks, cols,
-                                                                      col0, db);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
-}
-
 template <class T>
 cudaError_t softmax_xent_launch(cudaStream_t stream, const T* logits, const int32_t* labels,
                                 int64_t B, int64_t C, float eps, T* dlogits, LossStats* stats,
@@ -254,18 +188,6 @@ cudaError_t mse_launch(cudaStream_t stream, const T* pred, const float* target, 
   return cudaGetLastError();
 }
 
-}  // namespace
-
-cudaError_t launch_bias_grad(cudaStream_t stream, ConstView dy, float* db, int64_t M, int64_t N,
-                             float* partials, size_t partial_bytes) {
-  const char* op = "bias_grad";
-  expect_elems(op, M * N, {dy});
-  return dispatch_float(op, {dy}, [&](auto storage) {
-    using T = typename decltype(storage)::type;
-    return bias_grad_launch(stream, dy.as<T>(), db, M, N, partials, partial_bytes);
-  });
-}
-
 cudaError_t launch_softmax_xent(cudaStream_t stream, ConstView logits, const int32_t* labels,
                                 int64_t B, int64_t C, float label_smoothing, View dlogits,
                                 LossStats* stats,
@@ -292,4 +214,28 @@ cudaError_t launch_mse(cudaStream_t stream, ConstView pred, const float* target,
   });
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::softmax_xent(ConstView logits, const int32_t* labels, int64_t B, int64_t C,
+                           float label_smoothing, View dlogits, LossStats* stats,
+                           float* loss_history, const StepCounters* counters) {
+  OpScope scope(*state_, "softmax_xent");
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    return fail("the label smoothing " + std::to_string(label_smoothing) +
+                " is outside [0, 1)");
+  check(cuda::launch_softmax_xent(stream_, logits, labels, B, C, label_smoothing, dlogits, stats,
+                                  loss_history, counters, loss_partials_),
+        "softmax_xent_kernel");
+}
+
+void CudaOps::mse(ConstView pred, const float* target, int64_t B, int64_t D, View dpred,
+                  LossStats* stats, float* loss_history, const StepCounters* counters) {
+  OpScope scope(*state_, "mse");
+  check(cuda::launch_mse(stream_, pred, target, B, D, dpred, stats, loss_history, counters,
+                         loss_partials_),
+        "mse_kernel");
+}
+
+}  // namespace noeira
