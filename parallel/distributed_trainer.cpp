@@ -28,7 +28,7 @@ Result<std::unique_ptr<DistributedAutoregressiveTrainer>> DistributedAutoregress
   mine.first_row = static_cast<int64_t>(comm.rank()) * cfg.batch;
   t->optim_slice_ = zero_stage >= 1 ? comm.rank() : -1;  // ZeRO-1..3: Adam state for the own slice
   NOEIRA_TRY(t->open(std::move(model), cfg));
-  NOEIRA_TRY(comm.attach(*t->backend_.ops));
+  NOEIRA_TRY(comm.attach(*t->backend_.stream));
   NOEIRA_TRY(t->build(mine, corpus));
   return t;
 }
@@ -65,10 +65,10 @@ Status DistributedAutoregressiveTrainer::plan_shards() {
 }
 
 void DistributedAutoregressiveTrainer::bind_shards() {
-  shards_->bind(arenas_, *backend_.ops);
+  shards_->bind(arenas_, *backend_.stream);
   ctx_->set_hooks(shards_.get());
-  backend_.ops->copy_to_device(arenas_.ptr(segments_slot_), segments_.data(),
-                               segments_.size() * sizeof(int64_t));
+  backend_.stream->copy_to_device(arenas_.ptr(segments_slot_), segments_.data(),
+                                  segments_.size() * sizeof(int64_t));
   comm_->bind_scratch(comm_scratch_.valid() ? arenas_.ptr(comm_scratch_) : nullptr);
 }
 
@@ -121,22 +121,22 @@ std::vector<float> DistributedAutoregressiveTrainer::parameter_arena_host() cons
   if (zero_ < 3) return AutoregressiveTrainer::parameter_arena_host();
   std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
   float* own = whole.data() + comm_->rank() * slice();
-  backend_.ops->copy_to_host(own, shards_->param_slice(), static_cast<size_t>(slice()) * sizeof(float));
+  backend_.stream->copy_to_host(own, shards_->param_slice(), static_cast<size_t>(slice()) * sizeof(float));
   comm_->host().all_gather(own, whole.data(), slice());
   return whole;
 }
 
 void DistributedAutoregressiveTrainer::set_parameter_arena(const std::vector<float>& whole) {
   if (zero_ < 3) return AutoregressiveTrainer::set_parameter_arena(whole);
-  backend_.ops->copy_to_device(shards_->param_slice(), whole.data() + comm_->rank() * slice(),
-                               static_cast<size_t>(slice()) * sizeof(float));
+  backend_.stream->copy_to_device(shards_->param_slice(), whole.data() + comm_->rank() * slice(),
+                                  static_cast<size_t>(slice()) * sizeof(float));
 }
 
 std::vector<float> DistributedAutoregressiveTrainer::optimizer_state_host(const Slot& s) const {
   if (zero_ == 0) return AutoregressiveTrainer::optimizer_state_host(s);
   std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
   float* own = whole.data() + comm_->rank() * slice();
-  backend_.ops->copy_to_host(own, arenas_.ptr(s), s.bytes);
+  backend_.stream->copy_to_host(own, arenas_.ptr(s), s.bytes);
   comm_->host().all_gather(own, whole.data(), slice());
   return whole;
 }
@@ -144,11 +144,11 @@ std::vector<float> DistributedAutoregressiveTrainer::optimizer_state_host(const 
 void DistributedAutoregressiveTrainer::set_optimizer_state(const Slot& s,
                                                            const std::vector<float>& whole) {
   if (zero_ == 0) return AutoregressiveTrainer::set_optimizer_state(s, whole);
-  backend_.ops->copy_to_device(arenas_.ptr(s), whole.data() + comm_->rank() * slice(), s.bytes);
+  backend_.stream->copy_to_device(arenas_.ptr(s), whole.data() + comm_->rank() * slice(), s.bytes);
 }
 
 Status DistributedAutoregressiveTrainer::check_replicas() const {
-  backend_.ops->synchronize();
+  backend_.stream->synchronize();
   // ZeRO-3: the parameters as a forward would gather them from the slices.
   const std::vector<float> values = parameter_arena_host();
   const auto* p = reinterpret_cast<const unsigned char*>(values.data());

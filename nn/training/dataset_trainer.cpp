@@ -97,20 +97,21 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
 }
 
 void DatasetTrainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
-  Ops& ops = *backend_.ops;
-  ops.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
+  Stream& stream = *backend_.stream;
+  stream.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
   if (cfg_.task == Task::kClassification)
-    ops.copy_to_device(arenas_.ptr(y), d.labels.data(), d.labels.size() * sizeof(int32_t));
+    stream.copy_to_device(arenas_.ptr(y), d.labels.data(), d.labels.size() * sizeof(int32_t));
   else
-    ops.copy_to_device(arenas_.ptr(y), d.targets.data(), d.targets.size() * sizeof(float));
+    stream.copy_to_device(arenas_.ptr(y), d.targets.data(), d.targets.size() * sizeof(float));
 }
 
 void DatasetTrainer::begin_epoch() {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   if (augmenter_) augmenter_->run(ops, arenas_, train_x_, cfg_.seed, static_cast<uint32_t>(epoch_));
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
               arenas_.ptr(shuffle_ws_));
-  ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
+  stream.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
   // batch_in_epoch: 0, or where a checkpoint saved mid-epoch stopped.
   write_counters(resume_batch_);
   history_offset_ = resume_batch_;
@@ -122,6 +123,7 @@ void DatasetTrainer::begin_epoch() {
 
 void DatasetTrainer::enqueue_step() {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   Context& ctx = *ctx_;
   // (B, sample...) and (B, target...) gathered from the resident data set; the inputs in
   // the flow dtype (BF16Policy's boundary cast), labels as int32, regression targets fp32.
@@ -132,7 +134,7 @@ void DatasetTrainer::enqueue_step() {
                   ctx.counters(), arenas_.view(batch_x_));
   ops.gather_rows(arenas_.view(train_y_), perm, cfg_.batch, target_shape_.numel(),
                   ctx.counters(), arenas_.view(batch_y_));
-  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  stream.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
   const Tensor out = model_->forward(ctx, arenas_.view(batch_x_));
   const Tensor dout = loss_->run(ctx, out, arenas_.view(batch_y_),
                                  arenas_.as<LossStats>(train_stats_),
@@ -145,9 +147,10 @@ void DatasetTrainer::enqueue_step() {
 
 EvalStats DatasetTrainer::evaluate() {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   Context& ctx = *ctx_;
   LossStats* stats = arenas_.as<LossStats>(eval_stats_);
-  ops.fill_zero(stats, sizeof(LossStats));
+  stream.fill_zero(stats, sizeof(LossStats));
   ctx.set_training(false);  // BatchNorm's running statistics, no dropout
   const int64_t row = sample_shape_.numel();
   for (int64_t first = 0; first < test_count_; first += cfg_.batch) {
@@ -165,7 +168,7 @@ EvalStats DatasetTrainer::evaluate() {
     loss_->run(ctx, out, batch_targets(test_y_, first, rows), stats, nullptr, false);
   }
   ctx.set_training(true);
-  ops.synchronize();
+  stream.synchronize();
   return read_stats(eval_stats_);
 }
 

@@ -68,7 +68,7 @@ nlohmann::json TrainerCore::checkpoint_meta() const {
 }
 
 Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
-  backend_.ops->synchronize();
+  backend_.stream->synchronize();
   Checkpoint ck;
   ck.meta = checkpoint_meta();
   // A tensor of `shape` floats, its bytes to be filled by the caller.
@@ -83,7 +83,7 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
   };
   auto add_slot = [&](const std::string& name, const std::string& group, const Slot& s) {
     CheckpointTensor& t = add(name, group, s.shape);
-    backend_.ops->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
+    backend_.stream->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
   };
   const std::vector<float> values = parameter_arena_host();
   for (const ParamInfo& p : params_.all()) {
@@ -104,12 +104,12 @@ Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
 
 std::vector<float> TrainerCore::optimizer_state_host(const Slot& s) const {
   std::vector<float> whole(static_cast<size_t>(padded_params_), 0.0f);
-  backend_.ops->copy_to_host(whole.data(), arenas_.ptr(s), s.bytes);
+  backend_.stream->copy_to_host(whole.data(), arenas_.ptr(s), s.bytes);
   return whole;
 }
 
 void TrainerCore::set_optimizer_state(const Slot& s, const std::vector<float>& whole) {
-  backend_.ops->copy_to_device(arenas_.ptr(s), whole.data(), s.bytes);
+  backend_.stream->copy_to_device(arenas_.ptr(s), whole.data(), s.bytes);
 }
 
 Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode mode) {
@@ -207,7 +207,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
   }
 
   set_parameter_arena(values);
-  for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
+  for (const Copy& c : copies) backend_.stream->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
   for (const auto& [slot, whole] : states) set_optimizer_state(slot, whole);
   refresh_param_copies();
   if (!resume) return {};
