@@ -23,14 +23,14 @@ constexpr int kMinReps = 3, kMaxReps = 20;
 constexpr double kMinSeconds = 0.1;
 
 template <class F>
-double best_rate(F&& call, Ops& ops, double work) {
+double best_rate(F&& call, Stream& queue, double work) {
   call();
-  ops.synchronize();
+  queue.synchronize();
   double best = 0.0, spent = 0.0;
   for (int r = 0; r < kMaxReps && (r < kMinReps || spent < kMinSeconds); ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     call();
-    ops.synchronize();
+    queue.synchronize();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     spent += dt;
     if (dt > 0.0) best = std::max(best, work / dt);
@@ -69,34 +69,35 @@ Result<ProbeBuffers> make_buffers(Backend& be) {
   for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 16.0f;
   std::vector<bf16_t> h(static_cast<size_t>(nn));
   for (size_t i = 0; i < h.size(); ++i) h[i] = f32_to_bf16(f[i]);
-  Ops& ops = *be.ops;
-  ops.copy_to_device(p.a32, f.data(), static_cast<size_t>(nn) * 4);
-  ops.copy_to_device(p.b32, f.data() + 1, static_cast<size_t>(nn) * 4);
-  ops.copy_to_device(p.a16, h.data(), static_cast<size_t>(nn) * 2);
-  ops.copy_to_device(p.b16, h.data(), static_cast<size_t>(nn) * 2);
-  ops.copy_to_device(p.x, f.data(), static_cast<size_t>(ns) * 4);
-  ops.synchronize();
+  Stream& stream = *be.stream;
+  stream.copy_to_device(p.a32, f.data(), static_cast<size_t>(nn) * 4);
+  stream.copy_to_device(p.b32, f.data() + 1, static_cast<size_t>(nn) * 4);
+  stream.copy_to_device(p.a16, h.data(), static_cast<size_t>(nn) * 2);
+  stream.copy_to_device(p.b16, h.data(), static_cast<size_t>(nn) * 2);
+  stream.copy_to_device(p.x, f.data(), static_cast<size_t>(ns) * 4);
+  stream.synchronize();
   return p;
 }
 
 nlohmann::json probe_row(Backend& be, ProbeBuffers& p, const nlohmann::json& threads) {
   Ops& ops = *be.ops;
+  Stream& queue = *be.stream;
   const int64_t n = kProbeGemmN;
   const double gemm_flops = 2.0 * n * n * n;
   const int64_t ns = int64_t{kProbeStreamMiB} * 1024 * 1024 / 4;
   const double fp32 = best_rate(
       [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a32, n * n), n, ConstView(p.b32, n * n), n, 0.0f, p.c, n); },
-      ops, gemm_flops);
+      queue, gemm_flops);
   // A backend without bf16 matmuls (oneDNN below AVX-512): null, not a crash.
   const nlohmann::json bf16 =
       ops.supports_bf16()
           ? nlohmann::json(1e-9 * best_rate(
                 [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a16, n * n), n, ConstView(p.b16, n * n), n, 0.0f, p.c, n); },
-                ops, gemm_flops))
+                queue, gemm_flops))
           : nlohmann::json();
   // y = max(x, 0): one read and one write stream of 4-byte elements.
   const double stream = best_rate([&] { ops.act_forward(ConstView(p.x, ns), View(p.y, ns), Act::kReLU); },
-                                  ops, 2.0 * 4.0 * static_cast<double>(ns));
+                                  queue, 2.0 * 4.0 * static_cast<double>(ns));
   return {{"threads", threads},
           {"gemm_fp32_gflops", fp32 * 1e-9},
           {"gemm_bf16_gflops", bf16},

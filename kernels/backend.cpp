@@ -5,12 +5,12 @@
 #include <thread>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_stream.h"
 #if defined(NOEIRA_WITH_CUDA)
 #include "kernels/cuda/cuda_backend.h"
 #endif
 
 namespace noeira {
-
 
 const char* device_name(Device d) { return d == Device::kGpu ? "gpu" : "cpu"; }
 
@@ -32,6 +32,7 @@ Result<Backend> make_backend(Device device, int threads) {
   if (threads <= 0) threads = default_thread_count();
   Backend b;
   b.ops = std::make_unique<CpuOps>(threads);
+  b.stream = std::make_unique<CpuStream>();
   b.allocator = std::make_unique<HostAllocator>();
   b.description = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                   (threads == 1 ? "" : "s") + ")";

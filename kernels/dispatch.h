@@ -20,7 +20,7 @@ struct StorageTag {
   using type = T;
 };
 
-// kernels/ops.cpp: print "noeira: internal error: <op>: ..." and abort.
+// kernels/dispatch.cpp: print "noeira: internal error: <op>: ..." and abort.
 [[noreturn]] void unsupported_dtype(const char* op, DType dtype);
 [[noreturn]] void unsupported_dtypes(const char* op, DType from, DType to);
 [[noreturn]] void mixed_dtypes(const char* op, DType first, DType other);

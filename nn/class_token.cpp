@@ -63,7 +63,7 @@ Tensor ClassTokenPool::forward(Context& ctx, const Tensor& x) {
 Tensor ClassTokenPool::backward(Context& ctx, const Tensor& dy) {
   if (!dx_.valid()) return Tensor{};
   Tensor dx = ctx.view(dx_, dy.rows());  // (B, T, C): dy in row 0, zeros elsewhere
-  ctx.ops().fill_zero(dx.data, dx.nbytes());
+  ctx.stream().fill_zero(dx.data, dx.nbytes());
   ctx.ops().copy_token_rows(dy, 1, 0, dx, T_, 0, 1, dy.rows(), C_);
   return dx;
 }

@@ -1,7 +1,8 @@
-// What a module needs at run time: the backend ops, the arenas its slots point into,
-// and the device-resident step counters.
+// What a module needs at run time: the backend's ops and stream, the arenas its slots
+// point into, and the device-resident step counters.
 #pragma once
 #include "kernels/ops.h"
+#include "kernels/stream.h"
 #include "nn/layer_hooks.h"
 #include "nn/memory_plan.h"
 
@@ -9,12 +10,14 @@ namespace noeira {
 
 class Context {
  public:
-  Context(Ops& ops, const Arenas& arenas, const Slot& counters, const Slot& scratch = {},
-          const Slot& workspace = {}, uint64_t seed = 0)
-      : ops_(ops), arenas_(arenas), counters_(counters), scratch_(scratch),
+  Context(Ops& ops, Stream& stream, const Arenas& arenas, const Slot& counters,
+          const Slot& scratch = {}, const Slot& workspace = {}, uint64_t seed = 0)
+      : ops_(ops), stream_(stream), arenas_(arenas), counters_(counters), scratch_(scratch),
         workspace_(workspace), seed_(seed) {}
 
   Ops& ops() const { return ops_; }
+  // Fills and copies, on the queue the ops run on.
+  Stream& stream() const { return stream_; }
   const Arenas& arenas() const { return arenas_; }
   Device device() const { return arenas_.device(); }
   Tensor view(const Slot& s, int64_t rows = -1) const { return arenas_.view(s, rows); }
@@ -37,6 +40,7 @@ class Context {
 
  private:
   Ops& ops_;
+  Stream& stream_;
   const Arenas& arenas_;
   Slot counters_;
   Slot scratch_;

@@ -37,7 +37,8 @@ void Optimizer::plan(MemoryPlan& plan, const ParamRegistry& params, Ops& ops) {
   }
 }
 
-void Optimizer::upload_tables(Ops& ops, const Arenas& arenas, const ParamRegistry& params) const {
+void Optimizer::upload_tables(Stream& stream, const Arenas& arenas,
+                              const ParamRegistry& params) const {
   if (decay_mask_.valid()) {
     // Padding between parameters is 0 (its gradient is always 0 anyway).
     std::vector<float> mask(static_cast<size_t>(n_), 0.0f);
@@ -46,7 +47,7 @@ void Optimizer::upload_tables(Ops& ops, const Arenas& arenas, const ParamRegistr
       const auto first = static_cast<size_t>(p.value.offset / sizeof(float));
       std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(first), p.value.shape.numel(), 1.0f);
     }
-    ops.copy_to_device(arenas.ptr(decay_mask_), mask.data(), mask.size() * sizeof(float));
+    stream.copy_to_device(arenas.ptr(decay_mask_), mask.data(), mask.size() * sizeof(float));
   }
   if (segments_.valid()) {
     // Parameter i is [seg[i], seg[i+1]): its values and the padding after it (zeros).
@@ -54,7 +55,7 @@ void Optimizer::upload_tables(Ops& ops, const Arenas& arenas, const ParamRegistr
     for (const ParamInfo& p : params.all())
       seg.push_back(static_cast<int64_t>(p.value.offset / sizeof(float)));
     seg.push_back(n_);
-    ops.copy_to_device(arenas.ptr(segments_), seg.data(), seg.size() * sizeof(int64_t));
+    stream.copy_to_device(arenas.ptr(segments_), seg.data(), seg.size() * sizeof(int64_t));
   }
 }
 

@@ -42,7 +42,7 @@ class Optimizer {
   // Reserves the state buffers, each laid out like the parameter arena, and the tables
   // the decay groups and clipping need (filled by upload_tables once allocated).
   void plan(MemoryPlan& plan, const ParamRegistry& params, Ops& ops);
-  void upload_tables(Ops& ops, const Arenas& arenas, const ParamRegistry& params) const;
+  void upload_tables(Stream& stream, const Arenas& arenas, const ParamRegistry& params) const;
   // Clips (if asked), then updates every parameter; per-step values come from the counters.
   void step(Context& ctx);
   // The last step's total gradient norm before clipping (device fp32), or null without

@@ -20,7 +20,7 @@
 
 namespace noeira {
 
-class Ops;
+class Stream;
 
 // The part of the range [first, first + count) in rank r's slice, as [lo, hi) (empty:
 // lo == hi): what rank r owns of a range, for every engine.
@@ -65,9 +65,9 @@ class Communicator {
   virtual void all_gather_bytes(const void* own, void* all, int64_t bytes) = 0;
   // The compute stream waits for the collectives enqueued so far (nothing for MPI).
   virtual void join() {}
-  // The backend whose memory the collectives use: an Error when this engine cannot serve
+  // The backend (its stream) whose memory the collectives use: an Error when this engine cannot serve
   // it (MPI needs the CPU backend, NCCL the CUDA one).
-  virtual Status attach(Ops& ops) = 0;
+  virtual Status attach(Stream& stream) = 0;
   // Device scratch the engine needs for collectives over ranges of at most `slice` floats
   // per rank (the trainer plans it and binds it before the first collective).
   virtual size_t scratch_bytes(int64_t slice) const {

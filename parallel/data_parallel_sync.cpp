@@ -64,9 +64,10 @@ Status DataParallelSync::plan(SyncTarget& t) {
 void DataParallelSync::bind(SyncTarget& t) {
   arenas_ = t.arenas;
   ops_ = t.ops;
-  shards_->bind(*arenas_, *ops_);
+  stream_ = t.stream;
+  shards_->bind(*arenas_, *stream_);
   t.context->set_hooks(shards_.get());
-  ops_->copy_to_device(arenas_->ptr(segments_slot_), segments_.data(),
+  stream_->copy_to_device(arenas_->ptr(segments_slot_), segments_.data(),
                        segments_.size() * sizeof(int64_t));
   comm_->bind_scratch(comm_scratch_.valid() ? arenas_->ptr(comm_scratch_) : nullptr);
 }
@@ -117,25 +118,25 @@ void DataParallelSync::after_step() {
 // ZeRO-3: each rank's slice, copied to the host and gathered there (host engine).
 // The whole flat parameter buffer on the host: the arena, or (ZeRO-3) every rank's slice,
 // gathered on the host engine (collective).
-std::vector<float> DataParallelSync::whole_parameters(Ops& ops, const Arenas& arenas) const {
+std::vector<float> DataParallelSync::whole_parameters(Stream& stream, const Arenas& arenas) const {
   std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
   if (zero_ < 3) {
-    ops.copy_to_host(whole.data(), arenas.memory(MemCategory::kParams), whole.size() * sizeof(float));
+    stream.copy_to_host(whole.data(), arenas.memory(MemCategory::kParams), whole.size() * sizeof(float));
     return whole;
   }
   float* own = whole.data() + comm_->rank() * slice();
-  ops.copy_to_host(own, shards_->param_slice(), static_cast<size_t>(slice()) * sizeof(float));
+  stream.copy_to_host(own, shards_->param_slice(), static_cast<size_t>(slice()) * sizeof(float));
   comm_->host().all_gather(own, whole.data(), slice());
   return whole;
 }
 
 std::vector<float> DataParallelSync::parameter_arena_host(const SyncTarget& t) const {
-  return whole_parameters(*t.ops, *t.arenas);
+  return whole_parameters(*t.stream, *t.arenas);
 }
 
 void DataParallelSync::set_parameter_arena(const SyncTarget& t, const std::vector<float>& whole) const {
   if (zero_ < 3) return GradientSync::set_parameter_arena(t, whole);
-  t.ops->copy_to_device(shards_->param_slice(), whole.data() + comm_->rank() * slice(),
+  t.stream->copy_to_device(shards_->param_slice(), whole.data() + comm_->rank() * slice(),
                         static_cast<size_t>(slice()) * sizeof(float));
 }
 
@@ -143,7 +144,7 @@ std::vector<float> DataParallelSync::optimizer_state_host(const SyncTarget& t, c
   if (zero_ == 0) return GradientSync::optimizer_state_host(t, s);
   std::vector<float> whole(static_cast<size_t>(padded_), 0.0f);
   float* own = whole.data() + comm_->rank() * slice();
-  t.ops->copy_to_host(own, t.arenas->ptr(s), s.bytes);
+  t.stream->copy_to_host(own, t.arenas->ptr(s), s.bytes);
   comm_->host().all_gather(own, whole.data(), slice());
   return whole;
 }
@@ -151,13 +152,13 @@ std::vector<float> DataParallelSync::optimizer_state_host(const SyncTarget& t, c
 void DataParallelSync::set_optimizer_state(const SyncTarget& t, const Slot& s,
                                            const std::vector<float>& whole) const {
   if (zero_ == 0) return GradientSync::set_optimizer_state(t, s, whole);
-  t.ops->copy_to_device(t.arenas->ptr(s), whole.data() + comm_->rank() * slice(), s.bytes);
+  t.stream->copy_to_device(t.arenas->ptr(s), whole.data() + comm_->rank() * slice(), s.bytes);
 }
 
 Status DataParallelSync::check_replicas(int64_t step) const {
-  ops_->synchronize();
+  stream_->synchronize();
   // ZeRO-3: the parameters as a forward would gather them from the slices.
-  const std::vector<float> values = whole_parameters(*ops_, *arenas_);
+  const std::vector<float> values = whole_parameters(*stream_, *arenas_);
   const auto* p = reinterpret_cast<const unsigned char*>(values.data());
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the bytes
   for (size_t i = 0, n = values.size() * sizeof(float); i < n; ++i)

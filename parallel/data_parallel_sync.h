@@ -64,7 +64,7 @@ class DataParallelSync final : public GradientSync {
   int64_t optimizer_slice() const override { return zero_ >= 1 ? comm_->rank() : -1; }
   bool optimizer_clips() const override { return false; }  // Ops::clip_slice does it
   Status check(const TrainerConfig& cfg) const override;
-  Status attach(Ops& ops) override { return comm_->attach(ops); }
+  Status attach(Stream& stream) override { return comm_->attach(stream); }
   Status plan(SyncTarget& t) override;
   void bind(SyncTarget& t) override;
   void begin_step() override;
@@ -80,7 +80,7 @@ class DataParallelSync final : public GradientSync {
 
  private:
   DataParallelSync() = default;
-  std::vector<float> whole_parameters(Ops& ops, const Arenas& arenas) const;
+  std::vector<float> whole_parameters(Stream& stream, const Arenas& arenas) const;
 
   Communicator* comm_ = nullptr;
   int zero_ = 0;
@@ -93,6 +93,7 @@ class DataParallelSync final : public GradientSync {
   // Bound at bind(): the trainer's arenas and ops.
   Arenas* arenas_ = nullptr;
   Ops* ops_ = nullptr;
+  Stream* stream_ = nullptr;
   // (n_params + 1) int64 offsets; (n_params) and (N, n_params) doubles; one float; the
   // engine's scratch.
   Slot segments_slot_, sumsq_own_, sumsq_all_, coef_, comm_scratch_;

@@ -54,9 +54,9 @@ Result<std::unique_ptr<LayerShards>> LayerShards::plan(const Module& model,
   return s;
 }
 
-void LayerShards::bind(Arenas& arenas, Ops& ops) {
+void LayerShards::bind(Arenas& arenas, Stream& stream) {
   arenas_ = &arenas;
-  ops_ = &ops;
+  stream_ = &stream;
 }
 
 float* LayerShards::grad_slice() const {
@@ -135,8 +135,8 @@ void LayerShards::before_backward(const Module& layer) {
   // window is zeroed once the previous bucket's exchange has read it.
   if (b > 0) {
     comm_->join();
-    ops_->fill_zero(static_cast<float*>(arenas_->memory(MemCategory::kGrads)) + region(b),
-                    static_cast<size_t>(buckets_[static_cast<size_t>(b)].count) * sizeof(float));
+    stream_->fill_zero(static_cast<float*>(arenas_->memory(MemCategory::kGrads)) + region(b),
+                       static_cast<size_t>(buckets_[static_cast<size_t>(b)].count) * sizeof(float));
   }
   window(MemCategory::kGrads, b);
 }

@@ -47,9 +47,9 @@ class LayerShards final : public LayerHooks {
   int64_t arena_floats() const { return arena_floats_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
   int64_t window_floats() const { return window_floats_; }
-  // After allocation: the arenas whose windows the hooks move, and the ops that zero and
-  // (CPU) hold them.
-  void bind(Arenas& arenas, Ops& ops);
+  // After allocation: the arenas whose windows the hooks move, and the stream that zeroes
+  // them.
+  void bind(Arenas& arenas, Stream& stream);
   // The rank's slices: elements [rank * slice, (rank + 1) * slice) of the flat arenas.
   float* grad_slice() const;
   float* param_slice() const;  // stage 3
@@ -76,7 +76,7 @@ class LayerShards final : public LayerHooks {
 
   Communicator* comm_ = nullptr;
   Arenas* arenas_ = nullptr;
-  Ops* ops_ = nullptr;
+  Stream* stream_ = nullptr;
   int stage_ = 2;
   int64_t slice_ = 0;
   std::vector<const Module*> layers_;

@@ -1,6 +1,6 @@
 #include "parallel/mpi_communicator.h"
 
-#include "kernels/ops.h"
+#include "kernels/stream.h"
 
 #include <mpi.h>
 
@@ -115,8 +115,8 @@ void MpiCommunicator::all_gather_bytes(const void* own, void* all, int64_t bytes
         "MPI_Allgather (bytes)");
 }
 
-Status MpiCommunicator::attach(Ops& ops) {
-  if (!ops.host_memory())
+Status MpiCommunicator::attach(Stream& stream) {
+  if (!stream.host_memory())
     return make_error("the MPI engine moves host memory: ranks on the GPU use NCCL "
                       "(a build with CUDA and NCCL, --target gpu)");
   return {};

@@ -33,7 +33,7 @@ class MpiCommunicator final : public Communicator {
   void all_gather(const float* own, float* x, int64_t first, int64_t count,
                   int64_t slice) override;
   void all_gather_bytes(const void* own, void* all, int64_t bytes) override;
-  Status attach(Ops& ops) override;
+  Status attach(Stream& stream) override;
   void all_sum(double* v, int64_t n) override;
   void barrier() override;
   [[noreturn]] void abort(int code) override;

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/dist_kernels.h"
+#include "kernels/cuda/cuda_stream.h"
+#include "kernels/cuda/rank_ordered_sum.h"
 
 namespace noeira {
 
@@ -96,11 +96,11 @@ std::string NcclCommunicator::engine() const {
          " over " + host_->engine();
 }
 
-Status NcclCommunicator::attach(Ops& ops) {
-  auto* cuda = dynamic_cast<CudaOps*>(&ops);
+Status NcclCommunicator::attach(Stream& stream) {
+  auto* cuda = dynamic_cast<CudaStream*>(&stream);
   if (!cuda) return make_error("the NCCL engine needs the CUDA backend (--target gpu)");
   Impl& m = *impl_;
-  m.compute = cuda->stream();
+  m.compute = cuda->handle();
   if (cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking) != cudaSuccess ||
       cudaEventCreateWithFlags(&m.ready, cudaEventDisableTiming) != cudaSuccess ||
       cudaEventCreateWithFlags(&m.done, cudaEventDisableTiming) != cudaSuccess)

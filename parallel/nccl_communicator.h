@@ -40,7 +40,7 @@ class NcclCommunicator final : public Communicator {
   void all_gather_bytes(const void* own, void* all, int64_t bytes) override;
   void join() override;
   // Takes the CUDA backend's stream; creates the NCCL communicator, the stream and events.
-  Status attach(Ops& ops) override;
+  Status attach(Stream& stream) override;
   // Rounds 1 .. N-1 of one rank's part (at most `slice` floats each).
   size_t scratch_bytes(int64_t slice) const override;
   void bind_scratch(void* p) override { scratch_ = static_cast<float*>(p); }

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "parallel/communicator.h"
-#include "kernels/ops.h"
+#include "kernels/stream.h"
 
 namespace noeira {
 
@@ -30,8 +30,8 @@ class SingleRankCommunicator final : public Communicator {
   void all_gather_bytes(const void* own, void* all, int64_t bytes) override {
     if (own != all) std::memmove(all, own, static_cast<size_t>(bytes));
   }
-  Status attach(Ops& ops) override {
-    if (!ops.host_memory()) return make_error("the one-rank host communicator moves host memory");
+  Status attach(Stream& stream) override {
+    if (!stream.host_memory()) return make_error("the one-rank host communicator moves host memory");
     return {};
   }
   void all_sum(double* v, int64_t n) override {

@@ -1,4 +1,4 @@
-// Shapes of the image ops (kernels/ops.h): NCHW activations, OIHW weights, as PyTorch
+// Shapes of the image ops (kernels/op_list.inc): NCHW activations, OIHW weights, as PyTorch
 // lays them out. Plain structs with the output-size arithmetic written once, so the
 // backends, the modules and the tests agree on it.
 #pragma once

@@ -1,6 +1,6 @@
 // LayerNorm's per-row and per-element math (PyTorch semantics), written once for the CPU
 // loops and the CUDA kernels. The backends differ only in how they sum (their orders are
-// stated in kernels/ops.h); every sum is in double, each element's math in fp32.
+// stated in kernels/op_list.inc); every sum is in double, each element's math in fp32.
 //
 // Forward, one row of C values x:
 //   sum = sum(x), sumsq = sum(x * x) in double (column order on the CPU)

@@ -1,6 +1,6 @@
 // BatchNorm's per-element and per-channel math (PyTorch semantics), written once for the
 // CPU loops and the CUDA kernels. The backends only differ in how they sum a channel's
-// values (their order is stated in kernels/ops.h); every sum is in double.
+// values (their order is stated in kernels/op_list.inc); every sum is in double.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -1,14 +1,19 @@
-// Ops::batch_windows on the device: the autoregressive batch of the current step, built
-// inside the captured graph (DESIGN.md section 2, AutoregressiveTrainer). One thread per
-// (row, position): it reads the 0-based step from the device counters, draws its row's
-// window start with kernels/common/batch_window.h's batch_window_start (the function the
-// CPU op, the host-batch baseline and the twin use) and copies one input and one target
-// token. Recomputing the row's Philox block per element costs less than a pass to share it.
+// CudaOps::batch_windows (contract: kernels/op_list.inc): the autoregressive batch of the
+// current step, built inside the captured graph (DESIGN.md section 2,
+// AutoregressiveTrainer). One thread per (row, position): it reads the 0-based step from
+// the device counters, draws its row's window start with kernels/common/batch_window.h's
+// batch_window_start (the function the CPU op, the host-batch baseline and the twin use)
+// and copies one input and one target token. Recomputing the row's Philox block per
+// element costs less than a pass to share it.
+#include <string>
+
 #include "kernels/common/batch_window.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -26,8 +31,6 @@ __global__ void batch_windows_kernel(const int32_t* corpus, int64_t n_tokens, ui
   }
 }
 
-}  // namespace
-
 cudaError_t launch_batch_windows(cudaStream_t stream, const int32_t* corpus, int64_t n_tokens,
                                  uint64_t seed, const StepCounters* counters, int64_t B,
                                  int64_t T, int64_t first_row, int32_t* inputs, int32_t* targets) {
@@ -37,4 +40,23 @@ cudaError_t launch_batch_windows(cudaStream_t stream, const int32_t* corpus, int
   return cudaGetLastError();
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::batch_windows(const int32_t* corpus, int64_t n_tokens, uint64_t seed,
+                            const StepCounters* counters, int64_t B, int64_t T,
+                            int64_t first_row, int32_t* inputs, int32_t* targets) {
+  OpScope scope(*state_, "batch_windows");
+  if (B < 0 || T < 0 || first_row < 0 || n_tokens <= T) {
+    fail("invalid shape B " + std::to_string(B) + ", T " + std::to_string(T) + ", first row " +
+         std::to_string(first_row) +
+         " over a corpus of " + std::to_string(n_tokens) + " tokens (needs n_tokens > T >= 0)");
+    return;
+  }
+  check(cuda::launch_batch_windows(stream_, corpus, n_tokens, seed, counters, B, T, first_row,
+                                   inputs, targets),
+        "batch_windows_kernel");
+}
+
+}  // namespace noeira

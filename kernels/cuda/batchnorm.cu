@@ -1,16 +1,43 @@
-// BatchNorm2d (kernels/common/norm.h) over x (B, C, S), fp32 or bf16 storage, fp32 math,
-// channel sums in double. Each pass is three kernels: the per-channel partial sums
-// (channel_sum.cuh), one thread per channel adding its partials in chunk order and doing
-// the channel's math, and one thread per element applying it. The workspace carries the
-// partials and the per-channel values between them; no atomics, so the order is fixed by
-// the shape and every run repeats bit for bit.
+// CudaOps' BatchNorm2d (contracts: kernels/op_list.inc; math: kernels/common/norm.h) over
+// x (B, C, S), fp32 or bf16 storage, fp32 math, channel sums in double. Each pass is three
+// kernels: the per-channel partial sums (channel_sum.cuh), one thread per channel adding
+// its partials in chunk order and doing the channel's math, and one thread per element
+// applying it. The workspace (batchnorm_workspace_bytes) carries the channel partials
+// (channel_partials_bytes), then two floats per channel (the forward's mean and invstd;
+// the backward's mean of dy and of dy * xhat); no atomics, so the order is fixed by the
+// shape and every run repeats bit for bit.
+#include <string>
+
 #include "kernels/common/norm.h"
 #include "kernels/cuda/channel_sum.cuh"
-#include "kernels/cuda/image_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace {
+
+std::string norm_problem(const NormShape& s) {
+  if (s.batch < 0 || s.channels < 0 || s.spatial < 0)
+    return "invalid batchnorm shape " + std::to_string(s.batch) + "x" +
+           std::to_string(s.channels) + "x" + std::to_string(s.spatial);
+  return {};
+}
+
+// BatchNorm's workspace holds doubles: an Error text unless it is there and 16-byte aligned.
+std::string workspace_problem(const NormShape& s, const void* workspace) {
+  if (s.elems() == 0) return {};
+  if (!workspace)
+    return "no workspace; plan batchnorm_workspace_bytes(shape) bytes and pass them";
+  if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
+    return "the workspace must be 16-byte aligned (the memory plan aligns to 256)";
+  return {};
+}
+
+}  // namespace
+
+namespace cuda {
 
 namespace {
 
@@ -115,8 +142,6 @@ BnWorkspace bn_workspace(const NormShape& s, void* workspace) {
           reinterpret_cast<float2*>(base + channel_partials_bytes(s.channels, s.per_channel()))};
 }
 
-}  // namespace
-
 size_t batchnorm_workspace_bytes(const NormShape& s) {
   if (s.channels <= 0) return 0;
   const size_t stats = static_cast<size_t>(s.channels) * sizeof(float2);
@@ -188,4 +213,46 @@ cudaError_t launch_batchnorm_backward(cudaStream_t stream, const NormShape& s, C
   });
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+size_t CudaOps::batchnorm_workspace_bytes(const NormShape& s) const {
+  return cuda::batchnorm_workspace_bytes(s);
+}
+
+void CudaOps::batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
+                                      const float* beta, const BatchNormHyper& h, View y,
+                                      float* save_mean, float* save_invstd, float* running_mean,
+                                      float* running_var, void* workspace) {
+  OpScope scope(*state_, "batchnorm_forward_train");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_forward_train(stream_, s, x, gamma, beta, h, y, save_mean,
+                                             save_invstd, running_mean, running_var, workspace),
+        "batchnorm forward kernels");
+}
+
+void CudaOps::batchnorm_forward_eval(const NormShape& s, ConstView x, const float* gamma,
+                                     const float* beta, const float* running_mean,
+                                     const float* running_var, const BatchNormHyper& h, View y) {
+  OpScope scope(*state_, "batchnorm_forward_eval");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_forward_eval(stream_, s, x, gamma, beta, running_mean,
+                                            running_var, h, y),
+        "bn_apply_eval_kernel");
+}
+
+void CudaOps::batchnorm_backward(const NormShape& s, ConstView dy, ConstView x,
+                                 const float* gamma, const float* save_mean,
+                                 const float* save_invstd, View dx, float* dgamma, float* dbeta,
+                                 void* workspace) {
+  OpScope scope(*state_, "batchnorm_backward");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_backward(stream_, s, dy, x, gamma, save_mean, save_invstd, dx,
+                                        dgamma, dbeta, workspace),
+        "batchnorm backward kernels");
+}
+
+}  // namespace noeira

@@ -1,10 +1,10 @@
-// The per-channel partial sums of image_kernels.h ("Per-channel sums"), for kernels that
-// reduce (B, C, S) tensors over (B, S): BatchNorm's statistics and gradients, the
-// convolution's bias gradient. Two double sums per channel, in the order stated there.
+// The per-channel partial sums of channel_sum.h, for kernels that reduce (B, C, S) tensors
+// over (B, S): BatchNorm's statistics and gradients, the convolution's bias gradient. Two
+// double sums per channel, in the order stated there.
 #pragma once
 #include <cstdint>
 
-#include "kernels/cuda/image_kernels.h"
+#include "kernels/cuda/channel_sum.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace noeira::cuda {

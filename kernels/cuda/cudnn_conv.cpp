@@ -4,9 +4,8 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cudnn_conv_plan.h"
-#include "kernels/cuda/image_kernels.h"
+#include "kernels/cuda/launchers.h"
 
 namespace noeira::cuda {
 

@@ -1,4 +1,5 @@
-// 2-D convolution through cuDNN's legacy API (Ops::conv2d_*; contracts in kernels/ops.h).
+// 2-D convolution through cuDNN's legacy API (Ops::conv2d_*, conv2d.cu; contracts in
+// kernels/op_list.inc).
 // NCHW activations and OIHW weights at the interface and inside: cuDNN reads them as
 // they are.
 //
@@ -28,7 +29,7 @@
 // Never TENSOR_OP_MATH_ALLOW_CONVERSION (a down-conversion to fp16).
 //
 // Bias: the forward adds it with our kernel (in place for fp32, from the fp32 widened
-// result for bf16); db is our per-channel sum in double (image_kernels.h), in a fixed
+// result for bf16); db is our per-channel sum in double (channel_sum.h, conv2d.cu), in a fixed
 // order, run before the cuDNN backward-weights in the same workspace.
 #pragma once
 #include <cuda_runtime.h>
@@ -74,7 +75,7 @@ class CudnnConv {
   // ALGO_1 (... , widened)" for tests and logs; empty when not planned.
   std::string describe_plan(const ConvShape& s, DType dtype) const;
 
-  // The passes (contracts in kernels/ops.h). An Error when the shape was not planned, the
+  // The passes (contracts in kernels/op_list.inc). An Error when the shape was not planned, the
   // workspace is smaller than planned, operands do not match, or cuDNN fails.
   Status forward(const ConvShape& s, ConstView x, ConstView w, const float* bias, View y,
                  void* workspace, size_t workspace_bytes);
@@ -90,7 +91,11 @@ class CudnnConv {
   struct Key {
     ConvShape shape;
     DType dtype;
+    // Ordered in the .cpp files (C++20) only; the op files that include this header
+    // compile as C++17 and never compare keys (kernels/common/image_shapes.h).
+#if __cplusplus >= 202002L
     auto operator<=>(const Key&) const = default;
+#endif
   };
   // The plan of (s, dtype) and the 256-aligned workspace base, or an Error naming the pass.
   Result<const Plan*> find(const char* pass, const ConvShape& s, DType dtype, void* workspace,

@@ -8,7 +8,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_conv_plan.h"
-#include "kernels/cuda/image_kernels.h"
+#include "kernels/cuda/channel_sum.h"
 
 namespace noeira::cuda {
 

@@ -1,13 +1,13 @@
-// Per-step device timers for the CUDA backend (Ops::make_device_timer). Both bracket a
+// Per-step device timers for the CUDA backend (Stream::make_device_timer). Both bracket a
 // step with begin_step/end_step on the backend's stream without synchronising, and
-// collect() synchronises once. A timer must not outlive the CudaOps that made it.
+// collect() synchronises once. A timer must not outlive the backend that made it.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <memory>
 #include <string>
 
-#include "kernels/ops.h"
+#include "kernels/stream.h"
 
 namespace noeira::cuda {
 

@@ -1,17 +1,22 @@
-// Elementwise kernels: activations, add, casts, optimizer updates, the step counter. Each
-// element is written by exactly one thread with the shared scalar math of
-// kernels/common/math.h, so results never depend on the launch shape. The activation,
-// add and cast kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32 math,
-// bf16 rounding by kernels/common/bf16.h; their launchers dispatch on the views' dtype.
+// CudaOps' element-wise ops, bias_act, act_forward, act_backward, add and cast (contracts:
+// kernels/op_list.inc). Each element is written by exactly one thread with the shared
+// scalar math of kernels/common/math.h, so results never depend on the launch shape. The
+// kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32 math, bf16 rounding
+// by kernels/common/bf16.h; the launchers dispatch once on the views' dtype. fp32
+// launches keep scalar loops; bf16 ones move 16-byte groups when every buffer is 16-byte
+// aligned (the same bits either way).
 #include <initializer_list>
 #include <type_traits>
 
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launchers.h"
 #include "kernels/cuda/vec8.cuh"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -76,118 +81,6 @@ __global__ void cast_kernel(const In* x, Out* y, int64_t n, bool vec8) {
   map_elements(n, vec8, y, [](float v, float, float) { return v; }, x);
 }
 
-// C(M,N), row stride ldc: C = beta * C; beta == 0 writes zeros (BLAS: C is not read).
-__global__ void scale_rows_kernel(float* C, int64_t M, int64_t N, int64_t ldc, float beta) {
-  const int64_t n = M * N;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    float& c = C[(i / N) * ldc + i % N];
-    c = beta == 0.0f ? 0.0f : beta * c;
-  }
-}
-
-// Adam over flat buffers. The step comes from the device counter (read once per block),
-// never from a kernel argument, so a captured graph replays correctly at every step.
-// vec4: the four buffers are 16-byte aligned; float4 over the first n/4*4 elements.
-__global__ void adam_kernel(float* __restrict__ p, const float* __restrict__ g,
-                            float* __restrict__ m, float* __restrict__ v, int64_t n,
-                            AdamHyper h, const StepCounters* counters, bool vec4) {
-  __shared__ AdamStepScalars s;
-  if (threadIdx.x == 0) s = adam_step_scalars(h, counters->step + 1);
-  __syncthreads();
-  int64_t done = 0;
-  if (vec4) {
-    const int64_t n4 = n / 4;
-    for (int64_t i = global_thread(); i < n4; i += grid_stride()) {
-      float4 pp = reinterpret_cast<float4*>(p)[i];
-      const float4 gg = reinterpret_cast<const float4*>(g)[i];
-      float4 mm = reinterpret_cast<float4*>(m)[i];
-      float4 vv = reinterpret_cast<float4*>(v)[i];
-      adam_update(pp.x, gg.x, mm.x, vv.x, h, s);
-      adam_update(pp.y, gg.y, mm.y, vv.y, h, s);
-      adam_update(pp.z, gg.z, mm.z, vv.z, h, s);
-      adam_update(pp.w, gg.w, mm.w, vv.w, h, s);
-      reinterpret_cast<float4*>(p)[i] = pp;
-      reinterpret_cast<float4*>(m)[i] = mm;
-      reinterpret_cast<float4*>(v)[i] = vv;
-    }
-    done = n4 * 4;
-  }
-  for (int64_t i = done + global_thread(); i < n; i += grid_stride())
-    adam_update(p[i], g[i], m[i], v[i], h, s);
-}
-
-// Adam with a per-element weight-decay mask (AdamHyper::decay_mask, n floats): the masked
-// update of kernels/common/math.h (adam_update_masked) in the decoupled and L2 modes; no
-// decay at all needs no mask. A separate kernel, so the unmasked path keeps its code and
-// bits. vec4: the five buffers are 16-byte aligned.
-template <bool kDecoupled, bool kL2>
-__global__ void adam_masked_kernel(float* __restrict__ p, const float* __restrict__ g,
-                                   float* __restrict__ m, float* __restrict__ v,
-                                   const float* __restrict__ mask, int64_t n, AdamHyper h,
-                                   const StepCounters* counters, bool vec4) {
-  __shared__ AdamStepScalars s;
-  if (threadIdx.x == 0) s = adam_step_scalars(h, counters->step + 1);
-  __syncthreads();
-  int64_t done = 0;
-  if (vec4) {
-    const int64_t n4 = n / 4;
-    for (int64_t i = global_thread(); i < n4; i += grid_stride()) {
-      float4 pp = reinterpret_cast<float4*>(p)[i];
-      const float4 gg = reinterpret_cast<const float4*>(g)[i];
-      float4 mm = reinterpret_cast<float4*>(m)[i];
-      float4 vv = reinterpret_cast<float4*>(v)[i];
-      const float4 kk = reinterpret_cast<const float4*>(mask)[i];
-      adam_update_masked<kDecoupled, kL2>(pp.x, gg.x, mm.x, vv.x, kk.x, s);
-      adam_update_masked<kDecoupled, kL2>(pp.y, gg.y, mm.y, vv.y, kk.y, s);
-      adam_update_masked<kDecoupled, kL2>(pp.z, gg.z, mm.z, vv.z, kk.z, s);
-      adam_update_masked<kDecoupled, kL2>(pp.w, gg.w, mm.w, vv.w, kk.w, s);
-      reinterpret_cast<float4*>(p)[i] = pp;
-      reinterpret_cast<float4*>(m)[i] = mm;
-      reinterpret_cast<float4*>(v)[i] = vv;
-    }
-    done = n4 * 4;
-  }
-  for (int64_t i = done + global_thread(); i < n; i += grid_stride())
-    adam_update_masked<kDecoupled, kL2>(p[i], g[i], m[i], v[i], mask[i], s);
-}
-
-// SGD over flat buffers; the learning rate of step counters->step + 1 (its schedule) is
-// computed once per block from the device counter, like Adam's step.
-__global__ void sgd_kernel(float* __restrict__ p, const float* __restrict__ g,
-                           float* __restrict__ buf, int64_t n, SgdHyper h,
-                           const StepCounters* counters, bool vec4) {
-  __shared__ SgdStepScalars s;
-  if (threadIdx.x == 0) s = sgd_step_scalars(h, counters->step + 1);
-  __syncthreads();
-  int64_t done = 0;
-  if (vec4) {
-    const int64_t n4 = n / 4;
-    for (int64_t i = global_thread(); i < n4; i += grid_stride()) {
-      float4 pp = reinterpret_cast<float4*>(p)[i];
-      const float4 gg = reinterpret_cast<const float4*>(g)[i];
-      float4 bb = reinterpret_cast<float4*>(buf)[i];
-      sgd_update(pp.x, gg.x, bb.x, s);
-      sgd_update(pp.y, gg.y, bb.y, s);
-      sgd_update(pp.z, gg.z, bb.z, s);
-      sgd_update(pp.w, gg.w, bb.w, s);
-      reinterpret_cast<float4*>(p)[i] = pp;
-      reinterpret_cast<float4*>(buf)[i] = bb;
-    }
-    done = n4 * 4;
-  }
-  for (int64_t i = done + global_thread(); i < n; i += grid_stride())
-    sgd_update(p[i], g[i], buf[i], s);
-}
-
-__global__ void advance_kernel(StepCounters* counters) {
-  counters->step += 1;
-  counters->batch_in_epoch += 1;
-}
-
-}  // namespace
-
-namespace {
-
 // fp32 launches keep their scalar loops; bf16 ones move 16-byte groups when every buffer
 // allows it (aligned16_or_null: absent operands do not constrain).
 template <class T>
@@ -196,8 +89,6 @@ bool use_vec8(std::initializer_list<const void*> buffers) {
   for (const void* p : buffers) vec8 = vec8 && aligned16_or_null(p);
   return vec8;
 }
-
-}  // namespace
 
 cudaError_t launch_bias_act(cudaStream_t stream, const float* acc, const float* bias, View y,
                             View pre, int64_t M, int64_t N, Act act) {
@@ -257,6 +148,8 @@ cudaError_t launch_add(cudaStream_t stream, ConstView a, ConstView b, View y) {
   });
 }
 
+}  // namespace
+
 // Casts move 16-byte groups whenever both buffers are aligned, whatever the two types.
 cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y) {
   const char* op = "cast";
@@ -273,54 +166,32 @@ cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y) {
   });
 }
 
-cudaError_t launch_scale_rows(cudaStream_t stream, float* C, int64_t M, int64_t N, int64_t ldc,
-                              float beta) {
-  if (M * N == 0 || beta == 1.0f) return cudaSuccess;
-  scale_rows_kernel<<<grid_for(M * N), kBlock, 0, stream>>>(C, M, N, ldc, beta);
-  return cudaGetLastError();
+}  // namespace cuda
+
+void CudaOps::bias_act(const float* acc, const float* bias, View y, View pre, int64_t M,
+                       int64_t N, Act act) {
+  OpScope scope(*state_, "bias_act");
+  check(cuda::launch_bias_act(stream_, acc, bias, y, pre, M, N, act), "bias_act_kernel");
 }
 
-cudaError_t launch_adam(cudaStream_t stream, float* p, const float* g, float* m, float* v,
-                        int64_t n, const AdamHyper& h, const StepCounters* counters) {
-  if (n == 0) return cudaSuccess;
-  const bool vec4 = aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v);
-  // The masked update where a mask is given and there is decay to mask; the host knows
-  // the mode (h.decoupled, h.weight_decay), as adam_step_scalars does on the device.
-  const bool decoupled = h.decoupled;
-  const bool l2 = !decoupled && static_cast<float>(h.weight_decay) != 0.0f;
-  if (h.decay_mask && (decoupled || l2)) {
-    const bool vec4m = vec4 && aligned16(h.decay_mask);
-    const int64_t work = vec4m ? n / 4 + n % 4 : n;
-    if (decoupled)
-      adam_masked_kernel<true, false><<<grid_for(work), kBlock, 0, stream>>>(
-          p, g, m, v, h.decay_mask, n, h, counters, vec4m);
-    else
-      adam_masked_kernel<false, true><<<grid_for(work), kBlock, 0, stream>>>(
-          p, g, m, v, h.decay_mask, n, h, counters, vec4m);
-    return cudaGetLastError();
-  }
-  const int64_t work = vec4 ? n / 4 + n % 4 : n;
-  adam_kernel<<<grid_for(work), kBlock, 0, stream>>>(p, g, m, v, n, h, counters, vec4);
-  return cudaGetLastError();
+void CudaOps::act_forward(ConstView x, View y, Act act) {
+  OpScope scope(*state_, "act_forward");
+  check(cuda::launch_act_forward(stream_, x, y, act), "act_forward_kernel");
 }
 
-cudaError_t launch_sgd(cudaStream_t stream, float* p, const float* g, float* buf, int64_t n,
-                       const SgdHyper& h, const StepCounters* counters) {
-  if (n == 0) return cudaSuccess;
-  const bool vec4 = aligned16(p) && aligned16(g) && aligned16(buf);
-  const int64_t work = vec4 ? n / 4 + n % 4 : n;
-  sgd_kernel<<<grid_for(work), kBlock, 0, stream>>>(p, g, buf, n, h, counters, vec4);
-  return cudaGetLastError();
+void CudaOps::act_backward(ConstView dy, ConstView pre, ConstView post, View dx, Act act) {
+  OpScope scope(*state_, "act_backward");
+  check(cuda::launch_act_backward(stream_, dy, pre, post, dx, act), "act_backward_kernel");
 }
 
-cudaError_t launch_advance(cudaStream_t stream, StepCounters* counters) {
-  advance_kernel<<<1, 1, 0, stream>>>(counters);
-  return cudaGetLastError();
+void CudaOps::add(ConstView a, ConstView b, View y) {
+  OpScope scope(*state_, "add");
+  check(cuda::launch_add(stream_, a, b, y), "add_kernel");
 }
 
-cudaError_t check_kernel_image() {
-  cudaFuncAttributes attr{};
-  return cudaFuncGetAttributes(&attr, advance_kernel);
+void CudaOps::cast(ConstView x, View y) {
+  OpScope scope(*state_, "cast");
+  check(cuda::launch_cast(stream_, x, y), "cast_kernel");
 }
 
-}  // namespace noeira::cuda
+}  // namespace noeira

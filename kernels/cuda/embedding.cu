@@ -1,20 +1,33 @@
-// Token + position embedding (sequence_kernels.h; contracts in kernels/ops.h). The
-// backward gathers each token's rows instead of scattering with atomics: a stable radix
-// sort of (id, row) pairs groups them, in row order, and one block per token sums them.
+// CudaOps' token + position embedding (contracts: kernels/op_list.inc). Nothing here
+// uses floating-point atomics: every reduction's order is fixed by the ids.
 //
-// Workspace (planned by the caller, each part 256-byte aligned after aligning the base):
-// keys_in (rows i32) | keys_out (rows i32) | rows_in (rows i32) | rows_out (rows i32) |
-// cub's temporary storage.
+// Forward: one thread per element of y; an id outside [0, V) is not checked against V
+// (the op has no V) but a negative one writes NaN rather than reading out of bounds.
+//
+// Backward. dwte: the rows are sorted by token with cub's LSD radix sort of (id, row)
+// pairs, which is stable, so each token's rows stay in row order (an id outside [0, V) is
+// keyed V and skipped); then one block per (token, 256-column tile) sums the token's dy
+// rows in that order in fp32 from 0.0f and adds the sum to dwte once (the CPU's order,
+// kernels/cpu/embedding.cpp). dwpe: one thread per (t, c) sums rows t, T + t, ... in order
+// in fp32 and adds once. rows <= INT_MAX.
+//
+// Workspace (embedding_workspace_bytes, each part 256-byte aligned after aligning the
+// base): keys_in (rows i32) | keys_out (rows i32) | rows_in (rows i32) | rows_out (rows
+// i32) | cub's temporary storage; 0 bytes when cub's size query fails (the op then
+// reports the missing workspace).
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
 #include <cmath>
+#include <string>
 
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/sequence_kernels.h"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -113,8 +126,6 @@ int key_bits(int64_t V) {
   return bits;
 }
 
-}  // namespace
-
 cudaError_t launch_embedding_forward(cudaStream_t stream, const int32_t* ids, const float* wte,
                                      const float* wpe, View y, int64_t rows, int64_t T,
                                      int64_t C) {
@@ -180,4 +191,43 @@ cudaError_t launch_embedding_backward(cudaStream_t stream, const int32_t* ids, C
   });
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::embedding_forward(const int32_t* ids, const float* wte, const float* wpe, View y,
+                                int64_t rows, int64_t T, int64_t C) {
+  OpScope scope(*state_, "embedding_forward");
+  if (rows < 0 || C < 0 || (rows > 0 && T <= 0)) {
+    fail("invalid shape rows " + std::to_string(rows) + ", T " + std::to_string(T) + ", C " +
+         std::to_string(C));
+    return;
+  }
+  check(cuda::launch_embedding_forward(stream_, ids, wte, wpe, y, rows, T, C),
+        "embedding_forward_kernel");
+}
+
+size_t CudaOps::embedding_workspace_bytes(int64_t rows, int64_t V) const {
+  return cuda::embedding_workspace_bytes(rows, V);
+}
+
+void CudaOps::embedding_backward(const int32_t* ids, ConstView dy, float* dwte, float* dwpe,
+                                 int64_t rows, int64_t T, int64_t C, int64_t V,
+                                 void* workspace) {
+  OpScope scope(*state_, "embedding_backward");
+  if (rows < 0 || C < 0 || V < 0 || V >= INT32_MAX || rows > INT32_MAX ||
+      (rows > 0 && T <= 0)) {
+    fail("invalid shape rows " + std::to_string(rows) + ", T " + std::to_string(T) + ", C " +
+         std::to_string(C) + ", V " + std::to_string(V) +
+         " (the GPU sorts at most 2147483647 rows by int32 token ids)");
+    return;
+  }
+  if (rows * C > 0 && dwte && !workspace) {
+    fail("no workspace; plan embedding_workspace_bytes(rows, V) bytes and pass them");
+    return;
+  }
+  check(cuda::launch_embedding_backward(stream_, ids, dy, dwte, dwpe, rows, T, C, V, workspace),
+        "embedding_backward (keys kernel, cub::DeviceRadixSort::SortPairs, sum kernels)");
+}
+
+}  // namespace noeira

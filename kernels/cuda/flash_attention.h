@@ -1,6 +1,6 @@
 // Fused, flash-style attention, causal (GPT) or not (ViT), for bf16 storage
 // (kernels/cuda/flash_attention.cu): the CUDA backend's attention core when the views are
-// bf16 and 1 <= hd <= 128 (contract: kernels/ops.h, "Sequences"). bf16 in, bf16 out, fp32
+// bf16 and 1 <= hd <= 128 (contract: kernels/op_list.inc, "Sequences"). bf16 in, bf16 out, fp32
 // math; the (T, T) probabilities are never stored: att holds each query row's log-sum-exp
 // of its visible scaled scores (B, nh, T fp32) and the backward recomputes P from it. No
 // allocation, no host synchronisation, no atomics: every output element (out, lse, D, dq,

@@ -90,7 +90,11 @@ class GemmLt {
     uint32_t ab_type;
     uint32_t align_a, align_b, align_c, align_bias, align_aux;
     int64_t batch, stride_a, stride_b, stride_c;
+    // Ordered in the .cpp files (C++20) only; the op files that include this header
+    // compile as C++17 and never compare keys (kernels/common/image_shapes.h).
+#if __cplusplus >= 202002L
     auto operator<=>(const Key&) const = default;
+#endif
   };
   struct Plan {
     bool supported = false;

@@ -4,7 +4,7 @@
 // reads its per-step values (batch index, Adam step) from the device counters, so the
 // instantiated graph replays unchanged at every step.
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/cuda_stream.h"
 
 namespace noeira {
 
@@ -31,34 +31,36 @@ class CudaStepGraph final : public StepGraph {
 
 }  // namespace
 
-Status CudaOps::begin_capture() {
-  if (capturing_) return make_error("begin_capture: a capture is already in progress");
+Status CudaStream::begin_capture() {
+  if (state_->capturing()) return make_error("begin_capture: a capture is already in progress");
+  const cudaStream_t stream = state_->stream();
   // Surface errors of earlier work now, so none is blamed on a captured op.
-  NOEIRA_CUDA_TRY(cudaStreamSynchronize(stream_),
+  NOEIRA_CUDA_TRY(cudaStreamSynchronize(stream),
                   "work queued before the capture failed; run without --graph to find it");
-  NOEIRA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+  NOEIRA_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
                   "the stream cannot be captured (is another capture running on it?)");
-  capturing_ = true;
-  capture_error_.clear();
+  state_->set_capturing(true);
   return {};
 }
 
-Result<std::unique_ptr<StepGraph>> CudaOps::end_capture() {
-  if (!capturing_)
+Result<std::unique_ptr<StepGraph>> CudaStream::end_capture() {
+  if (!state_->capturing())
     return make_error("end_capture: no capture in progress; call begin_capture first");
-  capturing_ = false;
+  state_->set_capturing(false);
+  const cudaStream_t stream = state_->stream();
+  const std::string& capture_error = state_->capture_error();
   cudaGraph_t graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
   struct GraphGuard {
     cudaGraph_t g;
     ~GraphGuard() {
       if (g) cudaGraphDestroy(g);
     }
   } guard{graph};
-  if (!capture_error_.empty() || ended != cudaSuccess) {
+  if (!capture_error.empty() || ended != cudaSuccess) {
     (void)cudaGetLastError();  // capture errors are not sticky; clear the last-error slot
-    if (!capture_error_.empty())
-      return make_error("CUDA-graph capture failed at " + capture_error_ +
+    if (!capture_error.empty())
+      return make_error("CUDA-graph capture failed at " + capture_error +
                         "; run the step without --graph to check the op works eagerly");
     return cuda::call_error("cudaStreamEndCapture", ended,
                             "something outside our ops used or synchronised the stream during "
@@ -67,11 +69,11 @@ Result<std::unique_ptr<StepGraph>> CudaOps::end_capture() {
   cudaGraphExec_t exec = nullptr;
   NOEIRA_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0),
                   "the captured step could not be instantiated; run without --graph");
-  if (const cudaError_t e = cudaGraphUpload(exec, stream_); e != cudaSuccess) {
+  if (const cudaError_t e = cudaGraphUpload(exec, stream); e != cudaSuccess) {
     cudaGraphExecDestroy(exec);
     return cuda::call_error("cudaGraphUpload", e, "run without --graph");
   }
-  return std::unique_ptr<StepGraph>(new CudaStepGraph(exec, stream_));
+  return std::unique_ptr<StepGraph>(new CudaStepGraph(exec, stream));
 }
 
 }  // namespace noeira

@@ -1,17 +1,32 @@
-// LayerNorm over the last dimension of (N, C), fp32 or bf16 storage, fp32 element math and
-// double sums (kernels/common/layernorm.h), in the orders stated in sequence_kernels.h: one
-// warp per row for the row statistics and dx; fixed row chunks for dgamma / dbeta, their
-// double partials in the workspace, added in chunk order. No atomics.
+// CudaOps' LayerNorm over the last dimension of (N, C) (contracts: kernels/op_list.inc),
+// fp32 or bf16 storage, fp32 element math and double sums (kernels/common/layernorm.h).
+// No atomics; the orders:
+//   forward   one warp per row. Lane l sums x[l], x[l + 32], ... in double (x and x * x)
+//             in ascending order; the 32 lane sums are folded by a butterfly (xor 16, 8,
+//             4, 2, 1), which leaves every lane the same bits; then layernorm.h's stats
+//             and apply.
+//   backward  dx: one warp per row, the two double row sums in the forward's lane order.
+//             dgamma/dbeta: the rows are cut into column_sum_plan(N, kColumnSumMaxChunks)
+//             chunks (kernels/common/column_sum.h); in a chunk, row lane l (of
+//             kColumnSumLanes) sums rows begin + l, begin + l + kColumnSumLanes, ... in
+//             double, the lanes are folded pairwise (l += l + h, h = 4, 2, 1), the chunk
+//             partials go to the workspace, and a finishing kernel adds them in chunk
+//             order and adds float(total) to dgamma / dbeta once.
 //
 // Workspace (layernorm_workspace_bytes): partials (chunks, C) of double2 (sum of
 // dy * xhat, sum of dy), chunks = column_sum_plan(N, kColumnSumMaxChunks).chunks.
+#include <cstdint>
+#include <string>
+
 #include "kernels/common/column_sum.h"
 #include "kernels/common/layernorm.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/sequence_kernels.h"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -139,8 +154,6 @@ unsigned row_blocks(int64_t N) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > (1 << 20) ? (1 << 20) : b));
 }
 
-}  // namespace
-
 cudaError_t launch_layernorm_forward(cudaStream_t stream, ConstView x, const float* gamma,
                                      const float* beta, View y, float* mean, float* rstd,
                                      int64_t N, int64_t C, float eps) {
@@ -192,4 +205,42 @@ cudaError_t launch_layernorm_backward(cudaStream_t stream, ConstView dy, ConstVi
   });
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::layernorm_forward(ConstView x, const float* gamma, const float* beta, View y,
+                                float* mean, float* rstd, int64_t N, int64_t C, float eps) {
+  OpScope scope(*state_, "layernorm_forward");
+  if (N < 0 || C < 0) {
+    fail("invalid shape N " + std::to_string(N) + ", C " + std::to_string(C));
+    return;
+  }
+  check(cuda::launch_layernorm_forward(stream_, x, gamma, beta, y, mean, rstd, N, C, eps),
+        "layernorm_forward_kernel");
+}
+
+size_t CudaOps::layernorm_workspace_bytes(int64_t N, int64_t C) const {
+  return cuda::layernorm_workspace_bytes(N, C);
+}
+
+void CudaOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
+                                 const float* mean, const float* rstd, View dx, float* dgamma,
+                                 float* dbeta, int64_t N, int64_t C, void* workspace) {
+  OpScope scope(*state_, "layernorm_backward");
+  if (N < 0 || C < 0) {
+    fail("invalid shape N " + std::to_string(N) + ", C " + std::to_string(C));
+    return;
+  }
+  if (N * C > 0 && (dgamma || dbeta) &&
+      (!workspace || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)) {
+    fail("no 16-byte aligned workspace; plan layernorm_workspace_bytes(N, C) bytes and pass "
+         "them");
+    return;
+  }
+  check(cuda::launch_layernorm_backward(stream_, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, N,
+                                        C, workspace),
+        "layernorm_backward kernels");
+}
+
+}  // namespace noeira

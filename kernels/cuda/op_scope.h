@@ -1,31 +1,34 @@
-// CudaOps::OpScope, for the files that implement CudaOps' ops: names the op being
-// enqueued (for error messages) and, while a graph is being captured, notices the op
-// after which the capture stopped being valid. Every op opens one first.
+// cuda::OpScope, for every call of the CUDA backend that enqueues work (the ops in
+// kernels/cuda/<op>.cu, the stream's copies and fills): names the call being enqueued,
+// for error messages, and, while a graph is being captured, notices the call after which
+// the capture stopped being valid. Every such call opens one first.
 #pragma once
 #include <string>
 
-#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/stream_state.h"
 
-namespace noeira {
+namespace noeira::cuda {
 
-class CudaOps::OpScope {
+class OpScope {
  public:
-  OpScope(CudaOps& ops, const char* name) : ops_(ops), outer_(ops.op_) { ops_.op_ = name; }
+  OpScope(StreamState& state, const char* name) : state_(state), outer_(state.op_) {
+    state_.op_ = name;
+  }
   ~OpScope() {
-    if (ops_.capturing_ && ops_.capture_error_.empty()) {
+    if (state_.capturing_ && state_.capture_error_.empty()) {
       cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-      if (cudaStreamIsCapturing(ops_.stream_, &status) == cudaSuccess &&
+      if (cudaStreamIsCapturing(state_.stream_, &status) == cudaSuccess &&
           status == cudaStreamCaptureStatusInvalidated)
-        ops_.capture_error_ = std::string(ops_.op_) + ": the stream capture was invalidated";
+        state_.capture_error_ = std::string(state_.op_) + ": the stream capture was invalidated";
     }
-    ops_.op_ = outer_;
+    state_.op_ = outer_;
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
 
  private:
-  CudaOps& ops_;
+  StreamState& state_;
   const char* outer_;
 };
 
-}  // namespace noeira
+}  // namespace noeira::cuda

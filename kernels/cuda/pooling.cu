@@ -1,16 +1,42 @@
-// Max and average pooling over NCHW, fp32 or bf16 storage, fp32 math. Forward: one thread
-// per output element, scanning its window in row-major order. Backward: one thread per
-// input element, gathering the windows that cover it in row-major window order, so each
-// input's sum has the order the contract states and no thread writes another's element
-// (no scatter, no atomics).
+// CudaOps' max and average pooling (contracts: kernels/op_list.inc) over NCHW, fp32 or
+// bf16 storage, fp32 math. Forward: one thread per output element, scanning its window in
+// row-major order. Backward: one thread per input element, gathering the windows that
+// cover it in row-major window order, so each input's sum has the order the contract
+// states and no thread writes another's element (no scatter, no atomics).
 #include <cmath>
+#include <string>
 
 #include "kernels/common/pool.h"
-#include "kernels/cuda/image_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/dispatch.h"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace {
+
+std::string describe(const PoolShape& s) {
+  return "pool " + std::to_string(s.batch) + "x" + std::to_string(s.channels) + "x" +
+         std::to_string(s.height) + "x" + std::to_string(s.width) + ", " +
+         std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) + " window, stride " +
+         std::to_string(s.stride) + ", pad " + std::to_string(s.pad);
+}
+
+// Empty when the shape is valid, else what is wrong with it.
+std::string pool_problem(const PoolShape& s, bool argmax) {
+  if (s.batch < 0 || s.channels < 0 || s.height <= 0 || s.width <= 0 || s.kernel_h <= 0 ||
+      s.kernel_w <= 0 || s.stride <= 0 || s.pad < 0)
+    return "invalid " + describe(s);
+  if (s.out_height() <= 0 || s.out_width() <= 0)
+    return "the window is larger than the padded input in " + describe(s);
+  if (argmax && s.height * s.width > INT32_MAX)
+    return "the argmax (int32) cannot index the planes of " + describe(s);
+  return {};
+}
+
+}  // namespace
+
+namespace cuda {
 
 namespace {
 
@@ -109,8 +135,6 @@ __global__ void avgpool_backward_kernel(const T* dy, T* dx, PoolGeom g) {
   }
 }
 
-}  // namespace
-
 cudaError_t launch_maxpool2d_forward(cudaStream_t stream, const PoolShape& s, ConstView x,
                                      View y, int32_t* argmax) {
   const char* op = "maxpool2d_forward";
@@ -167,4 +191,33 @@ cudaError_t launch_avgpool2d_backward(cudaStream_t stream, const PoolShape& s, C
   });
 }
 
-}  // namespace noeira::cuda
+}  // namespace
+
+}  // namespace cuda
+
+void CudaOps::maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t* argmax) {
+  OpScope scope(*state_, "maxpool2d_forward");
+  if (const std::string p = pool_problem(s, true); !p.empty()) return fail(p);
+  check(cuda::launch_maxpool2d_forward(stream_, s, x, y, argmax), "maxpool_forward_kernel");
+}
+
+void CudaOps::maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t* argmax,
+                                 View dx) {
+  OpScope scope(*state_, "maxpool2d_backward");
+  if (const std::string p = pool_problem(s, true); !p.empty()) return fail(p);
+  check(cuda::launch_maxpool2d_backward(stream_, s, dy, argmax, dx), "maxpool_backward_kernel");
+}
+
+void CudaOps::avgpool2d_forward(const PoolShape& s, ConstView x, View y) {
+  OpScope scope(*state_, "avgpool2d_forward");
+  if (const std::string p = pool_problem(s, false); !p.empty()) return fail(p);
+  check(cuda::launch_avgpool2d_forward(stream_, s, x, y), "avgpool_forward_kernel");
+}
+
+void CudaOps::avgpool2d_backward(const PoolShape& s, ConstView dy, View dx) {
+  OpScope scope(*state_, "avgpool2d_backward");
+  if (const std::string p = pool_problem(s, false); !p.empty()) return fail(p);
+  check(cuda::launch_avgpool2d_backward(stream_, s, dy, dx), "avgpool_backward_kernel");
+}
+
+}  // namespace noeira

@@ -1,7 +1,8 @@
-// The per-epoch permutation on the device: Philox sort keys (kernels/common/philox.h),
-// then cub's LSD radix sort of (key, index) pairs over all 64 key bits. LSD radix sort
-// is stable, so equal keys keep ascending indices: the result equals the CPU's
-// std::stable_sort of the same keys, element for element.
+// CudaOps::shuffle (contract: kernels/op_list.inc), the per-epoch permutation on the
+// device: Philox sort keys (kernels/common/philox.h), then cub's LSD radix sort of (key,
+// index) pairs over all 64 key bits. LSD radix sort is stable, so equal keys keep
+// ascending indices: the result equals the CPU's std::stable_sort of the same keys,
+// element for element.
 //
 // Workspace layout (planned by the caller, never allocated here), each part 256-byte
 // aligned: keys_in (n u64) | keys_out (n u64) | values_in (n i32) | cub temp storage.
@@ -12,10 +13,12 @@
 #include <string>
 
 #include "kernels/common/philox.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
 
-namespace noeira::cuda {
+namespace noeira {
+
+namespace cuda {
 
 namespace {
 
@@ -59,6 +62,19 @@ ShuffleLayout layout(void* workspace, int64_t n) {
   return l;
 }
 
+cudaError_t launch_shuffle(cudaStream_t stream, uint64_t seed, uint32_t epoch, int64_t n,
+                           int32_t* perm, void* workspace) {
+  if (n == 0) return cudaSuccess;
+  if (n < 0 || n > INT_MAX || !workspace) return cudaErrorInvalidValue;
+  size_t temp = 0;
+  if (const cudaError_t e = cub_temp_bytes(n, &temp); e != cudaSuccess) return e;
+  const ShuffleLayout l = layout(workspace, n);
+  shuffle_keys_kernel<<<grid_for(n), kBlock, 0, stream>>>(seed, epoch, n, l.keys_in, l.values_in);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  return cub::DeviceRadixSort::SortPairs(l.temp, temp, l.keys_in, l.keys_out, l.values_in, perm,
+                                         static_cast<int>(n), 0, 64, stream);
+}
+
 }  // namespace
 
 Result<size_t> shuffle_workspace_bytes(int64_t n) {
@@ -79,17 +95,16 @@ Result<size_t> shuffle_workspace_bytes(int64_t n) {
          align_up(static_cast<size_t>(n) * sizeof(int32_t)) + align_up(temp);
 }
 
-cudaError_t launch_shuffle(cudaStream_t stream, uint64_t seed, uint32_t epoch, int64_t n,
-                           int32_t* perm, void* workspace) {
-  if (n == 0) return cudaSuccess;
-  if (n < 0 || n > INT_MAX || !workspace) return cudaErrorInvalidValue;
-  size_t temp = 0;
-  if (const cudaError_t e = cub_temp_bytes(n, &temp); e != cudaSuccess) return e;
-  const ShuffleLayout l = layout(workspace, n);
-  shuffle_keys_kernel<<<grid_for(n), kBlock, 0, stream>>>(seed, epoch, n, l.keys_in, l.values_in);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  return cub::DeviceRadixSort::SortPairs(l.temp, temp, l.keys_in, l.keys_out, l.values_in, perm,
-                                         static_cast<int>(n), 0, 64, stream);
+}  // namespace cuda
+
+Result<size_t> CudaOps::shuffle_workspace_bytes(int64_t n) const {
+  return cuda::shuffle_workspace_bytes(n);
 }
 
-}  // namespace noeira::cuda
+void CudaOps::shuffle(uint64_t seed, uint32_t epoch, int64_t n, int32_t* perm, void* workspace) {
+  OpScope scope(*state_, "shuffle");
+  check(cuda::launch_shuffle(stream_, seed, epoch, n, perm, workspace),
+        "shuffle (keys kernel + cub::DeviceRadixSort::SortPairs)");
+}
+
+}  // namespace noeira

@@ -72,9 +72,9 @@ Status AutoregressiveTrainer::build(const AutoregressiveConfig& lm, const TokenC
     host_y_.resize(host_x_.size());
   }
 
-  Ops& ops = *backend_.ops;
-  ops.copy_to_device(arenas_.ptr(train_ids_), corpus.train.data(), corpus.train.size() * 4);
-  ops.copy_to_device(arenas_.ptr(val_ids_), corpus.val.data(), corpus.val.size() * 4);
+  Stream& stream = *backend_.stream;
+  stream.copy_to_device(arenas_.ptr(train_ids_), corpus.train.data(), corpus.train.size() * 4);
+  stream.copy_to_device(arenas_.ptr(val_ids_), corpus.val.data(), corpus.val.size() * 4);
   return start();
 }
 
@@ -84,7 +84,7 @@ int64_t AutoregressiveTrainer::interval_steps(int64_t total) const {
 }
 
 void AutoregressiveTrainer::begin_epoch() {
-  backend_.ops->fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
+  backend_.stream->fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
   write_counters();  // batch_in_epoch = 0: the loss history restarts
   resume_batch_ = 0;  // the windows follow the step: a mid-interval resume needs nothing
   history_offset_ = 0;
@@ -98,9 +98,9 @@ void AutoregressiveTrainer::before_step() {
   if (!lm_.host_batch) return;
   fill_batch_windows(host_train_.data(), n_train_, cfg_.seed, static_cast<uint32_t>(step_),
                      cfg_.batch, T_, host_x_.data(), host_y_.data(), first_row_);
-  Ops& ops = *backend_.ops;
-  ops.copy_to_device(arenas_.ptr(batch_x_), host_x_.data(), host_x_.size() * 4);
-  ops.copy_to_device(arenas_.ptr(batch_y_), host_y_.data(), host_y_.size() * 4);
+  Stream& stream = *backend_.stream;
+  stream.copy_to_device(arenas_.ptr(batch_x_), host_x_.data(), host_x_.size() * 4);
+  stream.copy_to_device(arenas_.ptr(batch_y_), host_y_.data(), host_y_.size() * 4);
 }
 
 // (B, T) inputs and targets: this rank's windows of the step, drawn on the device (the
@@ -116,9 +116,9 @@ TrainerCore::Batch AutoregressiveTrainer::build_batch() {
 // Window k of the validation split starts at k * T, so a batch of consecutive windows is a
 // contiguous stretch of it: inputs and targets are views into the resident split.
 EvalStats AutoregressiveTrainer::evaluate() {
-  Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   Context& ctx = *ctx_;
-  ops.fill_zero(arenas_.ptr(eval_stats_), sizeof(LossStats));
+  stream.fill_zero(arenas_.ptr(eval_stats_), sizeof(LossStats));
   ctx.set_training(false);
   int32_t* val = arenas_.as<int32_t>(val_ids_);
   for (int64_t first = 0; first < n_windows_; first += cfg_.batch) {
@@ -131,12 +131,13 @@ EvalStats AutoregressiveTrainer::evaluate() {
     loss_->run(ctx, logits, y, arenas_.as<LossStats>(eval_stats_), nullptr, false);
   }
   ctx.set_training(true);
-  ops.synchronize();
+  stream.synchronize();
   return read_stats(eval_stats_);
 }
 
 std::vector<float> AutoregressiveTrainer::next_token_logits(const std::vector<int32_t>& window) {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   Context& ctx = *ctx_;
   const auto n = static_cast<int64_t>(window.size());
   if (n < 1 || n > T_) {
@@ -147,7 +148,7 @@ std::vector<float> AutoregressiveTrainer::next_token_logits(const std::vector<in
   // Row 0 of the batch buffer: the window, then zeros the causal mask keeps out of it.
   std::vector<int32_t> row(static_cast<size_t>(T_), 0);
   std::copy(window.begin(), window.end(), row.begin());
-  ops.copy_to_device(arenas_.ptr(batch_x_), row.data(), row.size() * 4);
+  stream.copy_to_device(arenas_.ptr(batch_x_), row.data(), row.size() * 4);
   ctx.set_training(false);
   const Tensor logits = model_->forward(ctx, arenas_.view(batch_x_, 1));  // (1, T, V)
   ctx.set_training(true);
@@ -156,18 +157,18 @@ std::vector<float> AutoregressiveTrainer::next_token_logits(const std::vector<in
   last.data = static_cast<char*>(logits.data) + static_cast<size_t>((n - 1) * V_) * dtype_size(logits.dtype);
   ops.cast(last, arenas_.view(logits_row_));
   std::vector<float> out(static_cast<size_t>(V_));
-  ops.synchronize();
-  ops.copy_to_host(out.data(), arenas_.ptr(logits_row_), out.size() * sizeof(float));
+  stream.synchronize();
+  stream.copy_to_host(out.data(), arenas_.ptr(logits_row_), out.size() * sizeof(float));
   return out;
 }
 
 void AutoregressiveTrainer::read_batch(std::vector<int32_t>& inputs,
                                        std::vector<int32_t>& targets) const {
-  backend_.ops->synchronize();
+  backend_.stream->synchronize();
   inputs.resize(static_cast<size_t>(cfg_.batch * T_));
   targets.resize(inputs.size());
-  backend_.ops->copy_to_host(inputs.data(), arenas_.ptr(batch_x_), inputs.size() * 4);
-  backend_.ops->copy_to_host(targets.data(), arenas_.ptr(batch_y_), targets.size() * 4);
+  backend_.stream->copy_to_host(inputs.data(), arenas_.ptr(batch_x_), inputs.size() * 4);
+  backend_.stream->copy_to_host(targets.data(), arenas_.ptr(batch_y_), targets.size() * 4);
 }
 
 // The vocabulary as byte values (a JSON string could not hold every byte), the context.

@@ -105,7 +105,7 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
     std::vector<int32_t> rows(static_cast<size_t>(steps_per_epoch_));
     for (int64_t b = 0; b < steps_per_epoch_; ++b)
       rows[static_cast<size_t>(b)] = static_cast<int32_t>(b * ranks() + gradient_sync().rank());
-    backend_.ops->copy_to_device(arenas_.ptr(rank_rows_), rows.data(), rows.size() * sizeof(int32_t));
+    backend_.stream->copy_to_device(arenas_.ptr(rank_rows_), rows.data(), rows.size() * sizeof(int32_t));
   }
 
   upload(train, train_x_, train_y_);
@@ -114,16 +114,17 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
 }
 
 void DatasetTrainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
-  Ops& ops = *backend_.ops;
-  ops.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
+  Stream& stream = *backend_.stream;
+  stream.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
   if (cfg_.task == Task::kClassification)
-    ops.copy_to_device(arenas_.ptr(y), d.labels.data(), d.labels.size() * sizeof(int32_t));
+    stream.copy_to_device(arenas_.ptr(y), d.labels.data(), d.labels.size() * sizeof(int32_t));
   else
-    ops.copy_to_device(arenas_.ptr(y), d.targets.data(), d.targets.size() * sizeof(float));
+    stream.copy_to_device(arenas_.ptr(y), d.targets.data(), d.targets.size() * sizeof(float));
 }
 
 void DatasetTrainer::begin_epoch() {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   if (augmenter_) augmenter_->run(ops, arenas_, train_x_, cfg_.seed, static_cast<uint32_t>(epoch_));
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
               arenas_.ptr(shuffle_ws_));
@@ -135,7 +136,7 @@ void DatasetTrainer::begin_epoch() {
                     arenas_.as<int32_t>(rank_rows_), steps_per_epoch_, cfg_.batch,
                     arenas_.as<StepCounters>(zero_counters_),
                     View(arenas_.as<int32_t>(rank_order_), steps_per_epoch_ * cfg_.batch));
-  ops.fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
+  backend_.stream->fill_zero(arenas_.ptr(train_stats_), sizeof(LossStats));
   // batch_in_epoch: 0, or where a checkpoint saved mid-epoch stopped.
   write_counters(resume_batch_);
   history_offset_ = resume_batch_;
@@ -161,9 +162,10 @@ TrainerCore::Batch DatasetTrainer::build_batch() {
 
 EvalStats DatasetTrainer::evaluate() {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   Context& ctx = *ctx_;
   LossStats* stats = arenas_.as<LossStats>(eval_stats_);
-  ops.fill_zero(stats, sizeof(LossStats));
+  stream.fill_zero(stats, sizeof(LossStats));
   ctx.set_training(false);  // BatchNorm's running statistics, no dropout
   const int64_t row = sample_shape_.numel();
   for (int64_t first = 0; first < test_count_; first += cfg_.batch) {
@@ -181,7 +183,7 @@ EvalStats DatasetTrainer::evaluate() {
     loss_->run(ctx, out, batch_targets(test_y_, first, rows), stats, nullptr, false);
   }
   ctx.set_training(true);
-  ops.synchronize();
+  stream.synchronize();
   return read_stats(eval_stats_);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "kernels/stream.h"
 #include "nn/context.h"
 #include "nn/memory_plan.h"
 #include "nn/module.h"
@@ -20,7 +21,7 @@
 
 namespace noeira {
 
-// What a GradientSync may see of its trainer, and plan into. The arenas, ops and context
+// What a GradientSync may see of its trainer, and plan into. The arenas, ops, stream and context
 // exist only once the trainer has allocated (bind and after).
 struct SyncTarget {
   const Module& model;
@@ -30,6 +31,7 @@ struct SyncTarget {
   int64_t padded_params = 0;  // floats of the parameter and gradient arenas, padding included
   Arenas* arenas = nullptr;
   Ops* ops = nullptr;
+  Stream* stream = nullptr;
   Context* context = nullptr;
 };
 
@@ -56,8 +58,8 @@ class GradientSync {
     return {};
   }
   // Connects to the backend (a communicator's device resources); before planning.
-  virtual Status attach(Ops& ops) {
-    (void)ops;
+  virtual Status attach(Stream& stream) {
+    (void)stream;
     return {};
   }
 

@@ -22,7 +22,7 @@ Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg
                       " backend cannot run bf16 ops here (on the CPU, oneDNN needs AVX-512 for "
                       "bf16 matmuls); use --dtype fp32");
   params_.set_low_precision_copies(cfg_.amp == BF16Policy);
-  return sync_->attach(*backend_.ops);
+  return sync_->attach(*backend_.stream);
 }
 
 // The sync's const methods only read what they are given; planning and binding (non-const
@@ -33,6 +33,7 @@ SyncTarget TrainerCore::sync_target() const {
   if (ctx_) {
     t.arenas = &self->arenas_;
     t.ops = backend_.ops.get();
+    t.stream = backend_.stream.get();
     t.context = ctx_.get();
   }
   return t;
@@ -55,6 +56,7 @@ Result<Shape> TrainerCore::plan_model(PlanContext& pc, const Shape& in) {
 
 Status TrainerCore::allocate(int64_t history) {
   Ops& ops = *backend_.ops;
+  Stream& stream = *backend_.stream;
   // Padding floats at the end of the parameter arenas (zero, never read by a module).
   const int64_t n = static_cast<int64_t>(plan_.bytes(MemCategory::kParams) / sizeof(float));
   const int64_t multiple = sync_->pad_multiple();
@@ -77,7 +79,7 @@ Status TrainerCore::allocate(int64_t history) {
     scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems_}, DType::kF32);
   workspace_ = plan_.reserve_bytes(MemCategory::kWorkspace, workspace_bytes_);
   // The backend's reduction scratch (bias_grad's partial sums on the GPU), bound below.
-  reduction_bytes_ = ops.reduction_workspace_bytes();
+  reduction_bytes_ = stream.reduction_workspace_bytes();
   reduction_ws_ = plan_.reserve_bytes(MemCategory::kWorkspace, reduction_bytes_);
   counters_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(StepCounters) / 4}, DType::kI32);
   train_stats_ = plan_.reserve(MemCategory::kScalars, Shape{sizeof(LossStats) / 4}, DType::kI32);
@@ -95,9 +97,10 @@ Status TrainerCore::allocate(int64_t history) {
   Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
   if (!a) return a.error();
   arenas_ = std::move(a).value();
-  ctx_ = std::make_unique<Context>(ops, arenas_, counters_, scratch_, workspace_, cfg_.seed);
+  ctx_ = std::make_unique<Context>(ops, stream, arenas_, counters_, scratch_, workspace_,
+                                   cfg_.seed);
   if (reduction_ws_.valid())
-    NOEIRA_TRY(ops.bind_reduction_workspace(arenas_.ptr(reduction_ws_), reduction_bytes_));
+    NOEIRA_TRY(stream.bind_reduction_workspace(arenas_.ptr(reduction_ws_), reduction_bytes_));
   SyncTarget t = sync_target();
   sync_->bind(t);
   return {};
@@ -106,13 +109,13 @@ Status TrainerCore::allocate(int64_t history) {
 Status TrainerCore::start() {
   initialise_params();
   initialise_buffers();
-  optimizer_->upload_tables(*backend_.ops, arenas_, params_);
+  optimizer_->upload_tables(*backend_.stream, arenas_, params_);
   refresh_param_copies();
   write_counters();
   // Timers before capture: CUPTI records only what runs after it is enabled.
   for (DeviceTimerKind k : cfg_.device_timers) {
     TimerSlot t{k, nullptr, ""};
-    t.timer = backend_.ops->make_device_timer(k, &t.why);
+    t.timer = backend_.stream->make_device_timer(k, &t.why);
     timers_.push_back(std::move(t));
   }
   if (cfg_.use_train_cuda_graph) {
@@ -128,8 +131,8 @@ Status TrainerCore::start() {
 // Records one whole training step into a graph. Per-step values (batch offset, Adam
 // step, the batch windows) are read from the device counters, so one graph serves every step.
 Status TrainerCore::capture_step() {
-  Ops& ops = *backend_.ops;
-  if (!ops.supports_graphs())
+  Stream& stream = *backend_.stream;
+  if (!stream.supports_graphs())
     return make_error("CUDA-graph capture needs the gpu target (this trainer runs on " +
                       backend_.description + "); drop --graph or use --target gpu");
   // One eager step first, undone afterwards: it loads every kernel and fills the GEMM
@@ -140,18 +143,20 @@ Status TrainerCore::capture_step() {
                               MemCategory::kOptimState, MemCategory::kBuffers};
   for (MemCategory c : kept) {
     saved.emplace_back(plan_.bytes(c));
-    if (!saved.back().empty()) ops.copy_to_host(saved.back().data(), arenas_.memory(c), saved.back().size());
+    if (!saved.back().empty())
+      stream.copy_to_host(saved.back().data(), arenas_.memory(c), saved.back().size());
   }
   before_step();
   enqueue_step();
-  ops.synchronize();
+  stream.synchronize();
   for (size_t i = 0; i < saved.size(); ++i)
-    if (!saved[i].empty()) ops.copy_to_device(arenas_.memory(kept[i]), saved[i].data(), saved[i].size());
+    if (!saved[i].empty())
+      stream.copy_to_device(arenas_.memory(kept[i]), saved[i].data(), saved[i].size());
   write_counters();
-  ops.synchronize();
-  NOEIRA_TRY(ops.begin_capture());
+  stream.synchronize();
+  NOEIRA_TRY(stream.begin_capture());
   enqueue_step();
-  Result<std::unique_ptr<StepGraph>> g = ops.end_capture();
+  Result<std::unique_ptr<StepGraph>> g = stream.end_capture();
   if (!g) return make_error("capturing the training step failed: " + g.error().message);
   graph_ = std::move(g).value();
   return {};
@@ -182,7 +187,7 @@ void TrainerCore::initialise_params() {
 void TrainerCore::initialise_buffers() {
   for (const BufferInfo& b : params_.buffers()) {
     const std::vector<float> v(static_cast<size_t>(b.value.shape.numel()), b.init);
-    backend_.ops->copy_to_device(arenas_.ptr(b.value), v.data(), v.size() * sizeof(float));
+    backend_.stream->copy_to_device(arenas_.ptr(b.value), v.data(), v.size() * sizeof(float));
   }
 }
 
@@ -196,14 +201,14 @@ void TrainerCore::refresh_param_copies() {
 
 void TrainerCore::write_counters(int64_t batch_in_epoch) {
   const StepCounters c{step_, batch_in_epoch};
-  backend_.ops->copy_to_device(arenas_.ptr(counters_), &c, sizeof c);
+  backend_.stream->copy_to_device(arenas_.ptr(counters_), &c, sizeof c);
 }
 
 void TrainerCore::enqueue_step() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
   ctx.set_training(true);
-  ops.fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  backend_.stream->fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
   const Batch batch = build_batch();
   sync_->begin_step();
   const Tensor out = model_->forward(ctx, batch.inputs);
@@ -228,7 +233,7 @@ void TrainerCore::train_step() {
 
 EvalStats TrainerCore::read_stats(const Slot& slot) const {
   LossStats st{};
-  backend_.ops->copy_to_host(&st, arenas_.ptr(slot), sizeof st);
+  backend_.stream->copy_to_host(&st, arenas_.ptr(slot), sizeof st);
   return stats_of(st, cfg_.task);
 }
 
@@ -243,17 +248,17 @@ EvalStats TrainerCore::stats_of(const LossStats& st, Task task) {
 }
 
 EpochStats TrainerCore::end_epoch(bool evaluate_test) {
-  Ops& ops = *backend_.ops;
-  ops.synchronize();
+  Stream& stream = *backend_.stream;
+  stream.synchronize();
   EpochStats s;
   epoch_ = epochs_after_end();
   s.epoch = epoch_;
   s.steps = step_ - epoch_first_step_;
   LossStats st{};
-  ops.copy_to_host(&st, arenas_.ptr(train_stats_), sizeof st);
+  stream.copy_to_host(&st, arenas_.ptr(train_stats_), sizeof st);
   s.step_losses.resize(static_cast<size_t>(s.steps));
-  ops.copy_to_host(s.step_losses.data(), arenas_.as<float>(loss_history_) + history_offset_,
-                   s.step_losses.size() * sizeof(float));
+  stream.copy_to_host(s.step_losses.data(), arenas_.as<float>(loss_history_) + history_offset_,
+                      s.step_losses.size() * sizeof(float));
   in_epoch_ = false;
   history_offset_ = 0;
   sync_->combine_train_stats(st, s.step_losses);
@@ -265,7 +270,7 @@ EpochStats TrainerCore::end_epoch(bool evaluate_test) {
   return s;
 }
 
-void TrainerCore::synchronize() { backend_.ops->synchronize(); }
+void TrainerCore::synchronize() { backend_.stream->synchronize(); }
 
 std::optional<EpochStats> TrainerCore::run_epoch(
     const std::function<void(int64_t, int64_t)>& on_step, const std::function<bool()>& stop) {
@@ -276,7 +281,7 @@ std::optional<EpochStats> TrainerCore::run_epoch(
     if (on_step) on_step(i + 1, steps_per_epoch_);
     if (stop && i + 1 < steps_per_epoch_ && stop()) return std::nullopt;
   }
-  backend_.ops->synchronize();
+  backend_.stream->synchronize();
   epoch_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return end_epoch();

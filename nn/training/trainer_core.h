@@ -89,6 +89,7 @@ class TrainerCore {
   const TrainerConfig& config() const { return cfg_; }
   const std::string& backend_description() const { return backend_.description; }
   Ops& ops() const { return *backend_.ops; }
+  Stream& stream() const { return *backend_.stream; }
   // Whether steps replay a captured CUDA graph, and why not if one was asked for.
   bool graph_active() const { return graph_ != nullptr; }
   const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }

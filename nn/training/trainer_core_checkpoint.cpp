@@ -69,7 +69,7 @@ nlohmann::json TrainerCore::checkpoint_meta() const {
 
 // Every rank calls it: the sync gathers sharded state from every rank and lets one write.
 Status TrainerCore::save_checkpoint(const std::filesystem::path& path) const {
-  backend_.ops->synchronize();
+  backend_.stream->synchronize();
   const SyncTarget target = sync_target();
   // A rank that does not write still takes part in each gathering, in the same order.
   auto gather = [&] {
@@ -95,7 +95,7 @@ Status TrainerCore::write_checkpoint_file(const std::filesystem::path& path,
   };
   auto add_slot = [&](const std::string& name, const std::string& group, const Slot& s) {
     CheckpointTensor& t = add(name, group, s.shape);
-    backend_.ops->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
+    backend_.stream->copy_to_host(t.bytes.data(), arenas_.ptr(s), t.bytes.size());
   };
   const std::vector<float> values = sync_->parameter_arena_host(target);
   for (const ParamInfo& p : params_.all()) {
@@ -209,7 +209,7 @@ Status TrainerCore::load_checkpoint(const std::filesystem::path& path, LoadMode 
   }
 
   sync_->set_parameter_arena(sync_target(), values);
-  for (const Copy& c : copies) backend_.ops->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
+  for (const Copy& c : copies) backend_.stream->copy_to_device(c.dst, c.t->bytes.data(), c.t->bytes.size());
   for (const auto& [slot, whole] : states) sync_->set_optimizer_state(sync_target(), slot, whole);
   refresh_param_copies();
   if (!resume) return {};

@@ -1,4 +1,4 @@
-// Helpers for [gpu] tests: a CUDA backend, device arrays moved through its ops, random
+// Helpers for [gpu] tests: a CUDA backend, device arrays moved through its stream, random
 // inputs (fp32 and bf16) and error measures. CUDA builds only.
 #pragma once
 #if defined(NOEIRA_WITH_CUDA)
@@ -13,6 +13,7 @@
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_stream.h"
 #include "tests/support/views.h"
 
 namespace noeira::test {
@@ -24,7 +25,7 @@ inline Backend gpu_backend(bool tf32 = true) {
 }
 
 // n elements of T on the device, allocated through the backend's allocator (zero-filled)
-// and copied through its ops. Destroy before the backend.
+// and copied through its stream. Destroy before the backend.
 template <class T>
 class DeviceArray {
  public:
@@ -48,11 +49,11 @@ class DeviceArray {
   }
   void upload(const std::vector<T>& host) {
     REQUIRE(host.size() == n_);
-    b_.ops->copy_to_device(p_, host.data(), n_ * sizeof(T));
+    b_.stream->copy_to_device(p_, host.data(), n_ * sizeof(T));
   }
   std::vector<T> download() const {
     std::vector<T> host(n_);
-    b_.ops->copy_to_host(host.data(), p_, n_ * sizeof(T));
+    b_.stream->copy_to_host(host.data(), p_, n_ * sizeof(T));
     return host;
   }
 
@@ -67,16 +68,16 @@ class DeviceArray {
 class BoundReductionWorkspace {
  public:
   explicit BoundReductionWorkspace(Backend& b)
-      : b_(b), bytes_(b.ops->reduction_workspace_bytes()) {
+      : b_(b), bytes_(b.stream->reduction_workspace_bytes()) {
     REQUIRE(bytes_ > 0);
     Result<void*> p = b_.allocator->allocate(bytes_, "reduction workspace");
     if (!p) FAIL(p.error().message);
     p_ = *p;
-    const Status bound = b_.ops->bind_reduction_workspace(p_, bytes_);
+    const Status bound = b_.stream->bind_reduction_workspace(p_, bytes_);
     if (!bound) FAIL(bound.error().message);
   }
   ~BoundReductionWorkspace() {
-    (void)b_.ops->bind_reduction_workspace(nullptr, 0);
+    (void)b_.stream->bind_reduction_workspace(nullptr, 0);
     b_.allocator->release(p_);
   }
   BoundReductionWorkspace(const BoundReductionWorkspace&) = delete;

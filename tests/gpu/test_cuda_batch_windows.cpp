@@ -75,10 +75,10 @@ TEST_CASE("cuda: batch_windows in a captured graph draws the next step's windows
   DeviceArray<StepCounters> counters(gpu, std::vector<StepCounters>{StepCounters{7, 0}});
 
   // Only the batch in the graph; the counters advanced eagerly between replays.
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, 0, inputs.get(),
                          targets.get());
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE(graph.ok());
   for (int64_t step = 7; step < 10; ++step) {
     INFO("step " << step);
@@ -95,11 +95,11 @@ TEST_CASE("cuda: batch_windows in a captured graph draws the next step's windows
 
   // A step as the trainer captures it: the batch, then the counter increment, in one graph.
   counters.upload({StepCounters{20, 0}});
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   gpu.ops->batch_windows(corpus.get(), n, seed, counters.get(), B, T, 0, inputs.get(),
                          targets.get());
   gpu.ops->advance(counters.get());
-  Result<std::unique_ptr<StepGraph>> step_graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> step_graph = gpu.stream->end_capture();
   REQUIRE(step_graph.ok());
   for (int64_t step = 20; step < 23; ++step) {
     INFO("step " << step);

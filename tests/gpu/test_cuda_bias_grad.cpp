@@ -59,9 +59,9 @@ TEST_CASE("cuda: bias_grad replayed from a graph gives the eager bytes", "[gpu]"
   const std::vector<float> db0 = random_floats(N, 6001);
   DeviceArray<float> dy(gpu, dy0), eager(gpu, db0), captured(gpu, db0);
   for (int i = 0; i < 3; ++i) gpu.ops->bias_grad(dy.view(), eager.get(), M, N);
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   gpu.ops->bias_grad(dy.view(), captured.get(), M, N);
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE(graph.ok());
   for (int i = 0; i < 3; ++i) (*graph)->replay();
   CHECK(same_bytes(captured.download(), eager.download()));
@@ -81,15 +81,15 @@ TEST_CASE("cuda: without a bound workspace bias_grad runs as one chunk", "[gpu]"
   CHECK(same_bytes(db.download(), want));
   // A workspace too small for the partials is refused rather than overrun, and so is a
   // binding during a capture (the graph would keep the old pointer).
-  CHECK(gpu.ops->reduction_workspace_bytes() == kColumnSumWorkspaceBytes);
+  CHECK(gpu.stream->reduction_workspace_bytes() == kColumnSumWorkspaceBytes);
   DeviceArray<float> small(gpu, 16);
-  const Status too_small = gpu.ops->bind_reduction_workspace(small.get(), 16 * sizeof(float));
+  const Status too_small = gpu.stream->bind_reduction_workspace(small.get(), 16 * sizeof(float));
   REQUIRE_FALSE(too_small.ok());
   CHECK_THAT(too_small.error().message, Catch::Contains("reduction_workspace_bytes()"));
-  REQUIRE(gpu.ops->begin_capture().ok());
-  const Status during = gpu.ops->bind_reduction_workspace(nullptr, 0);
-  gpu.ops->fill_zero(small.get(), sizeof(float));  // something to capture
-  REQUIRE(gpu.ops->end_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
+  const Status during = gpu.stream->bind_reduction_workspace(nullptr, 0);
+  gpu.stream->fill_zero(small.get(), sizeof(float));  // something to capture
+  REQUIRE(gpu.stream->end_capture().ok());
   REQUIRE_FALSE(during.ok());
   CHECK_THAT(during.error().message, Catch::Contains("before begin_capture"));
   DeviceArray<float> again(gpu, N);  // still unbound: the same one-chunk bytes

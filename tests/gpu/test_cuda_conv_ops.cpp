@@ -1,4 +1,4 @@
-// The CUDA convolutions (kernels/ops.h, through cuDNN) against the CPU reference (CpuOps)
+// The CUDA convolutions (kernels/op_list.inc, through cuDNN) against the CPU reference (CpuOps)
 // on random inputs, at the shapes of resnet20, cifar-cnn and conv2d-mnist plus odd ones,
 // and a captured conv + BatchNorm + maxpool step. Errors are normwise relative
 // (gpu_rig.h): < 1e-4 in fp32 with TF32 off (cuDNN may pick Winograd or FFT), 4e-3 with it
@@ -123,7 +123,7 @@ TEST_CASE("cuda: a captured conv + batchnorm + maxpool step replays the eager bi
       const auto reset = [&] {
         rm.upload(std::vector<float>(C, 0.0f));
         rv.upload(ones);
-        for (auto* a : {&dw, &db, &dg, &dbeta}) gpu.ops->fill_zero(a->get(), a->size() * 4);
+        for (auto* a : {&dw, &db, &dg, &dbeta}) gpu.stream->fill_zero(a->get(), a->size() * 4);
       };
       const auto step = [&] {
         gpu.ops->conv2d_forward(cs, x.view(), w.view(), bias.get(), y.view(), conv_ws.get(),
@@ -151,15 +151,15 @@ TEST_CASE("cuda: a captured conv + batchnorm + maxpool step replays the eager bi
       step();  // eager again: deterministic
       const std::vector<std::vector<float>> again = results();
       reset();
-      REQUIRE(gpu.ops->begin_capture().ok());
+      REQUIRE(gpu.stream->begin_capture().ok());
       step();
-      Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+      Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
       INFO((graph ? std::string() : graph.error().message));
       REQUIRE(graph.ok());
       for (int replay = 0; replay < 2; ++replay) {
         reset();
         (*graph)->replay();
-        gpu.ops->synchronize();
+        gpu.stream->synchronize();
         const std::vector<std::vector<float>> replayed = results();
         for (size_t i = 0; i < eager.size(); ++i) {
           INFO("result " << i << " replay " << replay);

@@ -64,11 +64,12 @@ struct TinyStep {
 
   void enqueue() {
     Ops& ops = *gpu.ops;
+    Stream& stream = *gpu.stream;
     float* W = params.get();              // (kClasses, kIn)
     float* bias = params.get() + kWeights;  // (kClasses)
     ops.gather_rows(x_all.view(), perm.get(), kBatch, kIn, counters.get(), batch_x.view());
     ops.gather_rows(y_all.view(), perm.get(), kBatch, 1, counters.get(), batch_y.view());
-    ops.fill_zero(grads.get(), kParams * sizeof(float));
+    stream.fill_zero(grads.get(), kParams * sizeof(float));
     ops.linear_forward(batch_x.view(), ConstView{W, kWeights}, bias, logits.view(), View{},
                        nullptr, kBatch, kClasses, kIn, Act::kNone);
     ops.softmax_xent(logits.view(), batch_y.get(), kBatch, kClasses, 0.0f, dlogits.view(),
@@ -113,9 +114,9 @@ TEST_CASE("cuda: a captured step replayed 3 times gives the bytes of 3 eager ste
   CHECK(eager.stats.count == 3 * TinyStep::kBatch);
 
   step.reset();
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   step.enqueue();
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE(graph.ok());
   const TinyStep::Snapshot untouched = step.snapshot();  // capturing runs nothing
   CHECK(untouched.counters.step == 0);
@@ -135,21 +136,21 @@ TEST_CASE("cuda: a capture that breaks names the op; the backend stays usable", 
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
   DeviceArray<float> a(gpu, std::vector<float>(16, 1.0f));
-  CHECK_FALSE(gpu.ops->end_capture().ok());  // nothing to end
+  CHECK_FALSE(gpu.stream->end_capture().ok());  // nothing to end
 
-  REQUIRE(gpu.ops->begin_capture().ok());
-  CHECK_FALSE(gpu.ops->begin_capture().ok());  // one at a time
-  gpu.ops->fill_zero(a.get(), 16 * sizeof(float));
+  REQUIRE(gpu.stream->begin_capture().ok());
+  CHECK_FALSE(gpu.stream->begin_capture().ok());  // one at a time
+  gpu.stream->fill_zero(a.get(), 16 * sizeof(float));
   std::vector<float> host(16, -1.0f);
-  gpu.ops->copy_to_host(host.data(), a.get(), 16 * sizeof(float));  // synchronises: illegal
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  gpu.stream->copy_to_host(host.data(), a.get(), 16 * sizeof(float));  // synchronises: illegal
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE_FALSE(graph.ok());
   INFO(graph.error().message);
   CHECK(graph.error().message.find("copy_to_host") != std::string::npos);
 
   // Eager work runs normally afterwards (the memset above was never executed).
   CHECK(same_bytes(a.download(), std::vector<float>(16, 1.0f)));
-  gpu.ops->fill_zero(a.get(), 16 * sizeof(float));
+  gpu.stream->fill_zero(a.get(), 16 * sizeof(float));
   CHECK(same_bytes(a.download(), std::vector<float>(16, 0.0f)));
 #endif
 }
@@ -160,11 +161,11 @@ TEST_CASE("cuda: copy_to_device is refused while capturing, naming the op", "[gp
   Backend gpu = gpu_backend();
   DeviceArray<float> a(gpu, std::vector<float>(16, 1.0f));
   std::vector<float> host(16, 7.0f);
-  REQUIRE(gpu.ops->begin_capture().ok());
-  gpu.ops->fill_zero(a.get(), 16 * sizeof(float));
+  REQUIRE(gpu.stream->begin_capture().ok());
+  gpu.stream->fill_zero(a.get(), 16 * sizeof(float));
   // A graph would keep this pageable host pointer and re-read it at every replay.
-  gpu.ops->copy_to_device(a.get(), host.data(), 16 * sizeof(float));
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  gpu.stream->copy_to_device(a.get(), host.data(), 16 * sizeof(float));
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE_FALSE(graph.ok());
   INFO(graph.error().message);
   CHECK_THAT(graph.error().message, Catch::Contains("copy_to_device") &&
@@ -172,13 +173,13 @@ TEST_CASE("cuda: copy_to_device is refused while capturing, naming the op", "[gp
                                         Catch::Contains("before begin_capture"));
   // Nothing ran, and the backend is usable: the same copy works eagerly.
   CHECK(same_bytes(a.download(), std::vector<float>(16, 1.0f)));
-  gpu.ops->copy_to_device(a.get(), host.data(), 16 * sizeof(float));
+  gpu.stream->copy_to_device(a.get(), host.data(), 16 * sizeof(float));
   CHECK(same_bytes(a.download(), host));
   // synchronize is refused the same way.
-  REQUIRE(gpu.ops->begin_capture().ok());
-  gpu.ops->fill_zero(a.get(), 16 * sizeof(float));
-  gpu.ops->synchronize();
-  Result<std::unique_ptr<StepGraph>> synced = gpu.ops->end_capture();
+  REQUIRE(gpu.stream->begin_capture().ok());
+  gpu.stream->fill_zero(a.get(), 16 * sizeof(float));
+  gpu.stream->synchronize();
+  Result<std::unique_ptr<StepGraph>> synced = gpu.stream->end_capture();
   REQUIRE_FALSE(synced.ok());
   CHECK_THAT(synced.error().message, Catch::Contains("synchronize"));
 #endif
@@ -196,9 +197,9 @@ Result<DeviceStepTimer::Samples> time_steps(Backend& gpu, DeviceStepTimer& timer
     step.enqueue();
     timer.end_step();
   }
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   step.enqueue();
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE(graph.ok());
   for (int i = 0; i < 3; ++i) {
     timer.begin_step();
@@ -218,11 +219,11 @@ TEST_CASE("cuda: the CUPTI timer gives one positive sample per step, graphs incl
   Backend gpu = gpu_backend();
   std::string why;
   std::unique_ptr<DeviceStepTimer> timer =
-      gpu.ops->make_device_timer(DeviceTimerKind::kCupti, &why);
+      gpu.stream->make_device_timer(DeviceTimerKind::kCupti, &why);
   INFO(why);
   REQUIRE(timer);
   std::string why_second;
-  CHECK_FALSE(gpu.ops->make_device_timer(DeviceTimerKind::kCupti, &why_second));
+  CHECK_FALSE(gpu.stream->make_device_timer(DeviceTimerKind::kCupti, &why_second));
   CHECK(why_second.find("already active") != std::string::npos);
 
   Result<DeviceStepTimer::Samples> s = time_steps(gpu, *timer);
@@ -248,7 +249,7 @@ TEST_CASE("cuda: the event timer gives one positive sample per step", "[gpu]") {
   Backend gpu = gpu_backend();
   std::string why;
   std::unique_ptr<DeviceStepTimer> timer =
-      gpu.ops->make_device_timer(DeviceTimerKind::kEvent, &why);
+      gpu.stream->make_device_timer(DeviceTimerKind::kEvent, &why);
   INFO(why);
   REQUIRE(timer);
   Result<DeviceStepTimer::Samples> s = time_steps(gpu, *timer);

@@ -391,12 +391,12 @@ TEST_CASE("cuda: advance, fill_zero and the copies", "[gpu]") {
   const std::vector<float> data = random_floats(1001, 800);
   DeviceArray<float> a(gpu, data);
   CHECK(same_bytes(a.download(), data));
-  gpu.ops->fill_zero(a.get() + 1, 999 * sizeof(float));
+  gpu.stream->fill_zero(a.get() + 1, 999 * sizeof(float));
   const std::vector<float> z = a.download();
   CHECK(z[0] == data[0]);
   CHECK(z[1000] == data[1000]);
   CHECK(std::all_of(z.begin() + 1, z.begin() + 1000, [](float v) { return v == 0.0f; }));
-  gpu.ops->synchronize();
+  gpu.stream->synchronize();
   // The allocator hands out zero-filled memory.
   DeviceArray<float> fresh(gpu, 4097);
   const std::vector<float> f = fresh.download();
@@ -412,6 +412,6 @@ TEST_CASE("cuda: the backend describes itself and honours the TF32 switch", "[gp
   CHECK(on.description.find("TF32 on") != std::string::npos);
   CHECK(off.description.find("TF32 off") != std::string::npos);
   CHECK(on.allocator->device() == Device::kGpu);
-  CHECK(on.ops->supports_graphs());
+  CHECK(on.stream->supports_graphs());
 #endif
 }

@@ -1,4 +1,4 @@
-// The CUDA sequence ops (kernels/ops.h "Sequences"; orders in kernels/cuda/sequence_kernels.h)
+// The CUDA sequence ops (kernels/op_list.inc "Sequences"; orders in their kernels/cuda/<op>.cu)
 // against the CPU reference (CpuOps): embedding (the same order on both backends: bit for
 // bit), LayerNorm, the attention core (TF32 off: fp32 GEMMs, so only the summation orders
 // differ), global-norm clipping and Adam's weight-decay mask; fp32 tightly, bf16 storage
@@ -346,9 +346,9 @@ TEST_CASE("cuda: bf16 flash attention matches the CPU, repeats its bits and repl
       CHECK(same_bytes(lse.download(), lse1));
 
       // Captured: the replay writes the eager bytes.
-      REQUIRE(gpu.ops->begin_capture().ok());
+      REQUIRE(gpu.stream->begin_capture().ok());
       pass();
-      Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+      Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
       REQUIRE(graph.ok());
       for (int replay = 0; replay < 2; ++replay) {
         INFO("replay " << replay);
@@ -464,10 +464,10 @@ TEST_CASE("cuda: the sequence ops repeat their bits, and a captured step replays
   h.decay_mask = mask.get();
 
   auto step = [&] {
-    gpu.ops->fill_zero(dwte.get(), V * C * sizeof(float));
-    gpu.ops->fill_zero(dwpe.get(), T * C * sizeof(float));
-    gpu.ops->fill_zero(dgamma.get(), C * sizeof(float));
-    gpu.ops->fill_zero(dbeta.get(), C * sizeof(float));
+    gpu.stream->fill_zero(dwte.get(), V * C * sizeof(float));
+    gpu.stream->fill_zero(dwpe.get(), T * C * sizeof(float));
+    gpu.stream->fill_zero(dgamma.get(), C * sizeof(float));
+    gpu.stream->fill_zero(dbeta.get(), C * sizeof(float));
     gpu.ops->embedding_forward(ids.get(), wte.get(), wpe.get(), emb.view(), rows, T, C);
     gpu.ops->layernorm_forward(emb.view(), gamma.get(), beta.get(), ln.view(), mean.get(),
                                rstd.get(), rows, C, 1e-5f);
@@ -518,9 +518,9 @@ TEST_CASE("cuda: the sequence ops repeat their bits, and a captured step replays
   CHECK(same(results(), first));  // run to run
 
   reset();
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   step();
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE(graph.ok());
   reset();
   (*graph)->replay();

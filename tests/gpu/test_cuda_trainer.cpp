@@ -196,13 +196,14 @@ TEST_CASE("cuda: large batches (chunked bias gradients) stay byte-identical, eag
                              synthetic_classification(256, 2));
     REQUIRE(t.ok());
     // The partials are planned in the workspace arena, not allocated by the step.
-    CHECK((*t)->plan().bytes(MemCategory::kWorkspace) >= (*t)->ops().reduction_workspace_bytes());
-    CHECK((*t)->ops().reduction_workspace_bytes() > 0);
+    CHECK((*t)->plan().bytes(MemCategory::kWorkspace) >=
+          (*t)->stream().reduction_workspace_bytes());
+    CHECK((*t)->stream().reduction_workspace_bytes() > 0);
     // ... and bound: unbound, every bias_grad would run as one chunk, deterministically
     // too, so the byte comparisons below alone would not notice.
-    const auto* cuda_ops = dynamic_cast<const CudaOps*>(&(*t)->ops());
-    REQUIRE(cuda_ops != nullptr);
-    CHECK(cuda_ops->bound_reduction_workspace() != nullptr);
+    const auto* cuda_stream = dynamic_cast<const CudaStream*>(&(*t)->stream());
+    REQUIRE(cuda_stream != nullptr);
+    CHECK(cuda_stream->bound_reduction_workspace() != nullptr);
     const auto epochs = (*t)->train(2);
     REQUIRE((*t)->save_checkpoint(dir / name).ok());
     return epochs.back().step_losses;

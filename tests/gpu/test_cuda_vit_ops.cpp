@@ -1,4 +1,4 @@
-// The CUDA backend's Vision-Transformer ops (kernels/ops.h) against the CPU reference
+// The CUDA backend's Vision-Transformer ops (kernels/op_list.inc) against the CPU reference
 // (CpuOps) and small double references: patchify / unpatchify, class_token_forward and
 // copy_token_rows (permutations, copies and one fp32 sum per element: bit for bit, fp32 and
 // bf16), softmax_xent with label smoothing, and attention without the causal mask (fp32
@@ -566,9 +566,9 @@ TEST_CASE("cuda: the ViT ops repeat their bits, and a captured step replays them
   CHECK(same(results(), first));  // run to run
 
   reset();
-  REQUIRE(gpu.ops->begin_capture().ok());
+  REQUIRE(gpu.stream->begin_capture().ok());
   step();
-  Result<std::unique_ptr<StepGraph>> graph = gpu.ops->end_capture();
+  Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
   REQUIRE(graph.ok());
   for (int replay = 0; replay < 2; ++replay) {
     INFO("replay " << replay);

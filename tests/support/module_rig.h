@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_stream.h"
 #include "nn/context.h"
 #include "nn/module.h"
 
@@ -60,7 +61,8 @@ class ModuleRig {
       scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems}, DType::kF32);
     workspace_ = plan_.reserve_bytes(MemCategory::kWorkspace, workspace_bytes);
     arenas_ = std::move(Arenas::allocate(plan_, alloc_).value());
-    ctx_ = std::make_unique<Context>(ops_, arenas_, counters_, scratch_, workspace_, opt.seed);
+    ctx_ = std::make_unique<Context>(ops_, stream_, arenas_, counters_, scratch_, workspace_,
+                                     opt.seed);
     ctx_->set_training(opt.training);
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -115,7 +117,7 @@ class ModuleRig {
 
   // Runs forward + backward; returns d(input) (gradients land in the grad arena).
   Tensor backward() {
-    ops_.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+    stream_.fill_zero(arenas_.base(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
     forward();
     return module_->backward(*ctx_, arenas_.view(r_low_.valid() ? r_low_ : r_));
   }
@@ -173,6 +175,7 @@ class ModuleRig {
   Shape in_, out_;
   int64_t batch_;
   CpuOps ops_;
+  CpuStream stream_;
   HostAllocator alloc_;
   MemoryPlan plan_;
   ParamRegistry params_;

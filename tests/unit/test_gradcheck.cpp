@@ -4,6 +4,7 @@
 #include <random>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_stream.h"
 #include "nn/activation.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
@@ -64,6 +65,7 @@ namespace {
 // L = the loss's batch mean; checks d(loss)/d(output) against finite differences.
 void check_loss(Loss& loss, int64_t batch, int64_t width, uint32_t seed) {
   CpuOps ops(1);
+  CpuStream stream;
   HostAllocator alloc;
   MemoryPlan plan;
   ParamRegistry params;
@@ -76,7 +78,7 @@ void check_loss(Loss& loss, int64_t batch, int64_t width, uint32_t seed) {
   const Slot counters = plan.reserve(MemCategory::kScalars, Shape{4}, DType::kI32);
   const Slot stats = plan.reserve(MemCategory::kScalars, Shape{6}, DType::kI32);
   Arenas a = std::move(Arenas::allocate(plan, alloc).value());
-  Context ctx(ops, a, counters);
+  Context ctx(ops, stream, a, counters);
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
   for (int64_t i = 0; i < o.shape.numel(); ++i) a.as<float>(o)[i] = u(g);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/cpu_stream.h"
 #include "kernels/dispatch.h"
 #include "nn/tensor.h"
 #include "tests/support/views.h"
@@ -105,13 +106,13 @@ TEST_CASE("CPU cast rounds fp32 to bf16, widens back exactly, and copies one dty
 // Found by scripts/sanitize (UBSan): a module without parameters has an empty gradient
 // arena with a null base, and zeroing it passed null to memset.
 TEST_CASE("CPU fill_zero and copies of zero bytes are no-ops, even on null pointers", "[ops]") {
-  CpuOps ops(1);
-  ops.fill_zero(nullptr, 0);
-  ops.copy_to_device(nullptr, nullptr, 0);
-  ops.copy_to_host(nullptr, nullptr, 0);
+  CpuStream stream;
+  stream.fill_zero(nullptr, 0);
+  stream.copy_to_device(nullptr, nullptr, 0);
+  stream.copy_to_host(nullptr, nullptr, 0);
   std::vector<float> a = {1, 2}, b = {3, 4};
-  ops.copy_to_device(a.data(), b.data(), sizeof(float));
+  stream.copy_to_device(a.data(), b.data(), sizeof(float));
   CHECK(a == std::vector<float>{3, 2});
-  ops.fill_zero(b.data(), b.size() * sizeof(float));
+  stream.fill_zero(b.data(), b.size() * sizeof(float));
   CHECK(b == std::vector<float>{0, 0});
 }

@@ -10,7 +10,7 @@
 #include "tests/support/gpu_guard.h"
 
 #if defined(NOEIRA_WITH_CUDA)
-#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_ops.h"
 #endif
 
 using namespace noeira;

@@ -1,0 +1,147 @@
+// CpuOps' element-wise ops (contracts: kernels/op_list.inc). Each dispatches once on its views'
+// dtype to a loop written once for fp32 and bf16 storage; the math is fp32.
+#include <type_traits>
+
+#include "kernels/common/bf16.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/dispatch.h"
+
+namespace noeira {
+
+namespace {
+
+// Calls f with the activation as a compile-time constant, so the loops inside carry no
+// per-element switch and vectorise. The arithmetic is act_forward / act_grad's.
+template <class F>
+void with_act(Act act, const F& f) {
+  switch (act) {
+    case Act::kReLU: f(std::integral_constant<Act, Act::kReLU>{}); break;
+    case Act::kGELU: f(std::integral_constant<Act, Act::kGELU>{}); break;
+    default: f(std::integral_constant<Act, Act::kNone>{}); break;
+  }
+}
+
+// Calls f with `on` as a compile-time bool (for optional buffers).
+template <class F>
+void with_flag(bool on, const F& f) {
+  if (on) f(std::true_type{});
+  else f(std::false_type{});
+}
+
+template <class In, class Out>
+void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, Out* pre, int64_t M,
+                   int64_t N, Act act) {
+  with_act(act, [&](auto a) {
+    with_flag(pre != nullptr, [&](auto has_pre) {
+      with_flag(bias != nullptr, [&](auto has_bias) {
+        const In* ac = acc;  // local copies: see act_backward_impl
+        const float* b = bias;
+        Out* out = y;
+        Out* pr = pre;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t i = 0; i < M; ++i) {
+#pragma omp simd
+          for (int64_t j = 0; j < N; ++j) {
+            const float z = load_f32(ac[i * N + j]) + (has_bias ? b[j] : 0.0f);
+            if constexpr (decltype(has_pre)::value) store_f32(pr[i * N + j], z);
+            store_f32(out[i * N + j], act_forward(decltype(a)::value, z));
+          }
+        }
+      });
+    });
+  });
+}
+
+template <class T>
+void act_forward_impl(int threads, const T* x, T* y, int64_t n, Act act) {
+  with_act(act, [&](auto a) {
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) store_f32(y[i], act_forward(decltype(a)::value, load_f32(x[i])));
+  });
+}
+
+template <class T>
+void act_backward_impl(int threads, const T* dy, const T* pre, const T* post, T* dx, int64_t n,
+                       Act act) {
+  with_act(act, [&](auto a) {
+    with_flag(pre != nullptr, [&](auto has_pre) {
+      with_flag(post != nullptr, [&](auto has_post) {
+        // Local copies: a pointer read through the closure may alias dx and would be
+        // reloaded every iteration, which stops vectorisation.
+        const T* __restrict d = dy;
+        const T* __restrict pr = pre;
+        const T* __restrict po = post;
+        T* __restrict out = dx;
+#pragma omp parallel for simd num_threads(threads) schedule(static)
+        for (int64_t i = 0; i < n; ++i) {
+          const float p = has_pre ? load_f32(pr[i]) : 0.0f;
+          const float q = has_post ? load_f32(po[i]) : 0.0f;
+          store_f32(out[i], load_f32(d[i]) * act_grad(decltype(a)::value, p, q));
+        }
+      });
+    });
+  });
+}
+
+template <class T>
+void add_impl(int threads, const T* a, const T* b, T* y, int64_t n) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) store_f32(y[i], load_f32(a[i]) + load_f32(b[i]));
+}
+
+template <class In, class Out>
+void cast_impl(int threads, const In* x, Out* y, int64_t n) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) store_f32(y[i], load_f32(x[i]));
+}
+
+}  // namespace
+
+void CpuOps::bias_act(const float* acc, const float* bias, View y, View pre, int64_t M,
+                      int64_t N, Act act) {
+  const char* op = "bias_act";
+  expect_elems(op, M * N, {y, pre});
+  dispatch_float(op, {y, pre}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bias_act_impl(threads_, acc, bias, y.as<T>(), pre.as<T>(), M, N, act);
+  });
+}
+
+void CpuOps::act_forward(ConstView x, View y, Act act) {
+  const char* op = "act_forward";
+  expect_elems(op, y.n, {x});
+  dispatch_float(op, {y, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    act_forward_impl(threads_, x.as<T>(), y.as<T>(), y.n, act);
+  });
+}
+
+void CpuOps::act_backward(ConstView dy, ConstView pre, ConstView post, View dx, Act act) {
+  const char* op = "act_backward";
+  expect_elems(op, dx.n, {dy, pre, post});
+  dispatch_float(op, {dx, dy, pre, post}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    act_backward_impl(threads_, dy.as<T>(), pre.as<T>(), post.as<T>(), dx.as<T>(), dx.n, act);
+  });
+}
+
+void CpuOps::add(ConstView a, ConstView b, View y) {
+  const char* op = "add";
+  expect_elems(op, y.n, {a, b});
+  dispatch_float(op, {y, a, b}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    add_impl(threads_, a.as<T>(), b.as<T>(), y.as<T>(), y.n);
+  });
+}
+
+void CpuOps::cast(ConstView x, View y) {
+  const char* op = "cast";
+  expect_elems(op, y.n, {x});
+  dispatch_float_pair(op, x.dtype, y.dtype, [&](auto from, auto to) {
+    using In = typename decltype(from)::type;
+    using Out = typename decltype(to)::type;
+    cast_impl(threads_, x.as<In>(), y.as<Out>(), y.n);
+  });
+}
+
+}  // namespace noeira

@@ -1,0 +1,112 @@
+// CpuOps' LayerNorm (contracts: kernels/op_list.inc): rows that OpenMP spreads, each
+// computed by one thread, with kernels/common/layernorm.h's per-element math. dgamma and
+// dbeta: per column, double sums over the rows in row order, added to the fp32 gradient
+// once; so 1 and N threads agree bit for bit.
+#include "kernels/common/bf16.h"
+#include "kernels/common/layernorm.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/dispatch.h"
+
+namespace noeira {
+
+namespace {
+
+template <class T>
+void layernorm_forward_impl(int threads, const T* x, const float* gamma, const float* beta, T* y,
+                            float* mean, float* rstd, int64_t N, int64_t C, float eps) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t r = 0; r < N; ++r) {
+    const T* xr = x + r * C;
+    double sum = 0.0, sumsq = 0.0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double v = load_f32(xr[c]);
+      sum += v;
+      sumsq += v * v;
+    }
+    const LayerNormStats st = layernorm_stats(sum, sumsq, C, eps);
+    mean[r] = st.mean;
+    rstd[r] = st.rstd;
+    T* yr = y + r * C;
+    for (int64_t c = 0; c < C; ++c)
+      store_f32(yr[c], layernorm_apply(load_f32(xr[c]), st.mean, st.rstd, gamma[c],
+                                       beta != nullptr ? beta[c] : 0.0f));
+  }
+}
+
+inline constexpr int64_t kLnColBlock = 64;  // columns per block of the parameter gradients
+
+template <class T>
+void layernorm_backward_impl(int threads, const T* dy, const T* x, const float* gamma,
+                             const float* mean, const float* rstd, T* dx, float* dgamma,
+                             float* dbeta, int64_t N, int64_t C) {
+  if (dx != nullptr) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < N; ++r) {
+      const T* dyr = dy + r * C;
+      const T* xr = x + r * C;
+      double sum_g = 0.0, sum_g_xhat = 0.0;
+      for (int64_t c = 0; c < C; ++c) {
+        const float g = load_f32(dyr[c]) * gamma[c];
+        const float xhat = layernorm_xhat(load_f32(xr[c]), mean[r], rstd[r]);
+        sum_g += static_cast<double>(g);
+        sum_g_xhat += static_cast<double>(g) * static_cast<double>(xhat);
+      }
+      const LayerNormBackStats s = layernorm_back_stats(sum_g, sum_g_xhat, C);
+      T* dxr = dx + r * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const float g = load_f32(dyr[c]) * gamma[c];
+        const float xhat = layernorm_xhat(load_f32(xr[c]), mean[r], rstd[r]);
+        store_f32(dxr[c], layernorm_dx(g, xhat, rstd[r], s));
+      }
+    }
+  }
+  if (dgamma == nullptr && dbeta == nullptr) return;
+  const int64_t blocks = (C + kLnColBlock - 1) / kLnColBlock;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * kLnColBlock;
+    const int64_t nc = C - c0 < kLnColBlock ? C - c0 : kLnColBlock;
+    double sg[kLnColBlock] = {}, sb[kLnColBlock] = {};
+    for (int64_t r = 0; r < N; ++r) {
+      const T* dyr = dy + r * C + c0;
+      const T* xr = x + r * C + c0;
+      for (int64_t c = 0; c < nc; ++c) {
+        const double d = load_f32(dyr[c]);
+        sg[c] += d * static_cast<double>(layernorm_xhat(load_f32(xr[c]), mean[r], rstd[r]));
+        sb[c] += d;
+      }
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+      if (dgamma != nullptr) dgamma[c0 + c] += static_cast<float>(sg[c]);
+      if (dbeta != nullptr) dbeta[c0 + c] += static_cast<float>(sb[c]);
+    }
+  }
+}
+
+}  // namespace
+
+void CpuOps::layernorm_forward(ConstView x, const float* gamma, const float* beta, View y,
+                               float* mean, float* rstd, int64_t N, int64_t C, float eps) {
+  const char* op = "layernorm_forward";
+  expect_elems(op, N * C, {x, y});
+  dispatch_float(op, {x, y}, [&](auto storage) {
+    using S = typename decltype(storage)::type;
+    layernorm_forward_impl(threads_, x.as<S>(), gamma, beta, y.as<S>(), mean, rstd, N, C, eps);
+  });
+}
+
+size_t CpuOps::layernorm_workspace_bytes(int64_t, int64_t) const { return 0; }
+
+void CpuOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
+                                const float* mean, const float* rstd, View dx, float* dgamma,
+                                float* dbeta, int64_t N, int64_t C, void* /*workspace*/) {
+  const char* op = "layernorm_backward";
+  expect_elems(op, N * C, {dy, x, dx});
+  dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+    using S = typename decltype(storage)::type;
+    layernorm_backward_impl(threads_, dy.as<S>(), x.as<S>(), gamma, mean, rstd, dx.as<S>(),
+                            dgamma, dbeta, N, C);
+  });
+}
+
+}  // namespace noeira

@@ -1,0 +1,234 @@
+// CpuOps' pooling (contracts: kernels/op_list.inc). Every output element is computed by itself,
+// so results depend on neither the thread count nor the schedule. Backward gathers: each
+// input element walks the windows that cover it in row-major window order and sums in
+// fp32, so bf16 dx is rounded once and no scratch buffer is needed.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/bf16.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/common/pool.h"
+#include "kernels/dispatch.h"
+
+namespace noeira {
+
+namespace {
+
+// Unpadded max pooling, whose windows all lie inside the image: the same comparisons in
+// the same order as the general loop below, but with the window position outside and the
+// output column inside, so the compiler vectorises across output columns.
+template <class T>
+void maxpool_forward_unpadded(int threads, const PoolShape& s, const T* x, T* y, int32_t* argmax) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const int64_t rows = s.batch * s.channels * Ho;  // (plane, oh)
+  const int64_t st = s.stride;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t plane = r / Ho, oh = r % Ho;
+    const T* __restrict xp = x + plane * H * W;
+    T* __restrict yr = y + r * Wo;
+    int32_t* __restrict ar = argmax + r * Wo;
+    // y and argmax hold the running maximum (rounding a bf16 maximum back is exact).
+    for (int64_t ow = 0; ow < Wo; ++ow) {
+      store_f32(yr[ow], -INFINITY);
+      ar[ow] = static_cast<int32_t>(oh * st * W + ow * st);
+    }
+    for (int64_t h = oh * st; h < oh * st + s.kernel_h; ++h)
+      for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+#pragma omp simd
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const int64_t at = h * W + ow * st + kw;
+          const float v = load_f32(xp[at]), best = load_f32(yr[ow]);
+          const bool take = pool_takes_max(v, best);
+          store_f32(yr[ow], take ? v : best);
+          ar[ow] = take ? static_cast<int32_t>(at) : ar[ow];
+        }
+      }
+  }
+}
+
+// Non-overlapping windows without padding (stride == kernel, the usual 2x2 / 2): every
+// input is in at most one window, so dx is that window's dy where the input is its argmax
+// (0 + dy, as the general sum gives: never -0), else 0.
+template <class T>
+void maxpool_backward_tiled(int threads, const PoolShape& s, const T* dy, const int32_t* argmax,
+                            T* dx) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const int64_t k_h = s.kernel_h, k_w = s.kernel_w;
+  const int64_t rows = s.batch * s.channels * H;  // (plane, h)
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t plane = r / H, h = r % H, oh = h / k_h;
+    T* __restrict dxr = dx + r * W;
+    if (oh >= Ho) {  // rows below the last window
+      for (int64_t w = 0; w < W; ++w) store_f32(dxr[w], 0.0f);
+      continue;
+    }
+    const T* __restrict dyr = dy + (plane * Ho + oh) * Wo;
+    const int32_t* __restrict ar = argmax + (plane * Ho + oh) * Wo;
+    for (int64_t kw = 0; kw < k_w; ++kw) {
+#pragma omp simd
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t w = ow * k_w + kw;
+        store_f32(dxr[w], ar[ow] == static_cast<int32_t>(h * W + w) ? 0.0f + load_f32(dyr[ow]) : 0.0f);
+      }
+    }
+    for (int64_t w = Wo * k_w; w < W; ++w) store_f32(dxr[w], 0.0f);  // right of the last window
+  }
+}
+
+template <class T>
+void maxpool_forward_impl(int threads, const PoolShape& s, const T* x, T* y, int32_t* argmax) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const int64_t rows = s.batch * s.channels * Ho;  // (plane, oh)
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t plane = r / Ho, oh = r % Ho;
+    const T* xp = x + plane * H * W;
+    const int64_t h0 = oh * s.stride - s.pad;
+    const int64_t h_lo = std::max<int64_t>(h0, 0), h_hi = std::min(h0 + s.kernel_h, H);
+    for (int64_t ow = 0; ow < Wo; ++ow) {
+      const int64_t w0 = ow * s.stride - s.pad;
+      const int64_t w_lo = std::max<int64_t>(w0, 0), w_hi = std::min(w0 + s.kernel_w, W);
+      float best = -INFINITY;
+      int64_t at = h_lo * W + w_lo;  // the first input position, as torch, if all are -inf
+      // Branch-free (selects, not jumps): on real data the comparisons are coin flips.
+      for (int64_t h = h_lo; h < h_hi; ++h)
+        for (int64_t w = w_lo; w < w_hi; ++w) {
+          const float v = load_f32(xp[h * W + w]);
+          const bool take = pool_takes_max(v, best);
+          best = take ? v : best;
+          at = take ? h * W + w : at;
+        }
+      store_f32(y[r * Wo + ow], best);
+      argmax[r * Wo + ow] = static_cast<int32_t>(at);
+    }
+  }
+}
+
+// pool_covering of every column of a plane, computed once per plane: per element, its
+// 64-bit divisions took most of a backward pass. Wider images compute it per element.
+constexpr int64_t kCachedColumns = 1024;
+
+template <class F>
+void for_each_covered(const PoolShape& s, int64_t plane_count, int threads, const F& f) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t plane = 0; plane < plane_count; ++plane) {
+    PoolCover cols[kCachedColumns];
+    const bool cached = W <= kCachedColumns;
+    if (cached)
+      for (int64_t w = 0; w < W; ++w) cols[w] = pool_covering(w, s.kernel_w, s.stride, s.pad, Wo);
+    for (int64_t h = 0; h < H; ++h) {
+      const PoolCover oh = pool_covering(h, s.kernel_h, s.stride, s.pad, Ho);
+      for (int64_t w = 0; w < W; ++w)
+        f(plane, h, w, oh, cached ? cols[w] : pool_covering(w, s.kernel_w, s.stride, s.pad, Wo));
+    }
+  }
+}
+
+template <class T>
+void maxpool_backward_impl(int threads, const PoolShape& s, const T* dy, const int32_t* argmax,
+                           T* dx) {
+  if (s.pad == 0 && s.stride == s.kernel_h && s.stride == s.kernel_w)
+    return maxpool_backward_tiled(threads, s, dy, argmax, dx);
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  for_each_covered(s, s.batch * s.channels, threads,
+                   [&](int64_t plane, int64_t h, int64_t w, PoolCover oh, PoolCover ow) {
+                     const T* dyp = dy + plane * Ho * Wo;
+                     const int32_t* ap = argmax + plane * Ho * Wo;
+                     const int32_t me = static_cast<int32_t>(h * W + w);
+                     float sum = 0.0f;
+                     // Adding +0 where a window is not ours is exact (sum, starting at
+                     // +0, is never -0), so this branch-free sum has the gather's bits.
+                     for (int64_t i = oh.lo; i <= oh.hi; ++i)
+                       for (int64_t j = ow.lo; j <= ow.hi; ++j)
+                         sum += ap[i * Wo + j] == me ? load_f32(dyp[i * Wo + j]) : 0.0f;
+                     store_f32(dx[(plane * H + h) * W + w], sum);
+                   });
+}
+
+template <class T>
+void avgpool_forward_impl(int threads, const PoolShape& s, const T* x, T* y) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const float count = static_cast<float>(s.kernel_h * s.kernel_w);  // padding included
+  const int64_t rows = s.batch * s.channels * Ho;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t plane = r / Ho, oh = r % Ho;
+    const T* xp = x + plane * H * W;
+    const int64_t h0 = oh * s.stride - s.pad;
+    const int64_t h_lo = std::max<int64_t>(h0, 0), h_hi = std::min(h0 + s.kernel_h, H);
+    for (int64_t ow = 0; ow < Wo; ++ow) {
+      const int64_t w0 = ow * s.stride - s.pad;
+      const int64_t w_lo = std::max<int64_t>(w0, 0), w_hi = std::min(w0 + s.kernel_w, W);
+      float sum = 0.0f;  // padded positions add zeros: skipped
+      for (int64_t h = h_lo; h < h_hi; ++h)
+        for (int64_t w = w_lo; w < w_hi; ++w) sum += load_f32(xp[h * W + w]);
+      store_f32(y[r * Wo + ow], sum / count);
+    }
+  }
+}
+
+template <class T>
+void avgpool_backward_impl(int threads, const PoolShape& s, const T* dy, T* dx) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const float count = static_cast<float>(s.kernel_h * s.kernel_w);
+  for_each_covered(s, s.batch * s.channels, threads,
+                   [&](int64_t plane, int64_t h, int64_t w, PoolCover oh, PoolCover ow) {
+                     const T* dyp = dy + plane * Ho * Wo;
+                     float sum = 0.0f;
+                     for (int64_t i = oh.lo; i <= oh.hi; ++i)
+                       for (int64_t j = ow.lo; j <= ow.hi; ++j)
+                         sum += load_f32(dyp[i * Wo + j]) / count;
+                     store_f32(dx[(plane * H + h) * W + w], sum);
+                   });
+}
+
+}  // namespace
+
+void CpuOps::maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t* argmax) {
+  const char* op = "maxpool2d_forward";
+  expect_elems(op, s.x_elems(), {x});
+  expect_elems(op, s.y_elems(), {y});
+  dispatch_float(op, {y, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    if (s.pad == 0)
+      maxpool_forward_unpadded(threads_, s, x.as<T>(), y.as<T>(), argmax);
+    else
+      maxpool_forward_impl(threads_, s, x.as<T>(), y.as<T>(), argmax);
+  });
+}
+
+void CpuOps::maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t* argmax,
+                                View dx) {
+  const char* op = "maxpool2d_backward";
+  expect_elems(op, s.y_elems(), {dy});
+  expect_elems(op, s.x_elems(), {dx});
+  dispatch_float(op, {dx, dy}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    maxpool_backward_impl(threads_, s, dy.as<T>(), argmax, dx.as<T>());
+  });
+}
+
+void CpuOps::avgpool2d_forward(const PoolShape& s, ConstView x, View y) {
+  const char* op = "avgpool2d_forward";
+  expect_elems(op, s.x_elems(), {x});
+  expect_elems(op, s.y_elems(), {y});
+  dispatch_float(op, {y, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    avgpool_forward_impl(threads_, s, x.as<T>(), y.as<T>());
+  });
+}
+
+void CpuOps::avgpool2d_backward(const PoolShape& s, ConstView dy, View dx) {
+  const char* op = "avgpool2d_backward";
+  expect_elems(op, s.y_elems(), {dy});
+  expect_elems(op, s.x_elems(), {dx});
+  dispatch_float(op, {dx, dy}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    avgpool_backward_impl(threads_, s, dy.as<T>(), dx.as<T>());
+  });
+}
+
+}  // namespace noeira

@@ -1,0 +1,27 @@
+// Launchers of the op files (kernels/cuda/<op>.cu) that other files call too. Every other
+// launcher stays inside its op's file. Each enqueues on `stream` and returns the first
+// launch error; nothing here allocates or synchronises.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/ops.h"
+
+namespace noeira::cuda {
+
+// elementwise.cu: Ops::cast's kernel (contract there), for cuDNN's widening casts
+// (cudnn_conv.cpp). 16-byte groups whenever both buffers are aligned.
+cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y);
+
+// conv2d.cu: the convolution's own kernels around cuDNN (cudnn_conv.cpp).
+// y (B, C, S) = in + bias[c], rounded once to y's dtype. `in` is fp32 (B, C, S); it may
+// be y's own memory when y is fp32.
+cudaError_t launch_channel_bias_add(cudaStream_t stream, const float* in, const float* bias,
+                                    View y, int64_t B, int64_t C, int64_t S);
+// db[c] += sum of dy (B, C, S) over (B, S), in double in the order of channel_sum.h;
+// `partials` holds channel_partials_bytes(C, B * S) bytes.
+cudaError_t launch_channel_bias_grad(cudaStream_t stream, ConstView dy, int64_t B, int64_t C,
+                                     int64_t S, float* db, void* partials);
+
+}  // namespace noeira::cuda

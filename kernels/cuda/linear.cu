@@ -1,0 +1,114 @@
+// CudaOps' matrix products, gemm, linear_forward and linear_backward_params (contracts:
+// kernels/op_list.inc), through cuBLASLt (gemm_lt.h): A/B fp32 (TF32 when on) or bf16
+// (CUDA_R_16BF, plain fp32 accumulation whatever the TF32 switch says), one algorithm per
+// shape, chosen once and reused by eager and captured runs. Our one kernel here is the
+// K == 0 case, which cuBLASLt does not take.
+#include <string>
+#include <type_traits>
+
+#include "kernels/composed_ops.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/gemm_lt.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/dispatch.h"
+
+namespace noeira {
+
+namespace cuda {
+
+namespace {
+
+// C(M,N), row stride ldc: C = beta * C; beta == 0 writes zeros (BLAS: C is not read).
+__global__ void scale_rows_kernel(float* C, int64_t M, int64_t N, int64_t ldc, float beta) {
+  const int64_t n = M * N;
+  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
+    float& c = C[(i / N) * ldc + i % N];
+    c = beta == 0.0f ? 0.0f : beta * c;
+  }
+}
+
+cudaError_t launch_scale_rows(cudaStream_t stream, float* C, int64_t M, int64_t N, int64_t ldc,
+                              float beta) {
+  if (M * N == 0 || beta == 1.0f) return cudaSuccess;
+  scale_rows_kernel<<<grid_for(M * N), kBlock, 0, stream>>>(C, M, N, ldc, beta);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+}  // namespace cuda
+
+// The dtype of A and B picks cuBLASLt's: fp32 in CUBLAS_COMPUTE_32F (_FAST_TF32 with TF32
+// on), bf16 in CUBLAS_COMPUTE_32F whatever the TF32 switch says. The algorithm is chosen
+// once per shape and cached, and runs in the backend's workspace.
+void CudaOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                   ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
+                   int64_t ldc) {
+  OpScope scope(*state_, "gemm");
+  const cudaDataType_t ab_type = dispatch_float("gemm", {A, B}, [](auto storage) {
+    return std::is_same<typename decltype(storage)::type, bf16_t>::value ? CUDA_R_16BF
+                                                                          : CUDA_R_32F;
+  });
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // cuBLASLt needs k >= 1; C = beta * C is all that is left
+    check(cuda::launch_scale_rows(stream_, C, M, N, ldc, beta), "scale_rows_kernel");
+    return;
+  }
+  run_gemm({.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K, .alpha = alpha,
+            .A = A.data, .lda = lda, .B = B.data, .ldb = ldb, .beta = beta, .C = C, .ldc = ldc,
+            .ab_type = ab_type});
+}
+
+// fp32: y(M,N) = act(x(M,K) W(N,K)^T + b) in one cuBLASLt call: BIAS, RELU_BIAS or
+// GELU_AUX_BIAS (the GELU input lands in `pre`). cuBLASLt's GELU is the same tanh
+// approximation as ours (kernels/common/math.h). Where no epilogue fits (pre requested for
+// ReLU/identity, a GELU aux row stride N not a multiple of 8, or no algorithm for the
+// epilogue), and for bf16, it is a plain GEMM followed by our bias_act kernel, as on the CPU.
+void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
+                             float* acc, int64_t M, int64_t N, int64_t K, Act act) {
+  OpScope scope(*state_, "linear_forward");
+  if (M == 0 || N == 0) return;
+  const bool fp32 = x.dtype == DType::kF32 && W.dtype == DType::kF32 && y.dtype == DType::kF32 &&
+                    (pre.empty() || pre.dtype == DType::kF32);
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  bool fusable = fp32 && K > 0;
+  switch (act) {
+    case Act::kNone:
+      epilogue = b ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      fusable = fusable && pre.empty();
+      break;
+    case Act::kReLU:
+      epilogue = b ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+      fusable = fusable && pre.empty();
+      break;
+    case Act::kGELU:
+      if (!pre.empty())
+        epilogue = b ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+      else
+        epilogue = b ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+      fusable = fusable && (pre.empty() || N % 8 == 0);  // cuBLASLt: aux ld divisible by 8
+      break;
+  }
+  if (fusable) {
+    expect_elems("linear_forward", M * N, {y, pre});
+    // (M, N) = (M, K) x (N, K)^T, epilogue on the (M, N) result
+    const cuda::GemmCall c{.trans_a = false, .trans_b = true, .M = M, .N = N, .K = K,
+                           .alpha = 1.0f, .A = x.data, .lda = K, .B = W.data, .ldb = K,
+                           .beta = 0.0f, .C = y.as<float>(), .ldc = N, .epilogue = epilogue,
+                           .bias = b, .aux = pre.as<float>()};
+    if (run_gemm(c)) return;
+  }
+  composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);  // gemm + bias_act
+}
+
+// dW(N,K) += dz(M,N)^T x(M,K) with beta = 1, then db(N) += column sums of dz by our
+// bias_grad kernel. cuBLASLt's BGRADB epilogue would fuse the bias gradient, but it
+// overwrites db (our contract accumulates: a parameter may be used twice) and documents
+// no reduction order, so the deterministic kernel does it.
+void CudaOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
+                                     int64_t N, int64_t K) {
+  OpScope scope(*state_, "linear_backward_params");
+  composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
+}
+
+}  // namespace noeira
