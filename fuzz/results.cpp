@@ -9,11 +9,11 @@
 // inputs up to 256 KiB (a real results file is 35-140 KB).
 // libFuzzer flags: -max_len=262144 -malloc_limit_mb=128 -rss_limit_mb=1536 -timeout=20
 #include "fuzz/fuzz_support.h"
-#include "harness/compare_gate.h"
-#include "harness/report_data.h"
-#include "harness/report_html.h"
-#include "harness/report_markdown.h"
-#include "harness/results.h"
+#include "harness/gate/compare_gate.h"
+#include "harness/report/report_data.h"
+#include "harness/report/report_html.h"
+#include "harness/report/report_markdown.h"
+#include "harness/results/results.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const noeira::fuzz::MemFile file(noeira::fuzz::Bytes(data, size));

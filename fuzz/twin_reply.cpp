@@ -1,4 +1,4 @@
-// The twin's reply on its stdout (reference/twin; harness/twin_reply.h): as a --probe
+// The twin's reply on its stdout (reference/twin; harness/twin/twin_reply.h): as a --probe
 // reply (parse_twin_probe_reply, then a results file holding it) and parse_twin_reply,
 // then, for a run that it accepts, what `run` makes of it: twin_run_json's run, a variant
 // summarised over it, placed in a results file (fuzz/inputs/results-mlp.json, written by
@@ -10,11 +10,11 @@
 // libFuzzer flags: -max_len=65536 -malloc_limit_mb=64 -rss_limit_mb=1024 -timeout=10
 
 #include "fuzz/fuzz_support.h"
-#include "harness/baseline_probe.h"
-#include "harness/bench_runner.h"
-#include "harness/results.h"
-#include "harness/twin_reply.h"
-#include "harness/twin_runs.h"
+#include "harness/env/baseline_probe.h"
+#include "harness/run/bench_runner.h"
+#include "harness/results/results.h"
+#include "harness/twin/twin_reply.h"
+#include "harness/twin/twin_runs.h"
 
 namespace {
 

@@ -3,9 +3,9 @@
 // files written before the field existed stay readable.
 #include <catch2/catch.hpp>
 
-#include "harness/bench_runner.h"
-#include "harness/results.h"
-#include "harness/run_table.h"
+#include "harness/run/bench_runner.h"
+#include "harness/results/results.h"
+#include "harness/run/run_table.h"
 
 using namespace noeira;
 using nlohmann::json;

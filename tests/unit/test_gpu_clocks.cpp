@@ -1,8 +1,8 @@
-// NVML's clock readings around a variant (harness/gpu_clocks.h): when a warning is due,
+// NVML's clock readings around a variant (harness/env/gpu_clocks.h): when a warning is due,
 // and what a machine without the driver records.
 #include <catch2/catch.hpp>
 
-#include "harness/gpu_clocks.h"
+#include "harness/env/gpu_clocks.h"
 
 using namespace noeira;
 

@@ -1,13 +1,13 @@
-// The twin's reply (harness/twin_reply.h): whatever its stdout holds, a failure with its
+// The twin's reply (harness/twin/twin_reply.h): whatever its stdout holds, a failure with its
 // reason or a result every reader of it can use. Seen while writing fuzz/twin_reply.cpp:
 // a field of another type threw json's type_error in the harness, an event-timed reply
 // without wall_ms_per_step read a missing key of a const object, and losses holding
 // strings broke the results schema, so the whole results file was refused.
 #include <catch2/catch.hpp>
 
-#include "harness/results.h"
-#include "harness/twin_reply.h"
-#include "harness/twin_runs.h"
+#include "harness/results/results.h"
+#include "harness/twin/twin_reply.h"
+#include "harness/twin/twin_runs.h"
 
 using namespace noeira;
 using Catch::Matchers::Contains;

@@ -1,0 +1,91 @@
+#include "harness/cli/micro_command.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/cli/cli.h"
+#include "harness/cli/cli_options.h"
+
+namespace noeira {
+
+namespace {
+
+struct MicroOptions {
+  int threads = 0;  // 0 = all cores
+};
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+int run_micro(const MicroOptions& o, const std::vector<std::string>& passthrough) {
+  // Google Benchmark parses (and removes) its own flags from an argv.
+  std::string prog = "noeira-bench micro";
+  std::vector<std::string> args = passthrough;
+  std::vector<char*> argv;
+  argv.push_back(prog.data());
+  for (std::string& a : args)
+    if (a != "--") argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  argv.push_back(nullptr);
+  benchmark::Initialize(&argc, argv.data());
+  if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) {
+    std::fprintf(stderr,
+                 "noeira-bench micro: flags other than --threads go to Google Benchmark, which "
+                 "did not recognise the ones above; see noeira-bench micro --help\n");
+    benchmark::Shutdown();
+    return kExitUsage;
+  }
+
+  const MicroRegistration reg = register_micro_benchmarks(o.threads);
+  benchmark::AddCustomContext("noeira_backend", reg.backend);
+  benchmark::AddCustomContext("noeira_recipes", join(reg.recipes, ","));
+  if (!reg.skipped.empty()) benchmark::AddCustomContext("noeira_skipped", join(reg.skipped, "; "));
+  if (reg.benchmarks == 0) {
+    benchmark::ClearRegisteredBenchmarks();
+    benchmark::Shutdown();
+    return report_error("micro: no benchmarks to run (no usable recipe in models/recipes" +
+                            (reg.skipped.empty() ? std::string(")")
+                                                 : "; " + join(reg.skipped, "; ") + ")"),
+                        kExitFailure);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::ClearRegisteredBenchmarks();  // frees the benchmarks' buffers and backend
+  benchmark::Shutdown();
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_micro_command(CLI::App& app) {
+  auto o = std::make_shared<MicroOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "micro", "Google Benchmark micro-benchmarks of the CPU kernels (GEMM, softmax_xent, adam, "
+               "gather_rows) at the shapes the recipes use");
+  cmd->add_option("--threads", o->threads, "CPU threads for the kernels (default: all available)")
+      ->check(CLI::Range(0, 4096));
+  // Everything we do not know is kept (in order) for Google Benchmark.
+  cmd->allow_extras();
+  cmd->footer(
+      "Every other flag goes to Google Benchmark, e.g.\n"
+      "  --benchmark_filter=gemm          run the benchmarks whose name matches a regex\n"
+      "  --benchmark_list_tests           list the benchmark names and exit\n"
+      "  --benchmark_format=json          console (default), json or csv on stdout\n"
+      "  --benchmark_out=FILE             also write the results to FILE\n"
+      "                                   (--benchmark_out_format=json|console|csv)\n"
+      "  --benchmark_min_time=0.5         seconds per benchmark (a plain number)\n"
+      "  --benchmark_repetitions=5        repeat and report mean/median/stddev/cv\n"
+      "Use the --flag=value form for them. Unrecognized flags exit 2.\n"
+      "Benchmarks, per recipe in models/recipes (wall time; GEMMs report FLOP/s = 2MNK):\n"
+      "  gemm/<recipe>/<layer>/forward_NT|weight_grad_TN|input_grad_NN/M=/N=/K=\n"
+      "  softmax_xent/<recipe>/B=/C=  adam/<recipe>/n=  gather_rows/<recipe>/B=/row=/src=");
+  return [cmd, o]() { return cmd->parsed() ? run_micro(*o, cmd->remaining()) : -1; };
+}
+
+}  // namespace noeira

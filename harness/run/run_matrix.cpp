@@ -1,0 +1,336 @@
+#include "harness/run/run_options.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <sstream>
+
+#include "harness/env/baseline_probe.h"
+#include "harness/run/bench_runner.h"
+#include "harness/cli/cli.h"
+#include "harness/cli/cli_options.h"
+#include "harness/env/gpu_clocks.h"
+#include "harness/env/host_info.h"
+#include "harness/run/lm_work.h"
+#include "harness/report/number_format.h"
+#include "harness/run/interrupt.h"
+#include "harness/twin/parity.h"
+#include "harness/results/partial_results.h"
+#include "harness/results/results.h"
+#include "harness/results/results_access.h"
+#include "harness/run/run_table.h"
+#include "harness/twin/seed_agreement.h"
+#include "harness/twin/twin_runs.h"
+#include "nn/checkpoint.h"
+
+namespace noeira {
+
+namespace {
+
+// The results document without its benchmarks: where, with what and how it was measured.
+nlohmann::json results_document(const RunOptions& o, const std::string& target,
+                                const std::vector<uint64_t>& seeds, int64_t total_steps,
+                                int64_t warmup, const nlohmann::json& twin_ctx,
+                                const nlohmann::json& probes) {
+  const nlohmann::json build = build_info();
+  const nlohmann::json host = host_info();
+  std::vector<std::string> warnings = environment_warnings(host, build);
+  for (std::string& w : probe_warnings(probes)) warnings.push_back(std::move(w));
+  return {{"schema_version", kResultsSchemaVersion},
+          {"tool", "noeira-bench"},
+          {"tool_version", "0.1.0"},
+          {"created_utc", utc_timestamp()},
+          {"context", {{"command_line", o.command_line},
+                       {"git_sha", build.value("git_sha", "")},
+                       {"git_dirty", build.value("git_dirty", false)},
+                       {"host", host},
+                       {"build", build},
+                       {"device", device_info()},
+                       {"twin", twin_ctx},
+                       {"probes", probes},
+                       {"warnings", warnings}}},
+          {"config", {{"target", target},
+                      {"dtype", o.dtype},
+                      {"seeds", seeds},
+                      {"steps", total_steps},
+                      {"warmup", warmup},
+                      {"threads", o.threads},
+                      {"quick", o.quick},
+                      {"stopping", {{"min_samples", o.min_samples},
+                                    {"max_rel_noise", o.max_noise},
+                                    {"max_seconds", o.max_seconds}}}}},
+          {"benchmarks", nlohmann::json::array()}};
+}
+
+// The context.twin block, and the plan's python (or why the twin cannot run).
+nlohmann::json probe_twin(const std::string& python, TwinPlan& tp) {
+  const PythonProbe probe = find_python_with_torch(python);
+  tp.python = probe.python;
+  tp.unavailable = probe.reason;
+  if (!probe.reason.empty()) std::fprintf(stderr, "  twin unavailable: %s\n", probe.reason.c_str());
+  auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  return {{"python", !probe.python.empty() ? probe.python : !python.empty() ? python : "python3"},
+          {"torch_version", or_null(probe.torch_version)},
+          {"available", probe.reason.empty()},
+          {"reason", or_null(probe.reason)}};
+}
+
+nlohmann::json& variant_named(nlohmann::json& variants, const std::string& name) {
+  for (auto& v : variants)
+    if (v["name"] == name) return v;
+  throw std::logic_error("no planned variant " + name);
+}
+
+}  // namespace
+
+int run_matrix(const RunOptions& o) {
+  // ---- Validate everything before any work. ----
+  Result<Recipe> recipe = load_recipe_for_model(o.model);
+  if (!recipe) return report_error(recipe.error().message, kExitUsage);
+  Result<Device> device = resolve_target(o.target);
+  if (!device) return report_error(device.error().message, kExitUsage);
+  const std::string target = *device == Device::kGpu ? "gpu" : "cpu";
+  std::vector<uint64_t> seeds = o.seed_list;
+  if (seeds.empty())
+    for (int i = 0; i < o.seeds; ++i) seeds.push_back(static_cast<uint64_t>(i));
+  // bf16 runs keep the fp32 variants in the matrix: their times are the baseline.
+  const bool lm = recipe->family == "gpt";
+  std::vector<std::string> variants = o.variants;
+  if (variants.empty()) {
+    variants = {"eager", "graph"};
+    if (o.dtype == "bf16") variants.insert(variants.end(), {"bf16", "bf16+graph"});
+    if (lm) variants.push_back("host-batch");
+  }
+  for (const std::string& v : variants) {
+    if (v != "eager" && v != "graph" && v != "bf16" && v != "bf16+graph" && v != "host-batch")
+      return report_error("--variants: unknown variant '" + v +
+                              "'; known: eager, graph, bf16, bf16+graph, host-batch (gpt family)",
+                          kExitUsage);
+    if (v == "host-batch" && !lm)
+      return report_error("--variants: host-batch is a gpt-family variant (the batch built on the "
+                          "host); model " + recipe->name + " gathers its batches on the device",
+                          kExitUsage);
+  }
+  std::vector<std::string> twin_modes;
+  for (const std::string& m : o.twin) {
+    if (m == "none") continue;
+    if (m != "eager" && m != "compiled" && m != "graphs")
+      return report_error("--twin: unknown mode '" + m + "'; use eager, compiled, graphs or none",
+                          kExitUsage);
+    twin_modes.push_back(m);
+  }
+  if (o.steps > 0 && o.warmup >= o.steps)
+    return report_error("--warmup " + std::to_string(o.warmup) + " leaves no timed steps out of --steps " +
+                            std::to_string(o.steps),
+                        kExitUsage);
+  const std::string out_path = !o.out.empty()
+                                   ? o.out
+                                   : "noeira-results-" + o.model + "-" + target + "-" + o.dtype + ".json";
+  const std::filesystem::path log_dir = out_path + ".logs";
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  if (ec)
+    return report_error("cannot create the log directory " + log_dir.string() + ": " + ec.message(),
+                        kExitUsage);
+
+  // ---- Data, once for every run. ----
+  const DataSource source = make_data_source(o.data);
+  // --quick runs on the recipe's quick data set (CIFAR-10's shared subset on the CPU)
+  // unless --dataset names one.
+  const std::string dataset =
+      !o.data.dataset.empty() ? o.data.dataset : o.quick ? recipe->quick_dataset : "";
+  Result<DataSplit> data = load_recipe_data(*recipe, dataset, source);
+  if (!data) return report_error(data.error().message, kExitFailure);
+  const int64_t spe = steps_per_epoch(*recipe, *data);
+  int64_t total_steps = o.steps > 0 ? o.steps
+                        : o.quick && recipe->quick_max_steps > 0
+                            ? recipe->quick_max_steps
+                            : static_cast<int64_t>(o.quick ? recipe->quick_epochs : recipe->epochs) * spe;
+  const LmWork work = lm ? lm_work(*recipe, data->corpus) : LmWork{};
+  if (lm && o.steps <= 0) {
+    total_steps = o.quick ? recipe->gpt.quick_steps : recipe->gpt.steps;
+    // The full recipe is a GPU job: a CPU times a bounded number of steps.
+    const int64_t cap = cpu_lm_step_cap(work, total_steps);
+    if (*device == Device::kCpu && total_steps > cap) {
+      std::printf("model %s: the full recipe (%lld steps of %s each) is a GPU job; on the CPU "
+                  "this run times the first %lld steps (--steps N to choose)\n",
+                  recipe->name.c_str(), static_cast<long long>(total_steps),
+                  format_flops(work.flops_per_step).c_str(), static_cast<long long>(cap));
+      total_steps = cap;
+    }
+  }
+  const int64_t warmup =
+      o.warmup >= 0 ? o.warmup : std::min<int64_t>(o.quick ? 5 : 20, std::max<int64_t>(total_steps / 4, 1));
+  if (warmup >= total_steps)
+    return report_error("--warmup " + std::to_string(warmup) + " leaves no timed steps out of " +
+                            std::to_string(total_steps),
+                        kExitUsage);
+
+  BenchSettings st;
+  st.device = *device;
+  st.threads = o.threads;
+  st.total_steps = total_steps;
+  st.warmup = warmup;
+  st.stop.min_samples = o.min_samples;
+  st.stop.max_rel_noise = o.max_noise;
+  st.stop.max_seconds = o.max_seconds;
+  st.stop.max_samples = 0;
+  st.wall_block = *device == Device::kGpu ? 10 : 1;
+
+  const int threads = o.threads > 0 ? o.threads : default_thread_count();
+  const std::string dataset_name = lm ? data->corpus.name : data->train.name;
+  std::printf("noeira-bench run: model %s on %s, target %s, %s, seeds", recipe->name.c_str(),
+              dataset_name.c_str(), target.c_str(), o.dtype.c_str());
+  for (uint64_t s : seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
+  std::printf(", %lld steps per run (warm-up %lld), %d CPU threads\n",
+              static_cast<long long>(total_steps), static_cast<long long>(warmup), threads);
+  std::fflush(stdout);
+
+  // ---- Our variants. ----
+  nlohmann::json bench = {{"model", recipe->name},
+                          {"dataset", dataset_name},
+                          {"recipe", recipe->json},
+                          {"recipe_hash", json_hash(recipe->json)},
+                          {"variants", nlohmann::json::array()},
+                          {"parity", nullptr},
+                          {"seed_agreement", nullptr}};
+  if (lm) {
+    bench["tokens_per_step"] = work.tokens_per_step;
+    bench["flops_per_step"] = work.flops_per_step;
+  }
+  {
+    const nlohmann::json dev = device_info();
+    const std::string gpu_name = *device == Device::kGpu ? dev.value("name", "") : "";
+    const std::optional<double> p32 = peak_flops(gpu_name, "fp32"), p16 = peak_flops(gpu_name, "bf16");
+    if (p32 && p16) bench["peak_flops"] = {{"fp32", *p32}, {"bf16", *p16}, {"device", gpu_name}};
+  }
+  // The whole matrix is planned first, so that the results file written after every
+  // finished seed lists what is still pending (harness/results/partial_results.h).
+  const bool gpu = *device == Device::kGpu;
+  std::vector<VariantSpec> specs;  // our runnable variants, in bench["variants"] order
+  for (const std::string& name : variants) {
+    const bool graph = name == "graph" || name == "bf16+graph";
+    const std::string dtype = name.rfind("bf16", 0) == 0 ? "bf16" : "fp32";
+    VariantSpec spec{name, graph, dtype, name == "host-batch"};
+    if (spec.graph && !gpu) {
+      bench["variants"].push_back(unavailable_variant(name, dtype, target,
+                                                      "CUDA graphs need the gpu target"));
+      continue;
+    }
+    nlohmann::json v = new_variant(name, "noeira", dtype, target);
+    plan_seeds(v, seeds);
+    bench["variants"].push_back(std::move(v));
+    specs.push_back(spec);
+  }
+  TwinPlan tp;
+  tp.recipe = recipe->path;
+  tp.data_dir = twin_data_dir(dataset_name, source);
+  tp.log_dir = log_dir;
+  tp.dataset = dataset;
+  tp.device = gpu ? "cuda" : "cpu";
+  tp.dtype = o.dtype;
+  tp.target = target;
+  tp.seeds = seeds;
+  tp.epochs = static_cast<int>((total_steps + spe - 1) / spe);
+  tp.total_steps = total_steps;
+  tp.warmup = warmup;
+  tp.threads = threads;
+  tp.timeout_seconds = o.twin_timeout;
+  nlohmann::json twin_ctx = {{"python", ""}, {"torch_version", nullptr}, {"available", false},
+                             {"reason", "not run (--twin none)"}};
+  if (!twin_modes.empty() || o.parity) twin_ctx = probe_twin(o.python, tp);
+  const size_t first_twin = bench["variants"].size();
+  for (const std::string& mode : twin_modes) bench["variants"].push_back(plan_twin_mode(tp, mode));
+
+  // ---- Baseline probes, both sides, before anything is timed. ----
+  const nlohmann::json probes = measure_baseline_probes(
+      *device, threads, twin_modes.empty() ? "" : tp.python, log_dir, std::min(o.twin_timeout, 120.0));
+  std::printf("%s", render_probes(probes).c_str());
+  for (const std::string& w : probe_warnings(probes)) std::printf("warning: %s\n", w.c_str());
+  std::fflush(stdout);
+
+  nlohmann::json results = results_document(o, target, seeds, total_steps, warmup, twin_ctx, probes);
+  const ResultsWriter writer(out_path);
+  auto save_progress = [&] {
+    results["benchmarks"] = nlohmann::json::array({bench});
+    if (Status s = writer.write_partial(results); !s)
+      std::fprintf(stderr, "  warning: %s\n", s.error().message.c_str());
+  };
+  save_progress();
+
+  // ---- Our variants. ----
+  bool our_failure = false;
+  std::vector<VariantSpec> ran;  // for the CUPTI pass
+  for (const VariantSpec& spec : specs) {
+    if (interrupt_requested()) break;
+    nlohmann::json& v = variant_named(bench["variants"], spec.name);
+    const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
+    for (uint64_t seed : seeds) {
+      const std::string label = spec.name + " seed " + std::to_string(seed);
+      Result<nlohmann::json> run = run_our_variant(*recipe, *data, spec, seed, st, label);
+      if (!run && interrupt_requested()) {  // this seed and the rest stay pending
+        std::fprintf(stderr, "  %s\n", run.error().message.c_str());
+        break;
+      }
+      if (!run) {
+        v["error"] = run.error().message;
+        drop_pending(v);
+        our_failure = true;
+        std::fprintf(stderr, "  %s failed: %s\n", label.c_str(), run.error().message.c_str());
+        break;
+      }
+      std::fputs(seed_line(label, *run, lm).c_str(), stderr);
+      record_run(v, std::move(run).value());
+      save_progress();
+    }
+    if (gpu) record_variant_clocks(v, clocks_before);
+    ran.push_back(spec);
+  }
+  // The other families: FLOPs per step from the planned matrix products (3 x forward).
+  if (!lm)
+    for (const auto& v : bench["variants"])
+      if (!v["runs"].empty() && v["runs"][0].contains("planned_flops_per_step")) {
+        bench["flops_per_step"] = v["runs"][0]["planned_flops_per_step"];
+        break;
+      }
+  // Device (CUPTI) samples in a separate traced pass per run, after every untraced run:
+  // CUPTI slows each launch on the host, so it must not touch the wall and event samples.
+  if (gpu && !interrupt_requested()) {
+    add_cupti_passes(*recipe, *data, ran, st, bench["variants"]);
+    save_progress();
+  }
+
+  // ---- The twin. ----
+  for (size_t i = 0; i < twin_modes.size() && !interrupt_requested(); ++i)
+    run_twin_mode(tp, twin_modes[i], bench["variants"][first_twin + i], save_progress);
+
+  std::string parity_note;
+  if (o.parity && !interrupt_requested()) {
+    const ParityOutcome p = run_parity(*recipe, *data, st, seeds.front(), tp, recipe->parity_steps);
+    bench["parity"] = p.json;
+    parity_note = p.note;
+  }
+  bench["seed_agreement"] = seed_agreement(bench["variants"], o.dtype);
+
+  // ---- Results file, then the table. ----
+  results["benchmarks"] = nlohmann::json::array({bench});
+  const bool stopped = interrupt_requested();
+  if (Status s = stopped ? writer.write_partial(results, interrupt_name()) : writer.write_complete(results);
+      !s)
+    return report_error(s.error().message, kExitFailure);
+
+  std::printf("\n%s", render_run_table(bench, target).c_str());
+  std::printf("%s", render_run_notes(results, bench, target, parity_note).c_str());
+  std::printf("results: %s (logs in %s)\n", out_path.c_str(), log_dir.c_str());
+  if (stopped) return interrupted_exit_code();
+  if (our_failure) return kExitFailure;
+  if (!bench["parity"].is_null() && !bench["parity"]["passed"].get<bool>()) return kExitFailure;
+  if (o.parity && bench["parity"].is_null()) return kExitFailure;
+  return kExitOk;
+}
+
+}  // namespace noeira

@@ -1,0 +1,285 @@
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "harness/cli/cli.h"
+#include "harness/cli/cli_options.h"
+#include "harness/run/interrupt.h"
+#include "harness/run/progress.h"
+#include "harness/run/stats.h"
+#include "harness/train/train_options.h"
+#include "parallel/distributed_factory.h"
+#include "nn/atomic_file.h"
+#if defined(NOEIRA_WITH_MPI)
+#include "parallel/mpi_communicator.h"
+#if defined(NOEIRA_WITH_NCCL)
+#include "parallel/nccl_communicator.h"
+#endif
+#endif
+
+namespace noeira {
+
+namespace {
+
+// Data parallelism: a communicator when the run is distributed (--zero, or started by
+// mpirun with more than one rank), else null. Only rank 0 prints; a rank that fails ends
+// the whole job (Communicator::abort), so no rank waits forever in a collective.
+struct Distributed {
+#if defined(NOEIRA_WITH_MPI)
+  std::unique_ptr<MpiCommunicator> comm;
+  // --target gpu: NCCL between the GPUs, bootstrapped over comm; null on the CPU.
+  std::unique_ptr<Communicator> device_comm;
+  // The engine the trainer's collectives use.
+  Communicator& engine() const { return device_comm ? *device_comm : *comm; }
+#endif
+  bool active() const {
+#if defined(NOEIRA_WITH_MPI)
+    return comm != nullptr;
+#else
+    return false;
+#endif
+  }
+  // This process's rank (0 on one process): only rank 0 prints.
+  int rank() const {
+#if defined(NOEIRA_WITH_MPI)
+    return comm ? comm->rank() : 0;
+#else
+    return 0;
+#endif
+  }
+  int fail(const std::string& message, int code) const {
+    report_error(message, code);
+#if defined(NOEIRA_WITH_MPI)
+    if (comm) {
+      std::fflush(nullptr);
+      comm->abort(code);
+    }
+#endif
+    return code;
+  }
+};
+
+// The scaling benchmark's summary of one run (harness/run/scaling_runner.h reads it): every
+// rank's median step time (after the first 3 steps), tokens/s over the global batch, the
+// collectives' bytes per step and each rank's parameter, gradient and optimizer bytes.
+// Collective under MPI; rank 0 writes (atomically).
+Status write_timing(const std::string& path, const AutoregressiveTrainer& t,
+                    const Distributed& dist, std::vector<double> step_ms, const EpochStats& last,
+                    int64_t tokens_per_step) {
+  if (step_ms.size() > 3) step_ms.erase(step_ms.begin(), step_ms.begin() + 3);
+  const double mine = step_ms.empty() ? 0.0 : median(step_ms);
+  std::vector<double> per_rank(static_cast<size_t>(t.ranks()), 0.0);
+  const int rank = dist.rank();
+  int zero = -1;
+  int64_t comm_bytes = 0;
+  std::string engine = "none (one process)";
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active()) {
+    const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
+    zero = d.zero_stage();
+    comm_bytes = d.comm_bytes_per_step();
+    engine = dist.engine().engine();
+  }
+#else
+  (void)dist;
+#endif
+  per_rank[static_cast<size_t>(rank)] = mine;
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active()) dist.comm->all_sum(per_rank.data(), static_cast<int64_t>(per_rank.size()));
+#endif
+  if (rank != 0) return {};
+  const double slowest = *std::max_element(per_rank.begin(), per_rank.end());
+  const MemoryPlan& plan = t.plan();
+  const nlohmann::json j = {
+      {"ranks", t.ranks()},
+      {"zero", zero},
+      {"engine", engine},
+      {"steps_timed", step_ms.size()},
+      {"per_rank_median_step_ms", per_rank},
+      {"step_ms", slowest},  // a step ends when the slowest rank's does
+      {"tokens_per_step", tokens_per_step},
+      {"tokens_per_s", slowest > 0 ? 1000.0 * static_cast<double>(tokens_per_step) / slowest : 0.0},
+      {"comm_bytes_per_step", comm_bytes},
+      {"bytes_per_rank",
+       {{"parameters", plan.bytes(MemCategory::kParams)},
+        {"gradients", plan.bytes(MemCategory::kGrads)},
+        {"optimizer_state", plan.bytes(MemCategory::kOptimState)}}},
+      {"final_train_loss", last.train_loss},
+      {"final_val_loss", last.test.loss}};
+  return write_file_atomically(path, j.dump(2) + "\n", "the timing summary");
+}
+
+[[maybe_unused]] const char* zero_stage_summary(int stage) {
+  switch (stage) {
+    case 0: return "DDP: reduce-scatter + all-gather of gradients";
+    case 1: return "ZeRO-1: Adam state per slice, parameters all-gathered";
+    case 2: return "ZeRO-2: Adam state and gradients per slice, buckets reduced during backward";
+    default: return "ZeRO-3: Adam state, gradients and parameters per slice, layers gathered";
+  }
+}
+
+// Writes the checkpoint (atomically: the last one is kept until the new one is whole).
+Status save_lm(const AutoregressiveTrainer& t, const std::string& path, bool speaks) {
+  NOEIRA_TRY(t.save_checkpoint(path));
+  if (speaks)
+    std::printf("saved checkpoint %s (step %lld)\n", path.c_str(),
+                static_cast<long long>(t.steps_done()));
+  std::fflush(stdout);
+  return {};
+}
+
+}  // namespace
+
+// The gpt family: steps, not epochs; a line per evaluation interval with the train loss,
+// the validation loss and the throughput.
+int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& data,
+                 TrainerOptions to) {
+  const int64_t total = o.steps > 0 ? o.steps : recipe.gpt.steps;
+  // The schedule spans the recipe's steps (or more, if asked for more), whatever --steps
+  // stops at: a run stopped at step N and resumed ends exactly as one uninterrupted run.
+  to.total_steps = std::max(total, recipe.gpt.steps);
+  to.host_batch = o.host_batch;
+  Distributed dist;
+  std::unique_ptr<AutoregressiveTrainer> owned;
+#if defined(NOEIRA_WITH_MPI)
+  if (o.zero >= 0 || launched_ranks() > 1) {
+    Result<std::unique_ptr<MpiCommunicator>> comm = MpiCommunicator::create();
+    if (!comm) return report_error(comm.error().message, kExitFailure);
+    dist.comm = std::move(comm).value();
+    // Rank 0 alone prints; the others keep stderr for their errors.
+    if (dist.comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+      return dist.fail("cannot silence rank " + std::to_string(dist.comm->rank()), kExitFailure);
+    if (to.device == Device::kGpu) {
+#if defined(NOEIRA_WITH_NCCL)
+      Result<std::unique_ptr<NcclCommunicator>> nccl = NcclCommunicator::create(*dist.comm);
+      if (!nccl) return dist.fail(nccl.error().message, kExitFailure);
+      dist.device_comm = std::move(nccl).value();
+#else
+      return dist.fail("--target gpu with data parallelism needs NCCL (nccl.h and libnccl "
+                       "next to the CUDA toolkit) in the build", kExitFailure);
+#endif
+    }
+    Result<std::unique_ptr<DistributedAutoregressiveTrainer>> made =
+        make_distributed_lm_trainer(recipe, data, to, dist.engine(), std::max(o.zero, 0));
+    if (!made) return dist.fail(made.error().message, kExitFailure);
+    owned = std::move(made).value();
+  }
+#else
+  if (o.zero >= 0)
+    return report_error("--zero: this build has no MPI (install libopenmpi-dev with "
+                        "scripts/setup and rebuild)", kExitUsage);
+#endif
+  if (!owned) {
+    Result<std::unique_ptr<AutoregressiveTrainer>> made = make_lm_trainer(recipe, data, to);
+    if (!made) return report_error(made.error().message, kExitFailure);
+    owned = std::move(made).value();
+  }
+  AutoregressiveTrainer& t = *owned;
+  const bool speaks = dist.rank() == 0;
+  if (!o.resume.empty()) {
+    if (Status s = t.load_checkpoint(o.resume); !s) return dist.fail(s.error().message, kExitFailure);
+  }
+  const int64_t tokens_per_step = recipe.batch * t.context() * t.ranks();
+  std::printf("noeira-bench train: model %s on %s (%zu-token vocabulary, %zu train / %zu val "
+              "tokens), target %s, %s, seed %llu, batch %lld x %lld tokens, %s batches\n",
+              recipe.name.c_str(), data.corpus.name.c_str(), data.corpus.vocab.size(),
+              data.corpus.train.size(), data.corpus.val.size(), t.backend_description().c_str(),
+              o.dtype.c_str(), static_cast<unsigned long long>(t.config().seed),
+              static_cast<long long>(recipe.batch), static_cast<long long>(t.context()),
+              o.host_batch ? "host-built" : "device-built");
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active()) {
+    const auto& d = static_cast<const DistributedAutoregressiveTrainer&>(t);
+    std::printf("data parallel: %d ranks over %s, ZeRO stage %d (%s), global batch %lld rows; "
+                "%lld padded parameter floats, %lld per rank's slice\n",
+                t.ranks(), dist.engine().engine().c_str(), d.zero_stage(),
+                zero_stage_summary(d.zero_stage()),
+                static_cast<long long>(recipe.batch * t.ranks()),
+                static_cast<long long>(d.padded_params()), static_cast<long long>(d.slice()));
+    if (const LayerShards* sh = d.shards(); sh && d.zero_stage() >= 2)
+      std::printf("ZeRO-%d per rank: %s = slice %lld + resident bucket %lld + layer window %lld "
+                  "floats (+ alignment), %zu buckets\n",
+                  d.zero_stage(), d.zero_stage() >= 3 ? "parameters and gradients" : "gradients",
+                  static_cast<long long>(d.slice()), static_cast<long long>(sh->buckets()[0].count),
+                  static_cast<long long>(sh->window_floats()), sh->buckets().size());
+  }
+#endif
+  std::printf("parameters: %lld in %zu tensors; validation on %lld fixed windows\n",
+              static_cast<long long>(t.params().count()), t.params().all().size(),
+              static_cast<long long>(t.eval_windows()));
+  std::printf("%s", t.plan().describe().c_str());
+  if (t.steps_done() > 0)
+    std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
+                static_cast<long long>(t.steps_done()));
+  if (t.steps_done() >= total)
+    std::printf("nothing to do: the checkpoint already has %lld steps (asked for %lld)\n",
+                static_cast<long long>(t.steps_done()), static_cast<long long>(total));
+  std::fflush(stdout);
+
+  std::vector<double> step_ms;
+  EpochStats last;
+  while (t.steps_done() < total) {
+    const int64_t n = t.interval_steps(total);
+    std::optional<Progress> progress;
+    if (speaks)
+      progress.emplace("steps " + std::to_string(t.steps_done() + 1) + "-" +
+                       std::to_string(t.steps_done() + n));
+    t.begin_epoch();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      const auto s0 = std::chrono::steady_clock::now();
+      t.train_step();
+      if (!o.timing_json.empty()) {  // host clock: CPU ops run synchronously
+        t.synchronize();
+        step_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
+      }
+#if defined(NOEIRA_WITH_MPI)
+      if (o.check_replicas && dist.active()) {
+        auto& d = static_cast<DistributedAutoregressiveTrainer&>(t);
+        if (Status s = d.check_replicas(); !s) return dist.fail(s.error().message, kExitFailure);
+      }
+#endif
+      if (progress) progress->update(i + 1, n);
+      if (o.save_every > 0 && t.steps_done() % o.save_every == 0 && t.steps_done() < total) {
+        if (Status s = save_lm(t, o.save, speaks); !s) return dist.fail(s.error().message, kExitFailure);
+      }
+      if (!dist.active() && interrupt_requested()) break;
+    }
+    if (!dist.active() && interrupt_requested()) {
+      if (progress) progress->finish();
+      return stopped(o, t.steps_done(), [&] { return save_lm(t, o.save, true); });
+    }
+    t.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (progress) progress->finish();
+    const EpochStats e = t.end_epoch(true);
+    last = e;
+    std::printf("step %lld/%lld  train loss %.4f (last %.4f)  val loss %.4f  %.0f tokens/s  "
+                "%.2f ms/step\n",
+                static_cast<long long>(t.steps_done()), static_cast<long long>(total),
+                e.train_loss, e.step_losses.empty() ? 0.0 : e.step_losses.back(), e.test.loss,
+                s > 0 ? static_cast<double>(n * tokens_per_step) / s : 0.0,
+                1000.0 * s / static_cast<double>(n));
+    std::fflush(stdout);
+  }
+#if defined(NOEIRA_WITH_MPI)
+  if (dist.active() && t.steps_done() > 0)
+    std::printf("collectives: %.2f MB per step (counted over the last step)\n",
+                static_cast<double>(
+                    static_cast<const DistributedAutoregressiveTrainer&>(t).comm_bytes_per_step()) /
+                    1e6);
+#endif
+  if (!o.timing_json.empty()) {
+    if (Status s = write_timing(o.timing_json, t, dist, step_ms, last, tokens_per_step); !s)
+      return dist.fail(s.error().message, kExitFailure);
+  }
+  if (!o.save.empty()) {
+    if (Status s = save_lm(t, o.save, speaks); !s) return dist.fail(s.error().message, kExitFailure);
+  }
+  return kExitOk;
+}
+
+}  // namespace noeira
