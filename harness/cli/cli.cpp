@@ -28,7 +28,7 @@ namespace {
 std::function<int()> add_list_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("list", "List the models (recipes) and data sets");
   return [cmd]() {
-    if (!cmd->parsed()) return -1;
+    if (!cmd->parsed()) return kNotThisCommand;
     std::printf("models (recipes in %s):\n", recipe_dir().c_str());
     for (const std::string& name : list_recipes()) {
       Result<Recipe> r = load_recipe_for_model(name);
@@ -66,7 +66,7 @@ std::function<int()> add_env_command(CLI::App& app) {
   cmd->add_option("--python", o->python, "Python interpreter with torch for the twin's probe "
                                          "(default: $NOEIRA_PYTHON, the twin's venv, python3)");
   return [cmd, o]() {
-    if (!cmd->parsed()) return -1;
+    if (!cmd->parsed()) return kNotThisCommand;
     nlohmann::json env = environment();
     if (!o->no_probe) {
       const PythonProbe py = find_python_with_torch(o->python);
@@ -134,7 +134,7 @@ int run_cli(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   for (auto& run : commands)
-    if (int rc = run(); rc >= 0) return rc;
+    if (int rc = run(); rc != kNotThisCommand) return rc;
   return kExitUsage;
 }
 

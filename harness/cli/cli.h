@@ -1,13 +1,12 @@
 // The noeira-bench command line: one CLI11 app, one file per subcommand.
 #pragma once
+#include "harness/exit_codes.h"
 
 namespace noeira {
 
-// Exit codes: 0 success, 1 the work failed (bad data, failed run), 2 unusable input
-// (bad arguments, unreadable files given on the command line).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUsage = 2;
+// What a subcommand's function returns when its subcommand was not the one given (not an
+// exit code: run_cli asks the next one).
+inline constexpr int kNotThisCommand = -1;
 
 int run_cli(int argc, char** argv);
 

@@ -201,7 +201,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
   cmd->add_flag("--allow-missing", o->allow_missing,
                 "Do not fail when a variant that ran in the base is missing, failed or "
                 "unavailable in the new file (it is still listed)");
-  return [cmd, o]() { return cmd->parsed() ? run_compare(*o) : -1; };
+  return [cmd, o]() { return cmd->parsed() ? run_compare(*o) : kNotThisCommand; };
 }
 
 }  // namespace noeira

@@ -85,7 +85,7 @@ std::function<int()> add_micro_command(CLI::App& app) {
       "Benchmarks, per recipe in models/recipes (wall time; GEMMs report FLOP/s = 2MNK):\n"
       "  gemm/<recipe>/<layer>/forward_NT|weight_grad_TN|input_grad_NN/M=/N=/K=\n"
       "  softmax_xent/<recipe>/B=/C=  adam/<recipe>/n=  gather_rows/<recipe>/B=/row=/src=");
-  return [cmd, o]() { return cmd->parsed() ? run_micro(*o, cmd->remaining()) : -1; };
+  return [cmd, o]() { return cmd->parsed() ? run_micro(*o, cmd->remaining()) : kNotThisCommand; };
 }
 
 }  // namespace noeira

@@ -10,8 +10,8 @@
 
 namespace noeira {
 
-// Returns a function that runs the parsed command and gives its exit code (-1 when the
-// subcommand was not given): 0, or 2 for unrecognized Google Benchmark flags.
+// Returns a function that runs the parsed command and gives its exit code (kNotThisCommand
+// when the subcommand was not given): 0, or 2 for unrecognized Google Benchmark flags.
 std::function<int()> add_micro_command(CLI::App& app);
 
 // What register_micro_benchmarks did (harness/micro/micro_benchmarks.cpp).

@@ -56,7 +56,7 @@ std::function<int()> add_report_command(CLI::App& app) {
   cmd->add_option("--md", o->md_path, "Also write the markdown to this file");
   cmd->add_option("--html", o->html_path,
                   "Write a self-contained HTML page (tables, step-time bars, loss curves)");
-  return [cmd, o]() { return cmd->parsed() ? run_report(*o) : -1; };
+  return [cmd, o]() { return cmd->parsed() ? run_report(*o) : kNotThisCommand; };
 }
 
 }  // namespace noeira

@@ -66,7 +66,7 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
                                            "e.g. 0,1,2,3")
       ->delimiter(',')->check(CLI::Range(0, 3))->capture_default_str();
   return [cmd, o]() {
-    if (!cmd->parsed()) return -1;
+    if (!cmd->parsed()) return kNotThisCommand;
     // The benchmark starts its own ranks (an mpirun per configuration); under mpirun every
     // rank would run the whole matrix. Rank 0 says so, the others leave quietly.
     if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n && std::atoi(n) > 1) {

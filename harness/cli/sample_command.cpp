@@ -136,7 +136,7 @@ std::function<int()> add_sample_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--data-dir", o->data.data_dir,
                   "Directory holding the model's text (the vocabulary must be the checkpoint's)");
-  return [cmd, o]() { return cmd->parsed() ? run_sample(*o) : -1; };
+  return [cmd, o]() { return cmd->parsed() ? run_sample(*o) : kNotThisCommand; };
 }
 
 }  // namespace noeira

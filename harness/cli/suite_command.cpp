@@ -245,7 +245,7 @@ int run_suite(const SuiteOptions& cli) {
         return report_error(s.error().message, kExitFailure);
       break;
     }
-    const bool valid = r.started && r.exit_code == 0 && read_results(dir / (e.name() + ".json")).ok();
+    const bool valid = r.started && r.exit_code == kExitOk && read_results(dir / (e.name() + ".json")).ok();
     if (valid) {
       e.status = "done";
       e.reason.clear();
@@ -314,7 +314,7 @@ std::function<int()> add_suite_command(CLI::App& app) {
                   "runs are kept)")
       ->excludes("--out-dir");
   return [cmd, o]() {
-    if (!cmd->parsed()) return -1;
+    if (!cmd->parsed()) return kNotThisCommand;
     install_interrupt_handlers();  // Ctrl-C: the current run keeps its finished seeds
     return run_suite(*o);
   };

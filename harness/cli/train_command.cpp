@@ -195,7 +195,7 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "Rows per step (per rank with --zero; default: the recipe's), at most 2^24")
       ->check(CLI::Range(int64_t{1}, kMaxRecipeSize));
   return [cmd, o]() {
-    if (!cmd->parsed()) return -1;
+    if (!cmd->parsed()) return kNotThisCommand;
     if (o->save_every > 0 && o->save.empty())
       return report_error("--save-every writes the --save checkpoint: add --save PATH", kExitUsage);
     // One process stops cleanly on Ctrl-C; ranks under mpirun keep the default (a rank

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "harness/exit_codes.h"
+
 namespace noeira {
 
 namespace {
@@ -59,7 +61,7 @@ std::string interrupt_name() {
   }
 }
 
-int interrupted_exit_code() { return 128 + g_signal.load(); }
+int interrupted_exit_code() { return exit_code_for_signal(g_signal.load()); }
 
 void clear_interrupt() { g_signal.store(0); }
 

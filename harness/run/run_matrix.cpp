@@ -11,7 +11,7 @@
 
 #include "harness/env/baseline_probe.h"
 #include "harness/run/bench_runner.h"
-#include "harness/cli/cli.h"
+#include "harness/exit_codes.h"
 #include "harness/cli/cli_options.h"
 #include "harness/env/gpu_clocks.h"
 #include "harness/env/host_info.h"

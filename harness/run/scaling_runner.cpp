@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "harness/cli/cli.h"
+#include "harness/exit_codes.h"
 #include "harness/cli/cli_options.h"
 #include "harness/env/host_info.h"
 #include "harness/twin/subprocess.h"
@@ -55,7 +55,7 @@ nlohmann::json run_ours(const ScalingOptions& o, int ranks, int zero,
   if (r.timed_out) return {{"error", "timed out (log: " + log.string() + ")"}};
   std::ifstream in(summary);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (r.exit_code != 0 || j.is_discarded())
+  if (r.exit_code != kExitOk || j.is_discarded())
     return {{"error", "exit " + std::to_string(r.exit_code) + " (log: " + log.string() + ")"}};
   return j;
 }

@@ -4,7 +4,7 @@
 #include <memory>
 #include <optional>
 
-#include "harness/cli/cli.h"
+#include "harness/exit_codes.h"
 #include "harness/cli/cli_options.h"
 #include "harness/run/interrupt.h"
 #include "harness/run/progress.h"

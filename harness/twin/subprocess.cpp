@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "harness/exit_codes.h"
 #include "harness/run/interrupt.h"
 
 extern char** environ;
@@ -66,7 +67,7 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
                              const char* program, char* const* argv, char* const* envp) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+  if (::getppid() != parent) ::_exit(kExitExecFailed);  // the parent died before prctl took effect
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(log_fd, STDERR_FILENO);
   ::dup2(null_fd, STDIN_FILENO);
@@ -77,7 +78,7 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   ::execve(program, argv, envp);
   const int err = errno;
   [[maybe_unused]] const ssize_t w = ::write(error_fd, &err, sizeof err);
-  ::_exit(127);
+  ::_exit(kExitExecFailed);
 }
 
 }  // namespace
