@@ -6,6 +6,7 @@
 #include "nn/training/vocab_json.h"
 #include "harness/cli/cli.h"
 #include "harness/cli/cli_options.h"
+#include "models/family.h"
 #include "models/trainer_factory.h"
 #include "nn/checkpoint.h"
 #include "nn/training/token_sampler.h"
@@ -44,7 +45,7 @@ int run_sample(const SampleOptions& o) {
   const std::string model = ck->meta.value("model", "");
   Result<Recipe> recipe = load_recipe_for_model(model);
   if (!recipe) return report_error("checkpoint " + o.checkpoint + ": " + recipe.error().message, kExitFailure);
-  if (recipe->family != "gpt")
+  if (!family_traits(*recipe).language_model)
     return report_error("checkpoint " + o.checkpoint + " is of model " + model + " (" +
                             recipe->family + " family), not a language model; sample needs a "
                             "checkpoint of a gpt-family model, e.g. from `noeira-bench train "

@@ -21,7 +21,7 @@
 #include "harness/results/results.h"
 #include "harness/twin/subprocess.h"
 #include "harness/suite/suite_manifest.h"
-#include "models/recipe.h"
+#include "models/family.h"
 #include "nn/atomic_file.h"
 
 namespace noeira {
@@ -46,7 +46,7 @@ Result<std::vector<SuiteEntry>> plan_entries(const SuiteOptions& o, bool gpu) {
     Result<Recipe> r = load_recipe_for_model(m);
     if (!r) return r.error();
     const std::string dataset = !gpu && r->dataset == "cifar10" ? "cifar10-subset" : "";
-    if (r->family == "gpt") {
+    if (family_traits(*r).language_model) {
       // One row per precision: the bf16 run times only the bf16 variants.
       for (const std::string& d : o.dtypes) {
         SuiteEntry e;

@@ -10,7 +10,7 @@
 #include "harness/run/interrupt.h"
 #include "harness/run/progress.h"
 #include "harness/train/train_options.h"
-#include "models/recipe.h"
+#include "models/family.h"
 
 namespace noeira {
 
@@ -42,7 +42,7 @@ int run_train(const TrainOptions& o) {
   if (!recipe) return report_error(recipe.error().message, kExitUsage);
   Result<Device> device = resolve_target(o.target);
   if (!device) return report_error(device.error().message, kExitUsage);
-  const bool lm = recipe->family == "gpt";
+  const bool lm = family_traits(*recipe).language_model;
   if (lm && o.epochs > 0)
     return report_error("model " + recipe->name + " trains for steps, not epochs: use --steps N",
                         kExitUsage);

@@ -15,7 +15,7 @@
 #include "harness/cli/cli_options.h"
 #include "harness/env/gpu_clocks.h"
 #include "harness/env/host_info.h"
-#include "harness/run/lm_work.h"
+#include "harness/run/flops.h"
 #include "harness/report/number_format.h"
 #include "harness/run/interrupt.h"
 #include "harness/twin/parity.h"
@@ -25,6 +25,7 @@
 #include "harness/run/run_table.h"
 #include "harness/twin/seed_agreement.h"
 #include "harness/twin/twin_runs.h"
+#include "models/family.h"
 #include "nn/checkpoint.h"
 
 namespace noeira {
@@ -98,19 +99,20 @@ int run_matrix(const RunOptions& o) {
   if (seeds.empty())
     for (int i = 0; i < o.seeds; ++i) seeds.push_back(static_cast<uint64_t>(i));
   // bf16 runs keep the fp32 variants in the matrix: their times are the baseline.
-  const bool lm = recipe->family == "gpt";
+  const FamilyTraits& family = family_traits(*recipe);
+  const bool lm = family.language_model;
   std::vector<std::string> variants = o.variants;
   if (variants.empty()) {
     variants = {"eager", "graph"};
     if (o.dtype == "bf16") variants.insert(variants.end(), {"bf16", "bf16+graph"});
-    if (lm) variants.push_back("host-batch");
+    if (family.host_batch) variants.push_back("host-batch");
   }
   for (const std::string& v : variants) {
     if (v != "eager" && v != "graph" && v != "bf16" && v != "bf16+graph" && v != "host-batch")
       return report_error("--variants: unknown variant '" + v +
                               "'; known: eager, graph, bf16, bf16+graph, host-batch (gpt family)",
                           kExitUsage);
-    if (v == "host-batch" && !lm)
+    if (v == "host-batch" && !family.host_batch)
       return report_error("--variants: host-batch is a gpt-family variant (the batch built on the "
                           "host); model " + recipe->name + " gathers its batches on the device",
                           kExitUsage);
@@ -150,16 +152,19 @@ int run_matrix(const RunOptions& o) {
                         : o.quick && recipe->quick_max_steps > 0
                             ? recipe->quick_max_steps
                             : static_cast<int64_t>(o.quick ? recipe->quick_epochs : recipe->epochs) * spe;
-  const LmWork work = lm ? lm_work(*recipe, data->corpus) : LmWork{};
+  const std::optional<StepWork> work =
+      family.analytic_work ? std::optional(family.analytic_work(*recipe, *data)) : std::nullopt;
   if (lm && o.steps <= 0) {
     total_steps = o.quick ? recipe->gpt.quick_steps : recipe->gpt.steps;
+  }
+  if (work && o.steps <= 0) {
     // The full recipe is a GPU job: a CPU times a bounded number of steps.
-    const int64_t cap = cpu_lm_step_cap(work, total_steps);
+    const int64_t cap = cpu_step_cap(*work, total_steps);
     if (*device == Device::kCpu && total_steps > cap) {
       std::printf("model %s: the full recipe (%lld steps of %s each) is a GPU job; on the CPU "
                   "this run times the first %lld steps (--steps N to choose)\n",
                   recipe->name.c_str(), static_cast<long long>(total_steps),
-                  format_flops(work.flops_per_step).c_str(), static_cast<long long>(cap));
+                  format_flops(work->flops_per_step).c_str(), static_cast<long long>(cap));
       total_steps = cap;
     }
   }
@@ -198,9 +203,9 @@ int run_matrix(const RunOptions& o) {
                           {"variants", nlohmann::json::array()},
                           {"parity", nullptr},
                           {"seed_agreement", nullptr}};
-  if (lm) {
-    bench["tokens_per_step"] = work.tokens_per_step;
-    bench["flops_per_step"] = work.flops_per_step;
+  if (work) {
+    bench["tokens_per_step"] = work->tokens_per_step;
+    bench["flops_per_step"] = work->flops_per_step;
   }
   {
     const nlohmann::json dev = device_info();
@@ -283,7 +288,7 @@ int run_matrix(const RunOptions& o) {
         std::fprintf(stderr, "  %s failed: %s\n", label.c_str(), run.error().message.c_str());
         break;
       }
-      std::fputs(seed_line(label, *run, lm).c_str(), stderr);
+      std::fputs(seed_line(label, *run, family.score).c_str(), stderr);
       record_run(v, std::move(run).value());
       save_progress();
     }
@@ -291,7 +296,7 @@ int run_matrix(const RunOptions& o) {
     ran.push_back(spec);
   }
   // The other families: FLOPs per step from the planned matrix products (3 x forward).
-  if (!lm)
+  if (!work)
     for (const auto& v : bench["variants"])
       if (!v["runs"].empty() && v["runs"][0].contains("planned_flops_per_step")) {
         bench["flops_per_step"] = v["runs"][0]["planned_flops_per_step"];

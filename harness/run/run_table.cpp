@@ -199,7 +199,8 @@ std::string render_run_notes(const nlohmann::json& results, const nlohmann::json
   return s;
 }
 
-std::string seed_line(const std::string& label, const nlohmann::json& run, bool lm) {
+std::string seed_line(const std::string& label, const nlohmann::json& run, FamilyScore score) {
+  const bool lm = score == FamilyScore::kValidationLoss;
   const auto& w = run["timers"]["wall"];
   const auto& value = lm ? run["test_loss"] : run["test_top1"];
   return "  " + label + ": " + (w.is_object() ? format_ms(w["median_ms"].get<double>()) : "-") +

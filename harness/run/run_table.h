@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/family.h"
+
 namespace noeira {
 
 std::string render_run_table(const nlohmann::json& benchmark, const std::string& target);
@@ -15,6 +17,6 @@ std::string render_run_notes(const nlohmann::json& results, const nlohmann::json
                              const std::string& target, const std::string& parity_note);
 
 // The progress line of one finished seed: "  eager seed 0: 6.27 ms/step, test top1 95.37".
-std::string seed_line(const std::string& label, const nlohmann::json& run, bool language_model);
+std::string seed_line(const std::string& label, const nlohmann::json& run, FamilyScore score);
 
 }  // namespace noeira

@@ -13,6 +13,7 @@
 #include "harness/twin/subprocess.h"
 #include "harness/twin/twin.h"
 #include "harness/twin/twin_runs.h"
+#include "models/family.h"
 #include "nn/atomic_file.h"
 
 namespace noeira {
@@ -91,7 +92,7 @@ double number(const nlohmann::json& j, const char* key) {
 int run_scaling(const ScalingOptions& o) {
   Result<Recipe> recipe = load_recipe_for_model(o.model);
   if (!recipe) return report_error(recipe.error().message, kExitUsage);
-  if (recipe->family != "gpt")
+  if (!family_traits(*recipe).data_parallel)
     return report_error("--ranks-list: data parallelism is for the gpt family; " + o.model +
                         " is " + recipe->family, kExitUsage);
   for (int n : o.ranks)
