@@ -31,14 +31,14 @@ nlohmann::json seed_stats(const std::vector<double>& v) {
 }
 
 // The options both passes share; the timers differ.
-TrainerOptions trainer_options(const VariantSpec& variant, uint64_t seed, const BenchSettings& st) {
+TrainerOptions trainer_options(const Variant& variant, uint64_t seed, const BenchSettings& st) {
   TrainerOptions o;
   o.device = st.device;
   o.threads = st.threads;
   o.seed = seed;
   o.use_train_cuda_graph = variant.graph;
-  o.amp = variant.dtype == "bf16" ? BF16Policy : NoAMP;
-  o.host_batch = variant.host_batch;
+  o.amp = variant.dtype == DType::kBF16 ? BF16Policy : NoAMP;
+  o.host_batch = variant.batch == BatchSource::kHost;
   o.total_steps = st.total_steps;
   return o;
 }
@@ -61,7 +61,7 @@ nlohmann::json timer_json(const std::vector<double>& samples) {
 }
 
 Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& data,
-                                       const VariantSpec& variant, uint64_t seed,
+                                       const Variant& variant, uint64_t seed,
                                        const BenchSettings& st, const std::string& label) {
   TrainerOptions o = trainer_options(variant, seed, st);
   if (st.device == Device::kGpu) o.device_timers = {DeviceTimerKind::kEvent};  // CUPTI off
@@ -137,7 +137,7 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
 }
 
 Status add_device_samples(const Recipe& recipe, const DataSplit& data,
-                          const VariantSpec& variant, uint64_t seed, const BenchSettings& st,
+                          const Variant& variant, uint64_t seed, const BenchSettings& st,
                           const std::string& label, nlohmann::json& run) {
   if (st.device != Device::kGpu) return {};
   const std::vector<double> wall_off = samples_of(run["timers"]["wall"]);
@@ -258,16 +258,16 @@ nlohmann::json unavailable_variant(const std::string& name, const std::string& d
 }
 
 void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
-                      const std::vector<VariantSpec>& ran, const BenchSettings& st,
+                      const std::vector<Variant>& ran, const BenchSettings& st,
                       nlohmann::json& variants) {
   for (auto& v : variants) {
     const auto spec = std::find_if(ran.begin(), ran.end(),
-                                   [&](const VariantSpec& s) { return v["name"] == s.name; });
+                                   [&](const Variant& s) { return v["name"] == s.name(); });
     if (spec == ran.end() || v["runs"].empty()) continue;
     for (auto& run : v["runs"]) {
       if (interrupt_requested()) break;  // the remaining runs keep a null device timer
       const uint64_t seed = run["seed"].get<uint64_t>();
-      const std::string label = spec->name + " seed " + std::to_string(seed) + " (CUPTI pass)";
+      const std::string label = spec->name() + " seed " + std::to_string(seed) + " (CUPTI pass)";
       if (Status s = add_device_samples(recipe, data, *spec, seed, st, label, run); !s) {
         std::fprintf(stderr, "  %s: no device timer: %s\n", label.c_str(),
                      s.error().message.c_str());

@@ -12,15 +12,9 @@
 
 #include "models/trainer_factory.h"
 #include "harness/run/stats.h"
+#include "harness/run/variant.h"
 
 namespace noeira {
-
-struct VariantSpec {
-  std::string name;  // "eager", "graph", ...
-  bool graph = false;
-  std::string dtype = "fp32";
-  bool host_batch = false;  // gpt family: "host-batch", the batch built on the host
-};
 
 struct BenchSettings {
   Device device = Device::kCpu;
@@ -39,7 +33,7 @@ nlohmann::json timer_json(const std::vector<double>& samples_ms);
 // One element of variants[].runs (results/SCHEMA.md), or an Error when our run failed.
 // Untraced: `device` is null and `cupti_overhead` null until add_device_samples.
 Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& data,
-                                       const VariantSpec& variant, uint64_t seed,
+                                       const Variant& variant, uint64_t seed,
                                        const BenchSettings& settings, const std::string& label);
 
 // The traced pass of a GPU run made by run_our_variant: a fresh trainer of the same
@@ -48,7 +42,7 @@ Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& da
 // process, so that no wall or event sample is taken after CUPTI was first enabled. An
 // Error (CUPTI unavailable, say) leaves `run` as it was. No-op on the CPU.
 Status add_device_samples(const Recipe& recipe, const DataSplit& data,
-                          const VariantSpec& variant, uint64_t seed,
+                          const Variant& variant, uint64_t seed,
                           const BenchSettings& settings, const std::string& label,
                           nlohmann::json& run);
 
@@ -71,7 +65,7 @@ nlohmann::json unavailable_variant(const std::string& name, const std::string& d
 // of the entries of `variants` we ran), then their summaries. A failed pass leaves the
 // run's device timer null and says why on stderr.
 void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
-                      const std::vector<VariantSpec>& ran, const BenchSettings& st,
+                      const std::vector<Variant>& ran, const BenchSettings& st,
                       nlohmann::json& variants);
 
 // variants[].summary from its runs: timers pooled across seeds, seed statistics, and the

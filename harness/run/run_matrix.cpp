@@ -23,6 +23,7 @@
 #include "harness/results/results.h"
 #include "harness/results/results_access.h"
 #include "harness/run/run_table.h"
+#include "harness/run/variant.h"
 #include "harness/twin/seed_agreement.h"
 #include "harness/twin/twin_runs.h"
 #include "models/family.h"
@@ -98,25 +99,12 @@ int run_matrix(const RunOptions& o) {
   std::vector<uint64_t> seeds = o.seed_list;
   if (seeds.empty())
     for (int i = 0; i < o.seeds; ++i) seeds.push_back(static_cast<uint64_t>(i));
-  // bf16 runs keep the fp32 variants in the matrix: their times are the baseline.
   const FamilyTraits& family = family_traits(*recipe);
   const bool lm = family.language_model;
-  std::vector<std::string> variants = o.variants;
-  if (variants.empty()) {
-    variants = {"eager", "graph"};
-    if (o.dtype == "bf16") variants.insert(variants.end(), {"bf16", "bf16+graph"});
-    if (family.host_batch) variants.push_back("host-batch");
-  }
-  for (const std::string& v : variants) {
-    if (v != "eager" && v != "graph" && v != "bf16" && v != "bf16+graph" && v != "host-batch")
-      return report_error("--variants: unknown variant '" + v +
-                              "'; known: eager, graph, bf16, bf16+graph, host-batch (gpt family)",
-                          kExitUsage);
-    if (v == "host-batch" && !family.host_batch)
-      return report_error("--variants: host-batch is a gpt-family variant (the batch built on the "
-                          "host); model " + recipe->name + " gathers its batches on the device",
-                          kExitUsage);
-  }
+  const bool gpu = *device == Device::kGpu;
+  Result<std::vector<PlannedVariant>> planned = plan_variants(
+      o.variants, o.dtype == "bf16" ? DType::kBF16 : DType::kF32, {gpu, family, recipe->name});
+  if (!planned) return report_error(planned.error().message, kExitUsage);
   std::vector<std::string> twin_modes;
   for (const std::string& m : o.twin) {
     if (m == "none") continue;
@@ -215,21 +203,18 @@ int run_matrix(const RunOptions& o) {
   }
   // The whole matrix is planned first, so that the results file written after every
   // finished seed lists what is still pending (harness/results/partial_results.h).
-  const bool gpu = *device == Device::kGpu;
-  std::vector<VariantSpec> specs;  // our runnable variants, in bench["variants"] order
-  for (const std::string& name : variants) {
-    const bool graph = name == "graph" || name == "bf16+graph";
-    const std::string dtype = name.rfind("bf16", 0) == 0 ? "bf16" : "fp32";
-    VariantSpec spec{name, graph, dtype, name == "host-batch"};
-    if (spec.graph && !gpu) {
-      bench["variants"].push_back(unavailable_variant(name, dtype, target,
-                                                      "CUDA graphs need the gpu target"));
+  std::vector<Variant> runnable;  // in bench["variants"] order
+  for (const PlannedVariant& p : *planned) {
+    const Variant& variant = p.variant;
+    if (p.skip) {
+      bench["variants"].push_back(unavailable_variant(variant.name(), variant.dtype_name(), target,
+                                                      p.skip->reason));
       continue;
     }
-    nlohmann::json v = new_variant(name, "noeira", dtype, target);
+    nlohmann::json v = new_variant(variant.name(), "noeira", variant.dtype_name(), target);
     plan_seeds(v, seeds);
     bench["variants"].push_back(std::move(v));
-    specs.push_back(spec);
+    runnable.push_back(variant);
   }
   TwinPlan tp;
   tp.recipe = recipe->path;
@@ -269,14 +254,14 @@ int run_matrix(const RunOptions& o) {
 
   // ---- Our variants. ----
   bool our_failure = false;
-  std::vector<VariantSpec> ran;  // for the CUPTI pass
-  for (const VariantSpec& spec : specs) {
+  std::vector<Variant> ran;  // for the CUPTI pass
+  for (const Variant& variant : runnable) {
     if (interrupt_requested()) break;
-    nlohmann::json& v = variant_named(bench["variants"], spec.name);
+    nlohmann::json& v = variant_named(bench["variants"], variant.name());
     const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
     for (uint64_t seed : seeds) {
-      const std::string label = spec.name + " seed " + std::to_string(seed);
-      Result<nlohmann::json> run = run_our_variant(*recipe, *data, spec, seed, st, label);
+      const std::string label = variant.name() + " seed " + std::to_string(seed);
+      Result<nlohmann::json> run = run_our_variant(*recipe, *data, variant, seed, st, label);
       if (!run && interrupt_requested()) {  // this seed and the rest stay pending
         std::fprintf(stderr, "  %s\n", run.error().message.c_str());
         break;
@@ -293,7 +278,7 @@ int run_matrix(const RunOptions& o) {
       save_progress();
     }
     if (gpu) record_variant_clocks(v, clocks_before);
-    ran.push_back(spec);
+    ran.push_back(variant);
   }
   // The other families: FLOPs per step from the planned matrix products (3 x forward).
   if (!work)
