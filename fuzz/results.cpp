@@ -23,8 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_EXPECT(noeira::validate_results(*results));
+  // Every file read_results accepts reads as records (what compare and report use).
+  const auto record = noeira::read_results_record(file.path());
+  FUZZ_EXPECT(record);
+  if (!record) return 0;
 
-  const noeira::ReportData report = noeira::build_report_data({{file.path().string(), *results}});
+  const noeira::ReportData report = noeira::build_report_data({{file.path().string(), *record}});
   FUZZ_EXPECT(report.rows.size() == results->at("benchmarks").size());
   for (const noeira::ReportRow& row : report.rows) {
     for (const auto& [variant, cell] : row.cells) {
@@ -39,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   noeira::GateOptions options;
   options.allow_missing = true;
-  auto gate = noeira::compare_results(*results, *results, options);
+  auto gate = noeira::compare_results(*record, *record, options);
   if (gate) FUZZ_EXPECT(gate->count(noeira::Verdict::kSlower) == 0 && gate->regressions() == 0);
   else FUZZ_EXPECT(!gate.error().message.empty());
   return 0;

@@ -13,7 +13,6 @@
 #include "harness/report/number_format.h"
 #include "harness/results/partial_results.h"
 #include "harness/results/results.h"
-#include "harness/results/results_access.h"
 #include "harness/report/text_table.h"
 
 namespace noeira {
@@ -29,12 +28,11 @@ struct CompareOptions {
   bool allow_missing = false;
 };
 
-std::string describe_file(const std::string& path, const nlohmann::json& r) {
-  const nlohmann::json& c = r.at("context");
-  std::string sha = text_of(c, "git_sha").substr(0, 12);
+std::string describe_file(const std::string& path, const ResultsRecord& r) {
+  std::string sha = r.context.git_sha.substr(0, 12);
   if (sha.empty()) sha = "unknown";
-  if (c.value("git_dirty", false)) sha += "+dirty";
-  return path + " (git " + sha + ", " + measured_on(r) + ", " + text_of(r, "created_utc") + ")";
+  if (r.context.git_dirty) sha += "+dirty";
+  return path + " (git " + sha + ", " + r.measured_on() + ", " + r.created_utc + ")";
 }
 
 std::string timing_table(const GateReport& g) {
@@ -118,9 +116,9 @@ int run_compare(const CompareOptions& o) {
 int run_compare_files(const CompareOptions& o) {
   Result<double> threshold = parse_slowdown_threshold(o.max_slowdown);
   if (!threshold) return report_error(threshold.error().message, kExitUsage);
-  Result<nlohmann::json> base = read_results(o.base_path);
+  Result<ResultsRecord> base = read_results_record(o.base_path);
   if (!base) return report_error(base.error().message, kExitUsage);
-  Result<nlohmann::json> next = read_results(o.new_path);
+  Result<ResultsRecord> next = read_results_record(o.new_path);
   if (!next) return report_error(next.error().message, kExitUsage);
 
   GateOptions gate;
@@ -144,16 +142,15 @@ int run_compare_files(const CompareOptions& o) {
   for (const auto& [path, r] : {std::pair{o.base_path, &*base}, std::pair{o.new_path, &*next}})
     if (const std::string p = partial_summary(*r); !p.empty())
       std::printf("  PARTIAL %s: %s\n", path.c_str(), p.c_str());
-  if (results_partial(*base) || results_partial(*next)) std::printf("\n");
+  if (base->partial() || next->partial()) std::printf("\n");
   // What biases either file's figures (a crippled baseline's probe, a library on a
   // fallback kernel set): the same warnings run and report print.
   bool warned = false;
   for (const auto& [side, r] : {std::pair{"base", &*base}, std::pair{"new", &*next}})
-    for (const nlohmann::json& w : r->at("context").value("warnings", nlohmann::json::array()))
-      if (w.is_string()) {
-        std::printf("  warning (%s): %s\n", side, w.get<std::string>().c_str());
-        warned = true;
-      }
+    for (const std::string& w : r->context.warnings.value_or(std::vector<std::string>{})) {
+      std::printf("  warning (%s): %s\n", side, w.c_str());
+      warned = true;
+    }
   if (warned) std::printf("\n");
   std::printf("%s", timing_table(*report).c_str());
   if (!report->accuracy.empty()) std::printf("\n%s", accuracy_table(*report).c_str());

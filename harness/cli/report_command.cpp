@@ -25,7 +25,7 @@ struct ReportOptions {
 int run_report(const ReportOptions& o) {
   std::vector<LoadedResults> files;
   for (const std::string& path : o.inputs) {
-    Result<nlohmann::json> r = read_results(path);
+    Result<ResultsRecord> r = read_results_record(path);
     if (!r) return report_error(r.error().message, kExitUsage);
     files.push_back({path, std::move(r).value()});
   }

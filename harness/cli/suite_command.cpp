@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "harness/cli/cli.h"
 #include "harness/cli/cli_options.h"
 #include "harness/run/interrupt.h"
@@ -29,7 +27,6 @@ namespace noeira {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 // The published order: GPT (fp32, then bf16), ResNet-20, the CIFAR CNN, then the others. On
 // a CPU the small members of the families and the CIFAR-10 subset (the CPU scale).
@@ -137,7 +134,7 @@ int write_report(const fs::path& dir, const std::vector<SuiteEntry>& entries) {
     if (e.status == "done" || e.status == "interrupted") {
       const fs::path p = dir / (e.name() + ".json");
       if (e.status == "interrupted") s.label += " (partial)";
-      Result<json> r = read_results(p);
+      Result<ResultsRecord> r = read_results_record(p);
       if (r) {
         files.push_back({p.string(), std::move(r).value()});
         s.source = p.string();
@@ -151,7 +148,7 @@ int write_report(const fs::path& dir, const std::vector<SuiteEntry>& entries) {
   }
   const ReportData data = build_report_data(files);
   std::vector<SummaryPick> picks;
-  const ReportTable summary = summary_table(rows, data, files, &picks);
+  const ReportTable summary = summary_table(rows, data, &picks);
   const std::string md = render_markdown(data, &summary);
   if (Status s = write_file_atomically(dir / "report.md", md, "the markdown report"); !s)
     return report_error(s.error().message, kExitFailure);

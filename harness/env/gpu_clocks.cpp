@@ -104,12 +104,6 @@ ClockReading read_gpu_clocks() {
   return r;
 }
 
-nlohmann::json clocks_json(const ClockReading& r) {
-  if (!r.available) return {{"available", false}, {"why", r.why}};
-  return {{"available", true}, {"sm_mhz", r.sm_mhz}, {"mem_mhz", r.mem_mhz},
-          {"reasons", r.reasons}, {"active", r.active}};
-}
-
 std::string clock_warning(const ClockReading& before, const ClockReading& after) {
   if (!before.available || !after.available) return "";
   std::string w;
@@ -128,14 +122,11 @@ std::string clock_warning(const ClockReading& before, const ClockReading& after)
   return w;
 }
 
-void record_variant_clocks(nlohmann::json& variant, const ClockReading& before) {
-  const ClockReading after = read_gpu_clocks();
-  const std::string warning = clock_warning(before, after);
-  variant["clocks"] = {{"before", clocks_json(before)}, {"after", clocks_json(after)},
-                       {"warning", warning}};
-  if (!warning.empty())
-    std::fprintf(stderr, "  %s: WARNING %s\n", variant.value("name", std::string("?")).c_str(),
-                 warning.c_str());
+VariantClocks clocks_since(const ClockReading& before, const std::string& variant) {
+  VariantClocks c{before, read_gpu_clocks(), ""};
+  c.warning = clock_warning(c.before, c.after);
+  if (!c.warning.empty()) std::fprintf(stderr, "  %s: WARNING %s\n", variant.c_str(), c.warning.c_str());
+  return c;
 }
 
 }  // namespace noeira

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace noeira {
 
 struct ClockReading {
@@ -22,14 +20,18 @@ struct ClockReading {
 
 // The CUDA device in use (matched by PCI bus id where the build has CUDA; else NVML's 0).
 ClockReading read_gpu_clocks();
-// {"available", "sm_mhz", "mem_mhz", "reasons", "active"} or {"available": false, "why"}.
-nlohmann::json clocks_json(const ClockReading& r);
 // A warning for a variant measured between two readings: throttled (power, thermal or a
 // hardware slowdown, at either end), or the SM clock changed by more than 5 %; "" when
 // neither, or when there is no reading.
 std::string clock_warning(const ClockReading& before, const ClockReading& after);
-// Reads the clocks again and records both readings and the warning in a results variant
-// ("clocks": {"before", "after", "warning"}); prints the warning, if any, on stderr.
-void record_variant_clocks(nlohmann::json& variant, const ClockReading& before);
+// The readings around a variant and the warning they call for (a results variant's
+// "clocks").
+struct VariantClocks {
+  ClockReading before, after;
+  std::string warning;  // "" when none
+};
+// Reads the clocks again after `variant`, which started at `before`; prints the warning,
+// if any, on stderr.
+VariantClocks clocks_since(const ClockReading& before, const std::string& variant);
 
 }  // namespace noeira

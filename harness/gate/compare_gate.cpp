@@ -7,44 +7,44 @@
 #include <limits>
 #include <optional>
 
-#include "harness/results/results_access.h"
 #include "harness/run/stats.h"
 
 namespace noeira {
 
-using nlohmann::json;
-
 namespace {
 
-const json* find_variant(const json& results, const std::string& model, const std::string& dataset,
-                         const std::string& variant) {
-  for (const json& b : results.at("benchmarks")) {
-    if (b.at("model") != model || b.at("dataset") != dataset) continue;
-    for (const json& v : b.at("variants"))
-      if (v.at("name") == variant) return &v;
+const VariantRecord* find_variant(const ResultsRecord& results, const std::string& model,
+                                  const std::string& dataset, const std::string& variant) {
+  for (const BenchmarkRecord& b : results.benchmarks) {
+    if (b.model != model || b.dataset != dataset) continue;
+    if (const VariantRecord* v = b.variant(variant)) return v;
   }
   return nullptr;
 }
 
-std::string why_not_run(const json& variant) {
-  if (!variant.value("available", false)) {
-    const std::string r = text_of(variant, "unavailable_reason");
+std::string why_not_run(const VariantRecord& variant) {
+  if (!variant.available) {
+    const std::string r = variant.unavailable_reason.value_or("");
     return "unavailable" + (r.empty() ? "" : ": " + r);
   }
-  if (text_of(variant, "error").empty()) return "pending: the run stopped before it";
-  return "failed: " + text_of(variant, "error");
+  if (variant.error.value_or("").empty()) return "pending: the run stopped before it";
+  return "failed: " + *variant.error;
 }
 
 // The timer both sides have samples for: the requested one, or for "auto" the most
-// precise (device, then event, then wall). Empty when there is none.
-std::string shared_timer(const json& base, const json& next, const std::string& requested) {
-  if (requested != "auto")
-    return !pooled_samples(base, requested).empty() && !pooled_samples(next, requested).empty()
-               ? requested
-               : "";
-  for (std::string_view t : kTimersByPreference)
-    if (!pooled_samples(base, t).empty() && !pooled_samples(next, t).empty()) return std::string(t);
-  return "";
+// precise (device, then event, then wall). Nothing when there is none.
+std::optional<TimerKind> shared_timer(const VariantRecord& base, const VariantRecord& next,
+                                      const std::string& requested) {
+  auto both = [&](TimerKind t) {
+    return !base.pooled_samples(t).empty() && !next.pooled_samples(t).empty();
+  };
+  if (requested != "auto") {
+    const std::optional<TimerKind> t = parse_timer(requested);
+    return t && both(*t) ? t : std::nullopt;
+  }
+  for (TimerKind t : kTimersByPreference)
+    if (both(t)) return t;
+  return std::nullopt;
 }
 
 std::string percent(double fraction) {
@@ -53,24 +53,25 @@ std::string percent(double fraction) {
   return buf;
 }
 
-TimingComparison compare_timing(const json& base, const json& next, TimingComparison c,
-                                const GateOptions& o) {
-  if (!variant_ran(base)) {
+TimingComparison compare_timing(const VariantRecord& base, const VariantRecord& next,
+                                TimingComparison c, const GateOptions& o) {
+  if (!base.ran()) {
     c.note = "base " + why_not_run(base);
     return c;
   }
-  if (!variant_ran(next)) {
+  if (!next.ran()) {
     c.note = "new " + why_not_run(next);
     return c;
   }
-  c.timer = shared_timer(base, next, o.timer);
-  if (c.timer.empty()) {
+  const std::optional<TimerKind> timer = shared_timer(base, next, o.timer);
+  if (!timer) {
     c.note = o.timer == "auto" ? "no timer with samples on both sides"
                                : "no " + o.timer + " samples on both sides";
     return c;
   }
-  const std::vector<double> a = pooled_samples(base, c.timer);
-  const std::vector<double> b = pooled_samples(next, c.timer);
+  c.timer = timer_name(*timer);
+  const std::vector<double> a = base.pooled_samples(*timer);
+  const std::vector<double> b = next.pooled_samples(*timer);
   c.compared = true;
   c.base_n = static_cast<int64_t>(a.size());
   c.new_n = static_cast<int64_t>(b.size());
@@ -94,11 +95,11 @@ TimingComparison compare_timing(const json& base, const json& next, TimingCompar
   return c;
 }
 
-std::optional<AccuracyComparison> compare_accuracy(const json& base, const json& next,
-                                                   AccuracyComparison c) {
-  if (!variant_ran(base) || !variant_ran(next)) return std::nullopt;
-  const std::vector<double> a = seed_scores(base, "test_top1");
-  const std::vector<double> b = seed_scores(next, "test_top1");
+std::optional<AccuracyComparison> compare_accuracy(const VariantRecord& base,
+                                                   const VariantRecord& next, AccuracyComparison c) {
+  if (!base.ran() || !next.ran()) return std::nullopt;
+  const std::vector<double> a = base.seed_scores(SeedScore::kTestTop1);
+  const std::vector<double> b = next.seed_scores(SeedScore::kTestTop1);
   if (a.empty() || b.empty()) return std::nullopt;
   c.base_n = static_cast<int64_t>(a.size());
   c.new_n = static_cast<int64_t>(b.size());
@@ -160,19 +161,21 @@ int GateReport::regressions() const {
       std::count_if(accuracy.begin(), accuracy.end(), [](const auto& a) { return a.regression; }));
 }
 
-Result<GateReport> compare_results(const json& base, const json& next, const GateOptions& o) {
-  const std::string base_on = measured_on(base), next_on = measured_on(next);
+Result<GateReport> compare_results(const ResultsRecord& base, const ResultsRecord& next,
+                                   const GateOptions& o) {
+  const std::string base_on = base.measured_on(), next_on = next.measured_on();
   if (base_on != next_on && !o.ignore_device)
     return make_error("the files were measured on different devices (base: " + base_on +
                       "; new: " + next_on + "): pass --ignore-device to compare anyway");
   GateReport report;
   report.allow_missing = o.allow_missing;
-  for (const json& b : base.at("benchmarks")) {
-    const std::string model = b.at("model"), dataset = b.at("dataset");
-    for (const json& v : b.at("variants")) {
-      const std::string name = v.at("name");
-      const json* other = find_variant(next, model, dataset, name);
-      if (variant_ran(v) && (!other || !variant_ran(*other)))
+  for (const BenchmarkRecord& b : base.benchmarks) {
+    const std::string& model = b.model;
+    const std::string& dataset = b.dataset;
+    for (const VariantRecord& v : b.variants) {
+      const std::string& name = v.name;
+      const VariantRecord* other = find_variant(next, model, dataset, name);
+      if (v.ran() && (!other || !other->ran()))
         report.missing.push_back({model, dataset, name,
                                   other ? why_not_run(*other) : "missing from the new file"});
       if (!other) continue;

@@ -1,11 +1,11 @@
 // The regression gate behind `noeira-bench compare`: pure decisions over two validated
-// results JSONs, no printing.
+// results files, no printing.
 #pragma once
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "harness/results/records.h"
 #include "nn/error.h"
 
 namespace noeira {
@@ -83,7 +83,7 @@ struct GateReport {
 // `missing`. Errors (exit 2 material): different devices without ignore_device, no
 // (model, variant) in common at all, or no pair with samples on both sides and nothing
 // missing.
-Result<GateReport> compare_results(const nlohmann::json& base, const nlohmann::json& next,
+Result<GateReport> compare_results(const ResultsRecord& base, const ResultsRecord& next,
                                    const GateOptions& o);
 
 // "5%" -> 0.05, "0.05" -> 0.05; a bare number >= 1 is refused as ambiguous.

@@ -1,6 +1,7 @@
 #include "harness/report/report_data.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -8,99 +9,90 @@
 
 #include "harness/report/number_format.h"
 #include "harness/results/partial_results.h"
-#include "harness/results/results_access.h"
 
 namespace noeira {
 
-using nlohmann::json;
-
 namespace {
 
+// Our variants, then the twin's modes: the column order of every table.
+constexpr std::array<std::string_view, 7> kVariantOrder = {
+    "eager", "graph", "bf16", "bf16+graph", "twin:eager", "twin:compiled", "twin:graphs"};
+
 ReportContext context_of(const LoadedResults& f) {
-  const json& c = f.results.at("context");
+  const ContextRecord& c = f.results.context;
   ReportContext rc;
   rc.source = f.path;
-  rc.created = text_of(f.results, "created_utc");
+  rc.created = f.results.created_utc;
   rc.partial = partial_summary(f.results);
-  const json& host = c.at("host");
-  rc.host = text_of(host, "cpu_model") + " (" + text_of(host, "cores") + " cores, " +
-            text_of(host, "os") + ")";
-  const json& dev = c.at("device");
-  if (dev.value("available", false)) {
-    rc.device = text_of(dev, "name");
-    for (const char* k : {"sm", "driver", "runtime"})
-      if (!text_of(dev, k).empty()) rc.device += std::string(", ") + k + " " + text_of(dev, k);
+  rc.host = c.host.cpu_model + " (" + std::to_string(c.host.cores) + " cores, " + c.host.os + ")";
+  const DeviceRecord& dev = c.device;
+  if (dev.available) {
+    rc.device = dev.name;
+    for (const auto& [key, value] : {std::pair{"sm", &dev.sm}, {"driver", &dev.driver}, {"runtime", &dev.runtime}})
+      if (!value->empty()) rc.device += std::string(", ") + key + " " + *value;
   } else {
-    rc.device = "none (" + text_of(dev, "reason") + ")";
+    rc.device = "none (" + dev.reason + ")";
   }
-  rc.git = text_of(c, "git_sha").substr(0, 12);  // as `git log --oneline` abbreviates it
+  rc.git = c.git_sha.substr(0, 12);  // as `git log --oneline` abbreviates it
   if (rc.git.empty()) rc.git = "unknown";
-  if (c.value("git_dirty", false)) rc.git += " (dirty)";
-  const json& twin = c.at("twin");
-  rc.torch = twin.value("available", false) ? "torch " + text_of(twin, "torch_version")
-                                            : "twin unavailable (" + text_of(twin, "reason") + ")";
-  rc.command_line = text_of(c, "command_line");
-  const json& build = c.at("build");
-  if (const auto ob = build.find("openblas"); ob != build.end() && ob->is_object())
-    rc.cpu_kernels = "OpenBLAS " + text_of(*ob, "core");
-  if (const auto dn = build.find("onednn"); dn != build.end() && dn->is_object())
+  if (c.git_dirty) rc.git += " (dirty)";
+  rc.torch = c.twin.available ? "torch " + c.twin.torch_version.value_or("")
+                              : "twin unavailable (" + c.twin.reason.value_or("") + ")";
+  rc.command_line = c.command_line;
+  const BuildRecord& build = c.build;
+  if (build.has_openblas)
+    rc.cpu_kernels = "OpenBLAS " + build.openblas_core;
+  if (build.has_onednn)
     rc.cpu_kernels += (rc.cpu_kernels.empty() ? "" : ", ") + std::string("oneDNN ") +
-                      text_of(*dn, "version") + " " + text_of(*dn, "isa");
-  if (const auto w = c.find("warnings"); w != c.end() && w->is_array())
-    for (const json& line : *w)
-      if (line.is_string()) rc.warnings.push_back(line.get<std::string>());
-  if (const auto p = c.find("probes"); p != c.end() && p->is_object()) rc.probes = *p;
+                      build.onednn_version + " " + build.onednn_isa;
+  rc.warnings = c.warnings.value_or(std::vector<std::string>{});
+  rc.probes = c.probes;
   return rc;
 }
 
-std::vector<double> losses_of(const json& variant) {
+std::vector<double> losses_of(const VariantRecord& v) {
   std::vector<double> out;
-  const json& runs = variant.at("runs");
-  if (runs.empty()) return out;
-  for (const json& l : runs[0].at("losses"))
-    out.push_back(l.is_number() ? l.get<double>() : std::numeric_limits<double>::quiet_NaN());
+  if (v.runs.empty()) return out;
+  for (const Nullable<double>& l : v.runs[0].losses)
+    out.push_back(l ? *l : std::numeric_limits<double>::quiet_NaN());
   return out;
 }
 
-ReportCell cell_of(const json& v) {
+ReportCell cell_of(const VariantRecord& v) {
   ReportCell c;
-  c.twin = text_of(v, "impl") == "torch";
-  if (!v.value("available", false)) {
+  c.twin = v.twin();
+  c.dtype = v.dtype;
+  if (!v.available) {
     c.state = ReportCell::State::kUnavailable;
-    c.reason = text_of(v, "unavailable_reason");
+    c.reason = v.unavailable_reason.value_or("");
     return c;
   }
-  if (!text_of(v, "error").empty()) {
+  if (v.error && !v.error->empty()) {
     c.state = ReportCell::State::kFailed;
-    c.reason = text_of(v, "error");
+    c.reason = *v.error;
     return c;
   }
-  if (const auto p = v.find("pending_seeds"); p != v.end() && p->is_array())
-    c.pending_seeds = static_cast<int64_t>(p->size());
-  c.seeds_done = static_cast<int64_t>(v.at("runs").size());
+  if (v.pending_seeds) c.pending_seeds = static_cast<int64_t>(v.pending_seeds->size());
+  c.seeds_done = static_cast<int64_t>(v.runs.size());
   if (c.pending_seeds > 0 && c.seeds_done == 0) {
     c.state = ReportCell::State::kPending;
     return c;
   }
   c.losses = losses_of(v);
-  if (const auto clocks = v.find("clocks"); clocks != v.end() && clocks->is_object())
-    c.clock_warning = text_of(*clocks, "warning");
-  const json& summary = v.at("summary");
-  if (const auto top1 = summary.find("test_top1"); top1 != summary.end() && top1->is_object()) {
-    if (top1->at("mean").is_number()) c.top1_mean = top1->at("mean").get<double>();
-    if (top1->at("std").is_number()) c.top1_std = top1->at("std").get<double>();
-    c.top1_n = top1->at("n").get<int64_t>();
-  }
-  c.timer = best_summary_timer(v);
-  if (c.timer.empty()) {
+  if (v.clocks) c.clock_warning = v.clocks->warning;
+  c.top1 = v.summary.test_top1;
+  c.loss = v.summary.test_loss;
+  const std::optional<TimerKind> timer = v.best_timer();
+  if (!timer) {
     c.state = ReportCell::State::kNoTimer;
     return c;
   }
-  const json& t = *summary_timer(v, c.timer);
+  const TimerStats& t = *v.summary.timers[*timer];
+  c.timer = timer_name(*timer);
   c.state = ReportCell::State::kMeasured;
-  c.median_ms = t.at("median_ms").get<double>();
-  c.q1_ms = t.at("q1_ms").get<double>();
-  c.q3_ms = t.at("q3_ms").get<double>();
+  c.median_ms = t.median_ms;
+  c.q1_ms = t.q1_ms;
+  c.q3_ms = t.q3_ms;
   return c;
 }
 
@@ -111,23 +103,24 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
   std::set<std::string> names, timers;
   for (const LoadedResults& f : files) {
     d.contexts.push_back(context_of(f));
-    const json& config = f.results.at("config");
-    for (const json& b : f.results.at("benchmarks")) {
+    const ConfigRecord& config = f.results.config;
+    for (const BenchmarkRecord& b : f.results.benchmarks) {
       ReportRow row;
-      row.model = text_of(b, "model");
-      row.dataset = text_of(b, "dataset");
-      row.target = text_of(config, "target");
-      row.dtype = text_of(config, "dtype");
+      row.model = b.model;
+      row.dataset = b.dataset;
+      row.target = config.target;
+      row.dtype = config.dtype;
       row.source = f.path;
       row.label = row.model + " (" + row.target + ", " + row.dtype + ")";
-      row.parity = b.at("parity");
-      row.seed_agreement = b.at("seed_agreement");
-      for (const json& v : b.at("variants")) {
-        const std::string name = text_of(v, "name");
+      row.parity = b.parity;
+      row.seed_agreement = b.seed_agreement;
+      row.flops_per_step = b.flops_per_step;
+      row.peak_flops = b.peak_flops;
+      for (const VariantRecord& v : b.variants) {
         ReportCell c = cell_of(v);
         if (c.state == ReportCell::State::kMeasured) timers.insert(c.timer);
-        row.cells[name] = std::move(c);
-        names.insert(name);
+        row.cells[v.name] = std::move(c);
+        names.insert(v.name);
       }
       d.rows.push_back(std::move(row));
     }
@@ -141,8 +134,8 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
   for (std::string_view known : kVariantOrder)
     if (names.erase(std::string(known))) d.columns.emplace_back(known);
   d.columns.insert(d.columns.end(), names.begin(), names.end());  // unknown names, sorted
-  for (std::string_view t : kTimersByPreference)
-    if (timers.count(std::string(t))) d.timers.emplace_back(t);
+  for (TimerKind t : kTimersByPreference)
+    if (timers.count(timer_name(t))) d.timers.emplace_back(timer_name(t));
   return d;
 }
 
@@ -189,34 +182,33 @@ std::string top1_text(const ReportCell& c) {
     default:
       break;
   }
-  if (!c.top1_mean) return "n/a";
-  std::string s = format_number("%.2f", *c.top1_mean);
-  if (c.top1_std && c.top1_n > 1) s += " ± " + format_number("%.2f", *c.top1_std);
+  if (!c.top1 || !c.top1->mean) return "n/a";
+  std::string s = format_number("%.2f", *c.top1->mean);
+  if (c.top1->std && c.top1->n > 1) s += " ± " + format_number("%.2f", *c.top1->std);
   return s;
 }
 
 std::string parity_text(const ReportRow& r) {
-  if (!r.parity.is_object()) return "";
-  const json& p = r.parity;
+  if (!r.parity) return "";
+  const ParityRecord& p = *r.parity;
   return "Parity (" + r.label + "): max relative loss deviation " +
-         format_number("%.2e", p.at("max_rel_dev").get<double>()) + " over " + text_of(p, "steps") +
-         " steps (bound " + format_number("%.0e", p.at("bound").get<double>()) + ")" +
-         (p.contains("early_steps") && p.at("early_max_rel_dev").is_number()
-              ? ", " + format_number("%.2e", p.at("early_max_rel_dev").get<double>()) +
-                    " over the first " + text_of(p, "early_steps") + " (bound " +
-                    format_number("%.0e", p.at("early_bound").get<double>()) + ")"
+         format_number("%.2e", p.max_rel_dev.value_or(NAN)) + " over " + std::to_string(p.steps) +
+         " steps (bound " + format_number("%.0e", p.bound) + ")" +
+         (p.early && p.early->max_rel_dev
+              ? ", " + format_number("%.2e", *p.early->max_rel_dev) + " over the first " +
+                    std::to_string(p.early->steps) + " (bound " +
+                    format_number("%.0e", p.early->bound) + ")"
               : "") +
-         ": " + (p.at("passed").get<bool>() ? "passed" : "FAILED");
+         ": " + (p.passed ? "passed" : "FAILED");
 }
 
 std::string seed_agreement_text(const ReportRow& r) {
-  if (!r.seed_agreement.is_object()) return "";
-  const json& s = r.seed_agreement;
-  std::string line = "Seed agreement (" + r.label + "): " + text_of(s, "test") + " statistic " +
-                     format_number("%.4g", s.at("statistic").get<double>()) +
-                     ", p = " + format_p(s.at("p_value").get<double>()) + ": " +
-                     (s.at("agree").get<bool>() ? "agree" : "DISAGREE");
-  if (!text_of(s, "note").empty()) line += " (" + text_of(s, "note") + ")";
+  if (!r.seed_agreement) return "";
+  const SeedAgreementRecord& s = *r.seed_agreement;
+  std::string line = "Seed agreement (" + r.label + "): " + s.test + " statistic " +
+                     format_number("%.4g", s.statistic) + ", p = " + format_p(s.p_value) + ": " +
+                     (s.agree ? "agree" : "DISAGREE");
+  if (!s.note.empty()) line += " (" + s.note + ")";
   return line;
 }
 

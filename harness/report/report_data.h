@@ -3,16 +3,17 @@
 #pragma once
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "harness/results/records.h"
 
 namespace noeira {
 
 struct LoadedResults {
   std::string path;
-  nlohmann::json results;  // validated
+  ResultsRecord results;  // from a validated file
 };
 
 struct ReportCell {
@@ -20,10 +21,10 @@ struct ReportCell {
   State state = State::kAbsent;
   std::string reason;  // why unavailable / the error
   bool twin = false;
+  std::string dtype;  // the variant's precision, "fp32" | "bf16"
   std::string timer;  // the summary timer shown: device, else event, else wall
   double median_ms = 0, q1_ms = 0, q3_ms = 0;
-  std::optional<double> top1_mean, top1_std;
-  int64_t top1_n = 0;
+  Nullable<ScoreStats> top1, loss;  // over seeds
   std::vector<double> losses;  // runs[0].losses; NaN where the loss was null
   std::string clock_warning;   // NVML: ran throttled or at a changed clock (GPU), else ""
   int64_t seeds_done = 0;      // runs recorded
@@ -34,7 +35,10 @@ struct ReportRow {
   std::string label;  // "mlp (gpu, fp32)"
   std::string model, dataset, target, dtype, source;
   std::map<std::string, ReportCell> cells;  // by variant name
-  nlohmann::json parity = nullptr, seed_agreement = nullptr;
+  Nullable<ParityRecord> parity;
+  Nullable<SeedAgreementRecord> seed_agreement;
+  Optional<double> flops_per_step;  // of the benchmark, where recorded
+  Optional<PeakFlops> peak_flops;
 };
 
 struct ReportContext {
@@ -42,7 +46,7 @@ struct ReportContext {
   std::string cpu_kernels;            // "oneDNN 2.6.3 avx512_core_bf16" (older files: "OpenBLAS Prescott, ..."); "" if unrecorded
   std::vector<std::string> warnings;  // context.warnings (older files: none)
   std::string partial;                // partial_summary: what a stopped run lacks; "" when complete
-  nlohmann::json probes = nullptr;    // context.probes (harness/env/baseline_probe.h); null in older files
+  Optional<nlohmann::json> probes;    // context.probes (harness/env/baseline_probe.h); absent in older files
 };
 
 struct ReportData {

@@ -26,7 +26,6 @@ struct SummaryPick {
 };
 
 ReportTable summary_table(const std::vector<SummaryEntry>& entries, const ReportData& d,
-                          const std::vector<LoadedResults>& files,
                           std::vector<SummaryPick>* picks = nullptr);
 
 }  // namespace noeira

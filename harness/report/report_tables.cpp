@@ -125,14 +125,15 @@ ReportTable probe_table(const ReportData& d) {
     return v != row.end() && v->is_number() ? format_number("%.1f", v->get<double>()) : std::string("-");
   };
   for (const ReportContext& c : d.contexts) {
-    if (!c.probes.is_object()) continue;
+    if (!c.probes) continue;
+    const nlohmann::json& probes = *c.probes;
     if (t.rows.empty()) {
       t.rows.push_back({"file", "side", "threads", "fp32 GEMM GFLOP/s", "bf16 GEMM GFLOP/s", "stream GB/s",
                         "math"});
       t.right_aligned = {false, false, true, true, true, true, false};
     }
     for (const char* side : {"ours", "twin"}) {
-      const nlohmann::json s = c.probes.value(side, nlohmann::json());
+      const nlohmann::json s = probes.value(side, nlohmann::json());
       if (!s.is_object()) continue;
       const std::string math =
           s.contains("math") && s["math"].is_object() ? s["math"].value("summary", std::string("-")) : "-";
@@ -147,7 +148,7 @@ ReportTable probe_table(const ReportData& d) {
                           num(r, "gemm_fp32_gflops"), num(r, "gemm_bf16_gflops"), num(r, "stream_gbs"), math});
       }
     }
-    if (const nlohmann::json peak = c.probes.value("peak", nlohmann::json()); peak.is_object())
+    if (const nlohmann::json peak = probes.value("peak", nlohmann::json()); peak.is_object())
       t.footnotes.push_back((d.contexts.size() > 1 ? c.source + ": " : "") + "CPU peak estimate per core: fp32 " +
                             format_number("%.1f", peak.value("fp32_gflops_per_core", 0.0)) + ", bf16 " +
                             format_number("%.1f", peak.value("bf16_gflops_per_core", 0.0)) + " GFLOP/s (" +

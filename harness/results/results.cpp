@@ -31,6 +31,16 @@ Result<nlohmann::json> read_results(const std::filesystem::path& path) {
   return results;
 }
 
+Result<ResultsRecord> read_results_record(const std::filesystem::path& path) {
+  Result<nlohmann::json> j = read_results(path);
+  if (!j) return j.error();
+  try {
+    return j->get<ResultsRecord>();
+  } catch (const nlohmann::json::exception& e) {  // validation should leave nothing to throw
+    return make_error(path.string() + ": " + e.what());
+  }
+}
+
 std::string utc_timestamp() {
   const std::time_t t = std::time(nullptr);
   std::tm utc{};
@@ -48,6 +58,10 @@ Status write_results(const std::filesystem::path& path, const nlohmann::json& re
   const std::string text =
       results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return write_file_atomically(path, text, "results file");
+}
+
+Status write_results(const std::filesystem::path& path, const ResultsRecord& results) {
+  return write_results(path, nlohmann::json(results));
 }
 
 }  // namespace noeira

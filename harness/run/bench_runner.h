@@ -8,11 +8,10 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "models/trainer_factory.h"
+#include "harness/results/records.h"
 #include "harness/run/stats.h"
 #include "harness/run/variant.h"
+#include "models/trainer_factory.h"
 
 namespace noeira {
 
@@ -27,49 +26,25 @@ struct BenchSettings {
   int64_t wall_block = 1;
 };
 
-// {samples_ms, median_ms, q1_ms, q3_ms, cv, n}, or null for no samples.
-nlohmann::json timer_json(const std::vector<double>& samples_ms);
-
 // One element of variants[].runs (results/SCHEMA.md), or an Error when our run failed.
 // Untraced: `device` is null and `cupti_overhead` null until add_device_samples.
-Result<nlohmann::json> run_our_variant(const Recipe& recipe, const DataSplit& data,
-                                       const Variant& variant, uint64_t seed,
-                                       const BenchSettings& settings, const std::string& label);
+Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
+                                  const Variant& variant, uint64_t seed,
+                                  const BenchSettings& settings, const std::string& label);
 
 // The traced pass of a GPU run made by run_our_variant: a fresh trainer of the same
 // variant and seed with CUPTI on repeats the warm-up and the steps `run` timed, and fills
 // run.timers.device and run.cupti_overhead. Call it after every untraced run of the
 // process, so that no wall or event sample is taken after CUPTI was first enabled. An
 // Error (CUPTI unavailable, say) leaves `run` as it was. No-op on the CPU.
-Status add_device_samples(const Recipe& recipe, const DataSplit& data,
-                          const Variant& variant, uint64_t seed,
-                          const BenchSettings& settings, const std::string& label,
-                          nlohmann::json& run);
+Status add_device_samples(const Recipe& recipe, const DataSplit& data, const Variant& variant,
+                          uint64_t seed, const BenchSettings& settings, const std::string& label,
+                          RunRecord& run);
 
-// runs[].cupti_overhead: host ms/step with CUPTI tracing on (the traced pass) against
-// off (the run's wall samples): {wall_on_ms, wall_off_ms, ratio, samples_on_ms}; null
-// without samples on either side.
-nlohmann::json cupti_overhead_json(const std::vector<double>& wall_on_ms,
-                                   const std::vector<double>& wall_off_ms);
-
-// A variants[] entry with no runs yet: available, no error, an empty summary
-// (results/SCHEMA.md).
-nlohmann::json new_variant(const std::string& name, const std::string& impl,
-                           const std::string& dtype, const std::string& target);
-
-// A variants[] entry for one of our variants that cannot run here (`why`), summarised.
-nlohmann::json unavailable_variant(const std::string& name, const std::string& dtype,
-                                   const std::string& target, const std::string& why);
-
-// Fills timers.device and cupti_overhead of every run of our variants (`ran`: the specs
-// of the entries of `variants` we ran), then their summaries. A failed pass leaves the
-// run's device timer null and says why on stderr.
-void add_cupti_passes(const Recipe& recipe, const DataSplit& data,
-                      const std::vector<Variant>& ran, const BenchSettings& st,
-                      nlohmann::json& variants);
-
-// variants[].summary from its runs: timers pooled across seeds, seed statistics, and the
-// CUPTI overhead over the pooled samples (null where no run has one).
-nlohmann::json summarize_runs(const nlohmann::json& runs);
+// Fills timers.device and cupti_overhead of every run of our variants (`ran`: the ones
+// of `variants` we ran), then their summaries. A failed pass leaves the run's device
+// timer null and says why on stderr.
+void add_cupti_passes(const Recipe& recipe, const DataSplit& data, const std::vector<Variant>& ran,
+                      const BenchSettings& st, std::vector<VariantRecord>& variants);
 
 }  // namespace noeira

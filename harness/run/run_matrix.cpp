@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
 #include <sstream>
 
 #include "harness/env/baseline_probe.h"
@@ -21,7 +20,7 @@
 #include "harness/twin/parity.h"
 #include "harness/results/partial_results.h"
 #include "harness/results/results.h"
-#include "harness/results/results_access.h"
+#include "harness/results/summary.h"
 #include "harness/run/run_table.h"
 #include "harness/run/variant.h"
 #include "harness/twin/seed_agreement.h"
@@ -34,57 +33,43 @@ namespace noeira {
 namespace {
 
 // The results document without its benchmarks: where, with what and how it was measured.
-nlohmann::json results_document(const RunOptions& o, const std::string& target,
-                                const std::vector<uint64_t>& seeds, int64_t total_steps,
-                                int64_t warmup, const nlohmann::json& twin_ctx,
-                                const nlohmann::json& probes) {
+ResultsRecord results_document(const RunOptions& o, const std::string& target,
+                               const std::vector<uint64_t>& seeds, int64_t total_steps,
+                               int64_t warmup, const TwinContext& twin,
+                               const nlohmann::json& probes) {
   const nlohmann::json build = build_info();
   const nlohmann::json host = host_info();
   std::vector<std::string> warnings = environment_warnings(host, build);
   for (std::string& w : probe_warnings(probes)) warnings.push_back(std::move(w));
-  return {{"schema_version", kResultsSchemaVersion},
-          {"tool", "noeira-bench"},
-          {"tool_version", "0.1.0"},
-          {"created_utc", utc_timestamp()},
-          {"context", {{"command_line", o.command_line},
-                       {"git_sha", build.value("git_sha", "")},
-                       {"git_dirty", build.value("git_dirty", false)},
-                       {"host", host},
-                       {"build", build},
-                       {"device", device_info()},
-                       {"twin", twin_ctx},
-                       {"probes", probes},
-                       {"warnings", warnings}}},
-          {"config", {{"target", target},
-                      {"dtype", o.dtype},
-                      {"seeds", seeds},
-                      {"steps", total_steps},
-                      {"warmup", warmup},
-                      {"threads", o.threads},
-                      {"quick", o.quick},
-                      {"stopping", {{"min_samples", o.min_samples},
-                                    {"max_rel_noise", o.max_noise},
-                                    {"max_seconds", o.max_seconds}}}}},
-          {"benchmarks", nlohmann::json::array()}};
+  ResultsRecord r;
+  r.schema_version = kResultsSchemaVersion;
+  r.tool = "noeira-bench";
+  r.tool_version = "0.1.0";
+  r.created_utc = utc_timestamp();
+  ContextRecord& c = r.context;
+  c.command_line = o.command_line;
+  c.build = build_record(build);
+  c.git_sha = c.build.git_sha;
+  c.git_dirty = c.build.git_dirty;
+  c.host = host_record(host);
+  c.device = device_record(device_info());
+  c.twin = twin;
+  c.probes = probes;
+  c.warnings = warnings;
+  r.config = {target, o.dtype, seeds, total_steps, warmup, o.threads, o.quick,
+              {o.min_samples, o.max_noise, o.max_seconds}};
+  return r;
 }
 
 // The context.twin block, and the plan's python (or why the twin cannot run).
-nlohmann::json probe_twin(const std::string& python, TwinPlan& tp) {
+TwinContext probe_twin(const std::string& python, TwinPlan& tp) {
   const PythonProbe probe = find_python_with_torch(python);
   tp.python = probe.python;
   tp.unavailable = probe.reason;
   if (!probe.reason.empty()) std::fprintf(stderr, "  twin unavailable: %s\n", probe.reason.c_str());
-  auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
-  return {{"python", !probe.python.empty() ? probe.python : !python.empty() ? python : "python3"},
-          {"torch_version", or_null(probe.torch_version)},
-          {"available", probe.reason.empty()},
-          {"reason", or_null(probe.reason)}};
-}
-
-nlohmann::json& variant_named(nlohmann::json& variants, const std::string& name) {
-  for (auto& v : variants)
-    if (v["name"] == name) return v;
-  throw std::logic_error("no planned variant " + name);
+  auto or_null = [](const std::string& s) { return s.empty() ? Nullable<std::string>() : Nullable<std::string>(s); };
+  return {!probe.python.empty() ? probe.python : !python.empty() ? python : "python3",
+          or_null(probe.torch_version), probe.reason.empty(), or_null(probe.reason)};
 }
 
 }  // namespace
@@ -184,36 +169,33 @@ int run_matrix(const RunOptions& o) {
   std::fflush(stdout);
 
   // ---- Our variants. ----
-  nlohmann::json bench = {{"model", recipe->name},
-                          {"dataset", dataset_name},
-                          {"recipe", recipe->json},
-                          {"recipe_hash", json_hash(recipe->json)},
-                          {"variants", nlohmann::json::array()},
-                          {"parity", nullptr},
-                          {"seed_agreement", nullptr}};
+  BenchmarkRecord bench;
+  bench.model = recipe->name;
+  bench.dataset = dataset_name;
+  bench.recipe = recipe->json;
+  bench.recipe_hash = json_hash(recipe->json);
   if (work) {
-    bench["tokens_per_step"] = work->tokens_per_step;
-    bench["flops_per_step"] = work->flops_per_step;
+    bench.tokens_per_step = work->tokens_per_step;
+    bench.flops_per_step = work->flops_per_step;
   }
   {
-    const nlohmann::json dev = device_info();
-    const std::string gpu_name = *device == Device::kGpu ? dev.value("name", "") : "";
+    const std::string gpu_name = gpu ? device_record(device_info()).name : "";
     const std::optional<double> p32 = peak_flops(gpu_name, "fp32"), p16 = peak_flops(gpu_name, "bf16");
-    if (p32 && p16) bench["peak_flops"] = {{"fp32", *p32}, {"bf16", *p16}, {"device", gpu_name}};
+    if (p32 && p16) bench.peak_flops = PeakFlops{*p32, *p16, gpu_name};
   }
   // The whole matrix is planned first, so that the results file written after every
   // finished seed lists what is still pending (harness/results/partial_results.h).
-  std::vector<Variant> runnable;  // in bench["variants"] order
+  std::vector<Variant> runnable;  // in bench.variants order
   for (const PlannedVariant& p : *planned) {
     const Variant& variant = p.variant;
     if (p.skip) {
-      bench["variants"].push_back(unavailable_variant(variant.name(), variant.dtype_name(), target,
-                                                      p.skip->reason));
+      bench.variants.push_back(
+          unavailable_variant(variant.name(), variant.dtype_name(), target, p.skip->reason));
       continue;
     }
-    nlohmann::json v = new_variant(variant.name(), "noeira", variant.dtype_name(), target);
+    VariantRecord& v =
+        bench.variants.emplace_back(new_variant(variant.name(), "noeira", variant.dtype_name(), target));
     plan_seeds(v, seeds);
-    bench["variants"].push_back(std::move(v));
     runnable.push_back(variant);
   }
   TwinPlan tp;
@@ -230,11 +212,10 @@ int run_matrix(const RunOptions& o) {
   tp.warmup = warmup;
   tp.threads = threads;
   tp.timeout_seconds = o.twin_timeout;
-  nlohmann::json twin_ctx = {{"python", ""}, {"torch_version", nullptr}, {"available", false},
-                             {"reason", "not run (--twin none)"}};
+  TwinContext twin_ctx{"", std::nullopt, false, "not run (--twin none)"};
   if (!twin_modes.empty() || o.parity) twin_ctx = probe_twin(o.python, tp);
-  const size_t first_twin = bench["variants"].size();
-  for (const std::string& mode : twin_modes) bench["variants"].push_back(plan_twin_mode(tp, mode));
+  const size_t first_twin = bench.variants.size();
+  for (const std::string& mode : twin_modes) bench.variants.push_back(plan_twin_mode(tp, mode));
 
   // ---- Baseline probes, both sides, before anything is timed. ----
   const nlohmann::json probes = measure_baseline_probes(
@@ -243,10 +224,10 @@ int run_matrix(const RunOptions& o) {
   for (const std::string& w : probe_warnings(probes)) std::printf("warning: %s\n", w.c_str());
   std::fflush(stdout);
 
-  nlohmann::json results = results_document(o, target, seeds, total_steps, warmup, twin_ctx, probes);
+  ResultsRecord results = results_document(o, target, seeds, total_steps, warmup, twin_ctx, probes);
   const ResultsWriter writer(out_path);
   auto save_progress = [&] {
-    results["benchmarks"] = nlohmann::json::array({bench});
+    results.benchmarks = {bench};
     if (Status s = writer.write_partial(results); !s)
       std::fprintf(stderr, "  warning: %s\n", s.error().message.c_str());
   };
@@ -257,17 +238,17 @@ int run_matrix(const RunOptions& o) {
   std::vector<Variant> ran;  // for the CUPTI pass
   for (const Variant& variant : runnable) {
     if (interrupt_requested()) break;
-    nlohmann::json& v = variant_named(bench["variants"], variant.name());
+    VariantRecord& v = *bench.variant(variant.name());
     const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
     for (uint64_t seed : seeds) {
       const std::string label = variant.name() + " seed " + std::to_string(seed);
-      Result<nlohmann::json> run = run_our_variant(*recipe, *data, variant, seed, st, label);
+      Result<RunRecord> run = run_our_variant(*recipe, *data, variant, seed, st, label);
       if (!run && interrupt_requested()) {  // this seed and the rest stay pending
         std::fprintf(stderr, "  %s\n", run.error().message.c_str());
         break;
       }
       if (!run) {
-        v["error"] = run.error().message;
+        v.error = run.error().message;
         drop_pending(v);
         our_failure = true;
         std::fprintf(stderr, "  %s failed: %s\n", label.c_str(), run.error().message.c_str());
@@ -277,37 +258,37 @@ int run_matrix(const RunOptions& o) {
       record_run(v, std::move(run).value());
       save_progress();
     }
-    if (gpu) record_variant_clocks(v, clocks_before);
+    if (gpu) v.clocks = clocks_since(clocks_before, v.name);
     ran.push_back(variant);
   }
   // The other families: FLOPs per step from the planned matrix products (3 x forward).
   if (!work)
-    for (const auto& v : bench["variants"])
-      if (!v["runs"].empty() && v["runs"][0].contains("planned_flops_per_step")) {
-        bench["flops_per_step"] = v["runs"][0]["planned_flops_per_step"];
+    for (const VariantRecord& v : bench.variants)
+      if (!v.runs.empty() && v.runs[0].planned_flops_per_step) {
+        bench.flops_per_step = v.runs[0].planned_flops_per_step;
         break;
       }
   // Device (CUPTI) samples in a separate traced pass per run, after every untraced run:
   // CUPTI slows each launch on the host, so it must not touch the wall and event samples.
   if (gpu && !interrupt_requested()) {
-    add_cupti_passes(*recipe, *data, ran, st, bench["variants"]);
+    add_cupti_passes(*recipe, *data, ran, st, bench.variants);
     save_progress();
   }
 
   // ---- The twin. ----
   for (size_t i = 0; i < twin_modes.size() && !interrupt_requested(); ++i)
-    run_twin_mode(tp, twin_modes[i], bench["variants"][first_twin + i], save_progress);
+    run_twin_mode(tp, twin_modes[i], bench.variants[first_twin + i], save_progress);
 
   std::string parity_note;
   if (o.parity && !interrupt_requested()) {
     const ParityOutcome p = run_parity(*recipe, *data, st, seeds.front(), tp, recipe->parity_steps);
-    bench["parity"] = p.json;
+    bench.parity = p.record;
     parity_note = p.note;
   }
-  bench["seed_agreement"] = seed_agreement(bench["variants"], o.dtype);
+  bench.seed_agreement = seed_agreement(bench.variants, o.dtype);
 
   // ---- Results file, then the table. ----
-  results["benchmarks"] = nlohmann::json::array({bench});
+  results.benchmarks = {bench};
   const bool stopped = interrupt_requested();
   if (Status s = stopped ? writer.write_partial(results, interrupt_name()) : writer.write_complete(results);
       !s)
@@ -318,8 +299,8 @@ int run_matrix(const RunOptions& o) {
   std::printf("results: %s (logs in %s)\n", out_path.c_str(), log_dir.c_str());
   if (stopped) return interrupted_exit_code();
   if (our_failure) return kExitFailure;
-  if (!bench["parity"].is_null() && !bench["parity"]["passed"].get<bool>()) return kExitFailure;
-  if (o.parity && bench["parity"].is_null()) return kExitFailure;
+  if (bench.parity && !bench.parity->passed) return kExitFailure;
+  if (o.parity && !bench.parity) return kExitFailure;
   return kExitOk;
 }
 

@@ -8,19 +8,18 @@
 
 namespace noeira {
 
-std::string parity_line(const nlohmann::json& p) {
-  auto dev = [](const nlohmann::json& v) {
-    return v.is_number() ? format_number("%.2e", v.get<double>()) : std::string("non-finite");
+std::string parity_line(const ParityRecord& p) {
+  auto dev = [](const Nullable<double>& v) {
+    return v ? format_number("%.2e", *v) : std::string("non-finite");
   };
-  std::string line = "parity (fp32, first " + std::to_string(p["steps"].get<int64_t>()) +
+  std::string line = "parity (fp32, first " + std::to_string(p.steps) +
                      " steps from our step-0 weights and batches): max rel. deviation " +
-                     dev(p["max_rel_dev"]) + " (bound " +
-                     format_number("%.0e", p["bound"].get<double>()) + ", the recipe's)";
-  if (p.contains("early_steps"))
-    line += ", first " + std::to_string(p["early_steps"].get<int64_t>()) + " steps " +
-            dev(p["early_max_rel_dev"]) + " (bound " +
-            format_number("%.0e", p["early_bound"].get<double>()) + ")";
-  return line + ": " + (p["passed"].get<bool>() ? "PASS" : "FAIL");
+                     dev(p.max_rel_dev) + " (bound " + format_number("%.0e", p.bound) +
+                     ", the recipe's)";
+  if (p.early)
+    line += ", first " + std::to_string(p.early->steps) + " steps " + dev(p.early->max_rel_dev) +
+            " (bound " + format_number("%.0e", p.early->bound) + ")";
+  return line + ": " + (p.passed ? "PASS" : "FAIL");
 }
 
 ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const BenchSettings& st,
@@ -75,7 +74,7 @@ ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const Benc
     return out;
   }
   std::vector<double> theirs;
-  for (const auto& v : r.result["losses"]) theirs.push_back(v.is_number() ? v.get<double>() : NAN);
+  for (const Nullable<double>& v : r.reply.losses) theirs.push_back(v ? *v : NAN);
   if (theirs.size() < ours.size()) {
     out.note = "parity failed: the twin reported " + std::to_string(theirs.size()) +
                " losses for " + std::to_string(ours.size()) + " steps";
@@ -92,22 +91,19 @@ ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const Benc
   };
   const double max_dev = max_dev_over(ours.size());
   theirs.resize(ours.size());
-  const bool finite = std::isfinite(max_dev);
-  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  bool passed = finite && max_dev <= recipe.parity_bound;
-  out.json = {{"steps", steps},
-              {"max_rel_dev", number(max_dev)},
-              {"bound", recipe.parity_bound},
-              {"ours", ours},
-              {"twin", theirs}};
+  ParityRecord& p = out.record.emplace();
+  p.steps = steps;
+  p.max_rel_dev = finite_or_null(max_dev);
+  p.bound = recipe.parity_bound;
+  for (float l : ours) p.ours.push_back(finite_or_null(l));
+  for (double l : theirs) p.twin.push_back(finite_or_null(l));
+  p.passed = std::isfinite(max_dev) && max_dev <= recipe.parity_bound;
   if (recipe.parity_early_steps > 0) {
     const double early = max_dev_over(static_cast<size_t>(recipe.parity_early_steps));
-    out.json["early_steps"] = recipe.parity_early_steps;
-    out.json["early_max_rel_dev"] = number(early);
-    out.json["early_bound"] = recipe.parity_early_bound;
-    passed = passed && early <= recipe.parity_early_bound;
+    p.early = ParityRecord::Early{recipe.parity_early_steps, finite_or_null(early),
+                                  recipe.parity_early_bound};
+    p.passed = p.passed && early <= recipe.parity_early_bound;
   }
-  out.json["passed"] = passed;
   return out;
 }
 

@@ -3,20 +3,19 @@
 #pragma once
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "harness/results/records.h"
 #include "harness/run/bench_runner.h"
 #include "harness/twin/twin_runs.h"
 
 namespace noeira {
 
 struct ParityOutcome {
-  nlohmann::json json;  // benchmarks[].parity, or null when it could not run
-  std::string note;     // why it could not run
+  Nullable<ParityRecord> record;  // benchmarks[].parity, or null when it could not run
+  std::string note;               // why it could not run
 };
 
 // The line `run` prints for a parity result (benchmarks[].parity).
-std::string parity_line(const nlohmann::json& p);
+std::string parity_line(const ParityRecord& p);
 
 // The bound is the recipe's parity.bound (max relative deviation, fp32), and
 // parity.early_bound over its first parity.early_steps steps where the recipe sets them.

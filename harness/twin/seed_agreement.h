@@ -2,13 +2,15 @@
 // eager variant (bf16 for a bf16 run) against the twin's eager mode.
 #pragma once
 #include <string>
+#include <vector>
 
-#include <nlohmann/json.hpp>
+#include "harness/results/records.h"
 
 namespace noeira {
 
 // benchmarks[].seed_agreement (results/SCHEMA.md), or null when either side has fewer than
 // two seeds that ran.
-nlohmann::json seed_agreement(const nlohmann::json& variants, const std::string& dtype);
+Nullable<SeedAgreementRecord> seed_agreement(const std::vector<VariantRecord>& variants,
+                                             const std::string& dtype);
 
 }  // namespace noeira

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/results/records.h"
+
 namespace noeira {
 
 struct PythonProbe {
@@ -49,11 +51,24 @@ struct TwinRequest {
   std::filesystem::path log;  // stderr goes here
 };
 
+// The fields of a training reply the harness reads (reference/twin, schema noeira-twin/1).
+struct TwinReply {
+  bool event_timer = false;          // "timer": "event": step_times_ms are CUDA events
+  std::vector<double> step_times_ms;
+  Nullable<double> wall_ms_per_step;  // with event timing: the host clock over the loop, per step
+  Nullable<double> test_top1, test_loss, train_loss_last_epoch;
+  std::vector<Nullable<double>> losses;  // every step's; null where not a number
+  Optional<int64_t> steps;
+  Nullable<double> compile_seconds;  // torch.compile's time; null in eager
+  TwinImpl impl;
+};
+
 struct TwinOutcome {
   bool ok = false;          // a JSON object with ok:true came back
   bool available = false;   // the mode ran (false: unavailable, see reason)
   std::string reason;       // unavailable reason, or "twin failed: ..." one line
-  nlohmann::json result;    // the twin's JSON object when ok
+  TwinReply reply;          // its fields, when ok
+  nlohmann::json result;    // the whole object when ok (the scaling file records it as is)
   double seconds = 0.0;
 };
 

@@ -61,12 +61,50 @@ std::optional<TwinOutcome> parse_twin_reply(std::string_view out, const std::str
   }
   o.ok = true;
   o.result = j;
+  o.reply = read_twin_reply(j);
   o.available = j.value("available", false);
   if (!o.available) {
     const bool said = j.contains("unavailable_reason") && j["unavailable_reason"].is_string();
     o.reason = said ? j["unavailable_reason"].get<std::string>() : "unavailable";
   }
   return o;
+}
+
+TwinReply read_twin_reply(const json& t) {
+  auto field = [&](const char* key) -> const json* {
+    if (!t.is_object()) return nullptr;
+    const auto it = t.find(key);
+    return it != t.end() ? &*it : nullptr;
+  };
+  auto number = [&](const char* key) -> Nullable<double> {
+    const json* v = field(key);
+    return v && v->is_number() ? Nullable<double>(v->get<double>()) : std::nullopt;
+  };
+  auto string = [&](const char* key) -> Optional<std::string> {
+    const json* v = field(key);
+    return v && v->is_string() ? Optional<std::string>(v->get<std::string>()) : std::nullopt;
+  };
+  auto integer = [&](const char* key) -> Optional<int64_t> {
+    const json* v = field(key);
+    return v && v->is_number_integer() ? Optional<int64_t>(v->get<int64_t>()) : std::nullopt;
+  };
+  TwinReply r;
+  r.event_timer = string("timer") == "event";
+  if (const json* times = field("step_times_ms"); times && times->is_array())
+    for (const json& x : *times)
+      if (x.is_number()) r.step_times_ms.push_back(x.get<double>());
+  r.wall_ms_per_step = number("wall_ms_per_step");
+  r.test_top1 = number("test_top1");
+  r.test_loss = number("test_loss");
+  r.train_loss_last_epoch = number("train_loss_last_epoch");
+  if (const json* losses = field("losses"); losses && losses->is_array())
+    for (const json& x : *losses)
+      r.losses.push_back(x.is_number() ? Nullable<double>(x.get<double>()) : std::nullopt);
+  r.steps = integer("steps");
+  r.compile_seconds = number("compile_seconds");
+  r.impl = {string("torch_version"), string("adam_impl"), string("attention_impl"),
+            string("compile_impl"), integer("compiled_graphs"), integer("graph_breaks")};
+  return r;
 }
 
 nlohmann::json parse_twin_probe_reply(std::string_view out, int exit_code, const std::string& log_hint) {

@@ -18,6 +18,10 @@ namespace noeira {
 // nullopt when `out` holds no JSON object (the text from its first '{' to its last '}').
 std::optional<TwinOutcome> parse_twin_reply(std::string_view out, const std::string& log_hint);
 
+// The fields of any JSON as a reply: each one missing or of another type reads as absent
+// (a loss that is not a number as null), so whatever the twin said makes a valid run.
+TwinReply read_twin_reply(const nlohmann::json& reply);
+
 // The reply of `--probe` (reference/twin/probe.py): its probe object {rows, math, ...}
 // whose rows are objects with the numbers gemm_fp32_gflops and stream_gbs and
 // gemm_bf16_gflops a number or null, ready for context.probes.twin; else {error} with one

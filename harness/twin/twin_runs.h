@@ -6,9 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "datasets/data_files.h"
+#include "harness/results/records.h"
 #include "harness/twin/twin.h"
 
 namespace noeira {
@@ -26,19 +25,19 @@ struct TwinPlan {
 };
 
 // The variant "twin:<mode>" without runs, every seed of the plan pending.
-nlohmann::json plan_twin_mode(const TwinPlan& plan, const std::string& mode);
+VariantRecord plan_twin_mode(const TwinPlan& plan, const std::string& mode);
 
 // Runs the planned variant's pending seeds (one twin process each), recording each
 // finished seed and calling `after_seed` (the run saves its results file there). An
 // interrupt (harness/run/interrupt.h) stops the twin and leaves the rest pending.
-void run_twin_mode(const TwinPlan& plan, const std::string& mode, nlohmann::json& variant,
+void run_twin_mode(const TwinPlan& plan, const std::string& mode, VariantRecord& variant,
                    const std::function<void()>& after_seed = {});
 
 // Where the twin finds <dataset>/<files> (its --data-dir): the directory above our
 // located copy of the data set, else the data directory or cache we would download into.
 std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src);
 
-// One element of runs[] from the twin's JSON object.
-nlohmann::json twin_run_json(const nlohmann::json& twin, uint64_t seed);
+// One element of runs[] from the twin's reply.
+RunRecord twin_run(const TwinReply& reply, uint64_t seed);
 
 }  // namespace noeira

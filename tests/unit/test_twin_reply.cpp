@@ -78,12 +78,12 @@ TEST_CASE("twin reply: a field of another type is a failed twin naming the field
   CHECK_THAT(failure(R"({"ok": true, "error": "both"})"), Contains("'error' comes with ok true"));
 }
 
-TEST_CASE("twin_run_json: any JSON gives a run of the results schema", "[twin][results]") {
+TEST_CASE("twin_run: any JSON gives a run of the results schema", "[twin][results]") {
   // An event-timed reply without wall_ms_per_step read a missing key of a const object.
   for (const char* text : {R"({"timer": "event", "step_times_ms": [1.0]})",
                            R"({"timer": 5, "losses": ["x", 1.0, null], "steps": 2.5})", "[]",
                            "null"}) {
-    const nlohmann::json run = twin_run_json(nlohmann::json::parse(text), 7);
+    const nlohmann::json run = twin_run(read_twin_reply(nlohmann::json::parse(text)), 7);
     CHECK(run.at("seed") == 7);
     CHECK(run.at("steps").is_number_integer());
     for (const auto& v : run.at("losses")) CHECK((v.is_number() || v.is_null()));
