@@ -8,17 +8,15 @@
 #include <CLI/CLI.hpp>
 
 #include "datasets/catalog.h"
-#include "harness/env/baseline_probe.h"
+#include "harness/env/env_report.h"
 #include "harness/cli/cli_options.h"
 #include "harness/cli/compare_command.h"
-#include "harness/env/host_info.h"
 #include "harness/cli/micro_command.h"
 #include "harness/cli/report_command.h"
 #include "harness/cli/suite_command.h"
 #include "harness/cli/run_command.h"
 #include "harness/cli/sample_command.h"
 #include "harness/cli/train_command.h"
-#include "harness/twin/twin.h"
 #include "models/recipe.h"
 
 namespace noeira {
@@ -53,11 +51,6 @@ std::function<int()> add_list_command(CLI::App& app) {
 std::function<int()> add_env_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("env", "Describe this machine, this build and the GPU, and run the "
                                             "baseline probe of both sides (harness/env/baseline_probe.h)");
-  struct EnvOptions {
-    bool json = false, no_probe = false;
-    int threads = 0;
-    std::string python;
-  };
   auto o = std::make_shared<EnvOptions>();
   cmd->add_flag("--json", o->json, "Print JSON instead of text");
   cmd->add_flag("--no-probe", o->no_probe, "Skip the baseline probe (GEMM and bandwidth, ours and the twin's)");
@@ -67,25 +60,7 @@ std::function<int()> add_env_command(CLI::App& app) {
                                          "(default: $NOEIRA_PYTHON, the twin's venv, python3)");
   return [cmd, o]() {
     if (!cmd->parsed()) return kNotThisCommand;
-    nlohmann::json env = environment();
-    if (!o->no_probe) {
-      const PythonProbe py = find_python_with_torch(o->python);
-      const std::filesystem::path log = std::filesystem::temp_directory_path() / "noeira-env-twin-probe";
-      std::error_code ec;
-      std::filesystem::create_directories(log, ec);
-      env["probes"] = {{"cpu", measure_baseline_probes(Device::kCpu, o->threads, py.python, log, 300.0)}};
-      if (!py.reason.empty()) env["probes"]["cpu"]["twin"] = {{"error", py.reason}};
-      if (env["device"].value("available", false))
-        env["probes"]["gpu"] = measure_baseline_probes(Device::kGpu, o->threads, py.python, log, 300.0);
-      for (const auto& [where, p] : env["probes"].items())
-        for (std::string& w : probe_warnings(p)) env["warnings"].push_back(where + ": " + w);
-    }
-    std::string text = o->json ? env.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                               : render_environment(env);
-    if (!o->json && env.contains("probes"))
-      for (const auto& [where, p] : env["probes"].items()) text += "\n" + where + " " + render_probes(p);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return kExitOk;
+    return print_environment(*o);
   };
 }
 

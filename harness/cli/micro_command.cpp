@@ -1,14 +1,9 @@
 #include "harness/cli/micro_command.h"
 
-#include <benchmark/benchmark.h>
-
-#include <cstdio>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "harness/cli/cli.h"
-#include "harness/cli/cli_options.h"
+#include "harness/micro/micro_benchmarks.h"
 
 namespace noeira {
 
@@ -17,49 +12,6 @@ namespace {
 struct MicroOptions {
   int threads = 0;  // 0 = all cores
 };
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
-
-int run_micro(const MicroOptions& o, const std::vector<std::string>& passthrough) {
-  // Google Benchmark parses (and removes) its own flags from an argv.
-  std::string prog = "noeira-bench micro";
-  std::vector<std::string> args = passthrough;
-  std::vector<char*> argv;
-  argv.push_back(prog.data());
-  for (std::string& a : args)
-    if (a != "--") argv.push_back(a.data());
-  int argc = static_cast<int>(argv.size());
-  argv.push_back(nullptr);
-  benchmark::Initialize(&argc, argv.data());
-  if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) {
-    std::fprintf(stderr,
-                 "noeira-bench micro: flags other than --threads go to Google Benchmark, which "
-                 "did not recognise the ones above; see noeira-bench micro --help\n");
-    benchmark::Shutdown();
-    return kExitUsage;
-  }
-
-  const MicroRegistration reg = register_micro_benchmarks(o.threads);
-  benchmark::AddCustomContext("noeira_backend", reg.backend);
-  benchmark::AddCustomContext("noeira_recipes", join(reg.recipes, ","));
-  if (!reg.skipped.empty()) benchmark::AddCustomContext("noeira_skipped", join(reg.skipped, "; "));
-  if (reg.benchmarks == 0) {
-    benchmark::ClearRegisteredBenchmarks();
-    benchmark::Shutdown();
-    return report_error("micro: no benchmarks to run (no usable recipe in models/recipes" +
-                            (reg.skipped.empty() ? std::string(")")
-                                                 : "; " + join(reg.skipped, "; ") + ")"),
-                        kExitFailure);
-  }
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::ClearRegisteredBenchmarks();  // frees the benchmarks' buffers and backend
-  benchmark::Shutdown();
-  return kExitOk;
-}
 
 }  // namespace
 
@@ -85,7 +37,7 @@ std::function<int()> add_micro_command(CLI::App& app) {
       "Benchmarks, per recipe in models/recipes (wall time; GEMMs report FLOP/s = 2MNK):\n"
       "  gemm/<recipe>/<layer>/forward_NT|weight_grad_TN|input_grad_NN/M=/N=/K=\n"
       "  softmax_xent/<recipe>/B=/C=  adam/<recipe>/n=  gather_rows/<recipe>/B=/row=/src=");
-  return [cmd, o]() { return cmd->parsed() ? run_micro(*o, cmd->remaining()) : kNotThisCommand; };
+  return [cmd, o]() { return cmd->parsed() ? run_micro(o->threads, cmd->remaining()) : kNotThisCommand; };
 }
 
 }  // namespace noeira

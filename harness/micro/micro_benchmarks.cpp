@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/cli/micro_command.h"
+#include "harness/micro/micro_benchmarks.h"
 #include "kernels/common/philox.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "models/model_builder.h"

@@ -1,5 +1,5 @@
 // `noeira-bench train`: its options and the pieces its two paths share (the classifiers'
-// epochs in harness/cli/train_command.cpp, the gpt family's steps in harness/train/train_lm.cpp).
+// epochs in harness/train/train_classifier.cpp, the gpt family's steps in train_lm.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -31,6 +31,10 @@ struct TrainOptions {
 // Ctrl-C during training: the state after the last whole step goes to --save (if given),
 // so that --resume continues exactly; returns the exit code (128 + the signal).
 int stopped(const TrainOptions& o, int64_t step, const std::function<Status()>& save);
+
+// `noeira-bench train`: loads the recipe and data and trains (a language model through
+// run_train_lm); returns the exit code.
+int run_train(const TrainOptions& o);
 
 // The gpt family: steps, not epochs, on one process or data-parallel over MPI ranks.
 int run_train_lm(const TrainOptions& o, const Recipe& recipe, const DataSplit& data,
