@@ -254,6 +254,56 @@ std::vector<std::string> probe_warnings(const nlohmann::json& probes) {
   return out;
 }
 
+std::vector<ProbeRow> probe_rows(const nlohmann::json& probes) {
+  std::vector<ProbeRow> out;
+  if (!probes.is_object()) return out;
+  auto number = [](const nlohmann::json& row, const char* key) {
+    const auto v = row.find(key);
+    return v != row.end() && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
+  for (const char* name : {"ours", "twin"}) {
+    const auto side = probes.find(name);
+    if (side == probes.end() || !side->is_object()) continue;
+    ProbeRow base;
+    base.side = name;
+    if (const auto m = side->find("math"); m != side->end() && m->is_object())
+      if (const auto summary = m->find("summary"); summary != m->end() && summary->is_string())
+        base.math = summary->get<std::string>();
+    if (const auto e = side->find("error"); e != side->end()) {
+      base.failed = true;
+      base.error = e->is_string() ? e->get<std::string>() : "";
+      out.push_back(base);
+      continue;
+    }
+    const auto rows = side->find("rows");
+    if (rows == side->end() || !rows->is_array()) continue;
+    for (const nlohmann::json& r : *rows) {
+      if (!r.is_object()) continue;
+      ProbeRow row = base;
+      if (const auto t = r.find("threads"); t != r.end() && t->is_number_integer()) row.threads = t->get<int>();
+      row.gemm_fp32_gflops = number(r, "gemm_fp32_gflops");
+      row.gemm_bf16_gflops = number(r, "gemm_bf16_gflops");
+      row.stream_gbs = number(r, "stream_gbs");
+      out.push_back(row);
+    }
+  }
+  return out;
+}
+
+std::optional<PeakEstimate> probe_peak(const nlohmann::json& probes) {
+  const auto peak = probes.is_object() ? probes.find("peak") : probes.end();
+  if (!probes.is_object() || peak == probes.end() || !peak->is_object()) return std::nullopt;
+  auto number = [&](const char* key) {
+    const auto v = peak->find(key);
+    return v != peak->end() && v->is_number() ? v->get<double>() : 0.0;
+  };
+  PeakEstimate e;
+  e.fp32_gflops_per_core = number("fp32_gflops_per_core");
+  e.bf16_gflops_per_core = number("bf16_gflops_per_core");
+  if (const auto b = peak->find("basis"); b != peak->end() && b->is_string()) e.basis = b->get<std::string>();
+  return e;
+}
+
 std::string render_probes(const nlohmann::json& probes) {
   std::string out;
   if (!probes.is_object()) return out;
@@ -290,10 +340,9 @@ std::string render_probes(const nlohmann::json& probes) {
          std::to_string(probes.value("stream_mib", kProbeStreamMiB)) + " MiB arrays; best of repetitions):\n";
   side_line("ours", probes.value("ours", nlohmann::json()));
   side_line("twin", probes.value("twin", nlohmann::json()));
-  if (const nlohmann::json peak = probes.value("peak", nlohmann::json()); peak.is_object())
-    out += "  CPU peak estimate per core: fp32 " + fixed(peak.value("fp32_gflops_per_core", 0.0)) +
-           " GFLOP/s, bf16 " + fixed(peak.value("bf16_gflops_per_core", 0.0)) + " GFLOP/s (" +
-           peak.value("basis", std::string()) + ")\n";
+  if (const std::optional<PeakEstimate> peak = probe_peak(probes))
+    out += "  CPU peak estimate per core: fp32 " + fixed(peak->fp32_gflops_per_core) + " GFLOP/s, bf16 " +
+           fixed(peak->bf16_gflops_per_core) + " GFLOP/s (" + peak->basis + ")\n";
   return out;
 }
 

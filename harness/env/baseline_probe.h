@@ -12,6 +12,7 @@
 //    gemm_bf16_gflops, stream_gbs}, ...] (threads null on a GPU).
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,25 @@ nlohmann::json cpu_peak_estimate(const nlohmann::json& host);
 // figure is under a third of the other's, or whose one-thread fp32 GEMM is under 15% of
 // the CPU's estimated per-core peak.
 std::vector<std::string> probe_warnings(const nlohmann::json& probes);
+
+// A probes object's figures for a table, read leniently (a value of another type reads as
+// absent): one row per side and thread count, or one per side whose probe failed.
+struct ProbeRow {
+  std::string side;     // "ours" | "twin"
+  bool failed = false;  // the side's probe failed (no figures then): `error` says why
+  std::string error;
+  std::optional<int> threads;  // null: on the device
+  std::optional<double> gemm_fp32_gflops, gemm_bf16_gflops, stream_gbs;
+  std::string math = "-";  // the side's math libraries (math.summary)
+};
+std::vector<ProbeRow> probe_rows(const nlohmann::json& probes);
+
+// The CPU's peak estimate a probes object holds (cpu_peak_estimate), if any.
+struct PeakEstimate {
+  double fp32_gflops_per_core = 0, bf16_gflops_per_core = 0;
+  std::string basis;
+};
+std::optional<PeakEstimate> probe_peak(const nlohmann::json& probes);
 
 // One line per side for `env` and the run's header: "ours: fp32 GEMM 95 / 180 GFLOP/s,
 // bf16 ..., stream ... GB/s (1 / 2 threads)".

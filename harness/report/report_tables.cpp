@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "harness/env/baseline_probe.h"
 #include "harness/report/number_format.h"
 
 namespace noeira {
@@ -120,39 +121,25 @@ ReportTable context_table(const ReportData& d) {
 ReportTable probe_table(const ReportData& d) {
   ReportTable t;
   t.title = "Baseline probes (best of repetitions, before timing; warnings above)";
-  auto num = [](const nlohmann::json& row, const char* key) {
-    const auto v = row.find(key);
-    return v != row.end() && v->is_number() ? format_number("%.1f", v->get<double>()) : std::string("-");
-  };
+  auto num = [](const std::optional<double>& v) { return v ? format_number("%.1f", *v) : std::string("-"); };
   for (const ReportContext& c : d.contexts) {
     if (!c.probes) continue;
-    const nlohmann::json& probes = *c.probes;
     if (t.rows.empty()) {
       t.rows.push_back({"file", "side", "threads", "fp32 GEMM GFLOP/s", "bf16 GEMM GFLOP/s", "stream GB/s",
                         "math"});
       t.right_aligned = {false, false, true, true, true, true, false};
     }
-    for (const char* side : {"ours", "twin"}) {
-      const nlohmann::json s = probes.value(side, nlohmann::json());
-      if (!s.is_object()) continue;
-      const std::string math =
-          s.contains("math") && s["math"].is_object() ? s["math"].value("summary", std::string("-")) : "-";
-      if (s.contains("error")) {
-        t.rows.push_back({c.source, side, "-", "-", "-", "-", "probe failed: " + s.value("error", std::string())});
-        continue;
-      }
-      for (const nlohmann::json& r : s.value("rows", nlohmann::json::array())) {
-        if (!r.is_object()) continue;
-        const nlohmann::json th = r.value("threads", nlohmann::json());
-        t.rows.push_back({c.source, side, th.is_number_integer() ? std::to_string(th.get<int>()) : "device",
-                          num(r, "gemm_fp32_gflops"), num(r, "gemm_bf16_gflops"), num(r, "stream_gbs"), math});
-      }
+    for (const ProbeRow& r : probe_rows(*c.probes)) {
+      if (r.failed)
+        t.rows.push_back({c.source, r.side, "-", "-", "-", "-", "probe failed: " + r.error});
+      else
+        t.rows.push_back({c.source, r.side, r.threads ? std::to_string(*r.threads) : "device",
+                          num(r.gemm_fp32_gflops), num(r.gemm_bf16_gflops), num(r.stream_gbs), r.math});
     }
-    if (const nlohmann::json peak = probes.value("peak", nlohmann::json()); peak.is_object())
+    if (const std::optional<PeakEstimate> peak = probe_peak(*c.probes))
       t.footnotes.push_back((d.contexts.size() > 1 ? c.source + ": " : "") + "CPU peak estimate per core: fp32 " +
-                            format_number("%.1f", peak.value("fp32_gflops_per_core", 0.0)) + ", bf16 " +
-                            format_number("%.1f", peak.value("bf16_gflops_per_core", 0.0)) + " GFLOP/s (" +
-                            peak.value("basis", std::string()) + ")");
+                            format_number("%.1f", peak->fp32_gflops_per_core) + ", bf16 " +
+                            format_number("%.1f", peak->bf16_gflops_per_core) + " GFLOP/s (" + peak->basis + ")");
   }
   return t;
 }
