@@ -105,17 +105,17 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
     d.contexts.push_back(context_of(f));
     const ConfigRecord& config = f.results.config;
     for (const BenchmarkRecord& b : f.results.benchmarks) {
-      ReportRow row;
-      row.model = b.model;
-      row.dataset = b.dataset;
-      row.target = config.target;
-      row.dtype = config.dtype;
-      row.source = f.path;
-      row.label = row.model + " (" + row.target + ", " + row.dtype + ")";
-      row.parity = b.parity;
-      row.seed_agreement = b.seed_agreement;
-      row.flops_per_step = b.flops_per_step;
-      row.peak_flops = b.peak_flops;
+      ReportRow row{.label = b.model + " (" + config.target + ", " + config.dtype + ")",
+                    .model = b.model,
+                    .dataset = b.dataset,
+                    .target = config.target,
+                    .dtype = config.dtype,
+                    .source = f.path,
+                    .cells = {},
+                    .parity = b.parity,
+                    .seed_agreement = b.seed_agreement,
+                    .flops_per_step = b.flops_per_step,
+                    .peak_flops = b.peak_flops};
       for (const VariantRecord& v : b.variants) {
         ReportCell c = cell_of(v);
         if (c.state == ReportCell::State::kMeasured) timers.insert(c.timer);
@@ -146,21 +146,24 @@ std::vector<std::string> partial_lines(const ReportData& d) {
   return lines;
 }
 
-std::string step_time_text(const ReportCell& c, bool mark_timer) {
+namespace {
+
+// What a cell that holds no figures shows, in any table: "-", "n/a", "failed", "pending".
+std::optional<std::string> state_text(const ReportCell& c) {
   switch (c.state) {
-    case ReportCell::State::kAbsent:
-      return "-";
-    case ReportCell::State::kUnavailable:
-      return "n/a";
-    case ReportCell::State::kFailed:
-      return "failed";
-    case ReportCell::State::kPending:
-      return "pending";
-    case ReportCell::State::kNoTimer:
-      return "not timed";
-    case ReportCell::State::kMeasured:
-      break;
+    case ReportCell::State::kAbsent: return "-";
+    case ReportCell::State::kUnavailable: return "n/a";
+    case ReportCell::State::kFailed: return "failed";
+    case ReportCell::State::kPending: return "pending";
+    default: return std::nullopt;
   }
+}
+
+}  // namespace
+
+std::string step_time_text(const ReportCell& c, bool mark_timer) {
+  if (const std::optional<std::string> s = state_text(c)) return *s;
+  if (c.state == ReportCell::State::kNoTimer) return "not timed";
   std::string s = format_ms(c.median_ms);
   if (mark_timer) s += std::string(" (") + c.timer[0] + ")";
   if (c.pending_seeds > 0)
@@ -170,18 +173,7 @@ std::string step_time_text(const ReportCell& c, bool mark_timer) {
 }
 
 std::string top1_text(const ReportCell& c) {
-  switch (c.state) {
-    case ReportCell::State::kAbsent:
-      return "-";
-    case ReportCell::State::kUnavailable:
-      return "n/a";
-    case ReportCell::State::kFailed:
-      return "failed";
-    case ReportCell::State::kPending:
-      return "pending";
-    default:
-      break;
-  }
+  if (const std::optional<std::string> s = state_text(c)) return *s;
   if (!c.top1 || !c.top1->mean) return "n/a";
   std::string s = format_number("%.2f", *c.top1->mean);
   if (c.top1->std && c.top1->n > 1) s += " ± " + format_number("%.2f", *c.top1->std);

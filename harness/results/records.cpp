@@ -5,12 +5,8 @@
 namespace noeira {
 
 const char* timer_name(TimerKind t) {
-  switch (t) {
-    case TimerKind::kWall: return "wall";
-    case TimerKind::kDevice: return "device";
-    case TimerKind::kEvent: return "event";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"wall", "device", "event"};  // TimerKind's order
+  return kNames[static_cast<int>(t)];
 }
 
 std::optional<TimerKind> parse_timer(std::string_view name) {

@@ -1,7 +1,8 @@
 // The results file as typed records (results/SCHEMA.md): what `run` and the twin's runs
 // fill in, what report, compare, suite and the run table read. They are converted to and
-// from JSON in results/records_json.cpp and nowhere else (as Google Benchmark's Run and
-// its reporters), so each key and its type are written once; the JSON written is the
+// from JSON in results/records_json.cpp (the measurements) and results/context_json.cpp
+// (the file's frame) and nowhere else, as Google Benchmark keeps its Run apart from its
+// reporters: each key and its type are written once, and the JSON written is the
 // schema's, key for key.
 //
 // Readers take records from a validated file (results/results.h: read_results_record):
@@ -271,21 +272,16 @@ DeviceRecord device_record(const nlohmann::json& device);
 
 // JSON conversion (nlohmann's to_json/from_json, found by argument-dependent lookup, so
 // `nlohmann::json j = run;` and `j.get<RunRecord>()` work). from_json expects JSON that
-// validate_results accepted, or a record this file wrote.
+// validate_results accepted, or a record these files wrote.
 void to_json(nlohmann::json& j, const ClockReading& r);
-void to_json(nlohmann::json& j, const TimerStats& s);
-void to_json(nlohmann::json& j, const TimerRecord& t);
 void to_json(nlohmann::json& j, const CuptiOverhead& o);
 void to_json(nlohmann::json& j, const RunRecord& r);
 void from_json(const nlohmann::json& j, RunRecord& r);
 void to_json(nlohmann::json& j, const VariantSummary& s);
 void to_json(nlohmann::json& j, const VariantRecord& v);
 void from_json(const nlohmann::json& j, VariantRecord& v);
-void to_json(nlohmann::json& j, const ParityRecord& p);
-void to_json(nlohmann::json& j, const SeedAgreementRecord& s);
 void to_json(nlohmann::json& j, const BenchmarkRecord& b);
 void from_json(const nlohmann::json& j, BenchmarkRecord& b);
-void to_json(nlohmann::json& j, const ContextRecord& c);
 void to_json(nlohmann::json& j, const ResultsRecord& r);
 void from_json(const nlohmann::json& j, ResultsRecord& r);
 

@@ -1,41 +1,35 @@
-// The records of harness/results/records.h to and from JSON: the one place that knows
-// the results file's keys (results/SCHEMA.md). Objects are std::map-backed, so keys come
-// out sorted whatever the order they are set in here.
-#include <cmath>
-
+// The records of harness/results/records.h to and from JSON, the measurements: runs,
+// variants, benchmarks (the file's frame: results/context_json.cpp). These two files are
+// the one place that knows the results file's keys (results/SCHEMA.md). Objects are
+// std::map-backed, so keys come out sorted whatever the order they are set in here.
+#include "harness/results/json_fields.h"
 #include "harness/results/records.h"
 
 namespace noeira {
 
-using nlohmann::json;
+using namespace json_fields;
 
 namespace {
 
 // ---- Writing ----
 
-// NaN and infinities cannot be written in JSON: null, as the schema says.
-json number_or_null(const Nullable<double>& v) {
-  return v && std::isfinite(*v) ? json(*v) : json(nullptr);
-}
-
-json string_or_null(const Nullable<std::string>& s) { return s ? json(*s) : json(nullptr); }
-
-json numbers_or_nulls(const std::vector<Nullable<double>>& values) {
-  json a = json::array();
-  for (const Nullable<double>& v : values) a.push_back(number_or_null(v));
-  return a;
-}
-
-json stats_json(const TimerStats& s) {
+json timer_json(const TimerStats& s) {
   return {{"median_ms", s.median_ms}, {"q1_ms", s.q1_ms}, {"q3_ms", s.q3_ms},
           {"cv", number_or_null(s.cv)}, {"n", s.n}};
+}
+
+json timer_json(const TimerRecord& t) {
+  json j = timer_json(t.stats);
+  j["samples_ms"] = t.samples_ms;
+  if (t.sum_samples_ms) j["sum_samples_ms"] = *t.sum_samples_ms;
+  return j;
 }
 
 template <class T>
 json timers_json(const TimerSet<T>& t) {
   json out = json::object();
   for (TimerKind k : {TimerKind::kWall, TimerKind::kDevice, TimerKind::kEvent})
-    out[timer_name(k)] = t[k] ? json(*t[k]) : json(nullptr);
+    out[timer_name(k)] = t[k] ? timer_json(*t[k]) : json(nullptr);
   return out;
 }
 
@@ -60,50 +54,23 @@ json twin_impl_json(const TwinImpl& t) {
   return out;
 }
 
-// ---- Reading: validated fields as they are, the rest leniently ----
-
-// obj[key] when present and not null, else nullptr.
-const json* field(const json& obj, std::string_view key) {
-  if (!obj.is_object()) return nullptr;
-  const auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
+json parity_json(const ParityRecord& p) {
+  json j = {{"steps", p.steps}, {"max_rel_dev", number_or_null(p.max_rel_dev)}, {"bound", p.bound},
+            {"ours", numbers_or_nulls(p.ours)}, {"twin", numbers_or_nulls(p.twin)}, {"passed", p.passed}};
+  if (p.early) {
+    j["early_steps"] = p.early->steps;
+    j["early_max_rel_dev"] = number_or_null(p.early->max_rel_dev);
+    j["early_bound"] = p.early->bound;
+  }
+  return j;
 }
 
-Nullable<double> number(const json& obj, std::string_view key) {
-  const json* v = field(obj, key);
-  return v && v->is_number() ? Nullable<double>(v->get<double>()) : std::nullopt;
+json seed_agreement_json(const SeedAgreementRecord& s) {
+  return {{"test", s.test}, {"statistic", s.statistic}, {"p_value", s.p_value}, {"agree", s.agree},
+          {"note", s.note}};
 }
 
-Optional<int64_t> integer(const json& obj, std::string_view key) {
-  const json* v = field(obj, key);
-  return v && v->is_number_integer() ? Optional<int64_t>(v->get<int64_t>()) : std::nullopt;
-}
-
-Nullable<std::string> string(const json& obj, std::string_view key) {
-  const json* v = field(obj, key);
-  return v && v->is_string() ? Nullable<std::string>(v->get<std::string>()) : std::nullopt;
-}
-
-// A value as a label: a string as it is, another value as JSON text, "" when absent.
-std::string text(const json& obj, std::string_view key) {
-  const json* v = field(obj, key);
-  return !v ? "" : v->is_string() ? v->get<std::string>() : v->dump();
-}
-
-std::vector<double> numbers(const json& a) {
-  std::vector<double> out;
-  if (a.is_array())
-    for (const json& x : a)
-      if (x.is_number()) out.push_back(x.get<double>());
-  return out;
-}
-
-std::vector<Nullable<double>> numbers_or_nulls(const json& a) {
-  std::vector<Nullable<double>> out;
-  if (a.is_array())
-    for (const json& x : a) out.push_back(x.is_number() ? Nullable<double>(x.get<double>()) : std::nullopt);
-  return out;
-}
+// ---- Reading ----
 
 TimerStats stats_from(const json& t) {
   return {t.at("median_ms").get<double>(), t.at("q1_ms").get<double>(), t.at("q3_ms").get<double>(),
@@ -175,67 +142,7 @@ SeedAgreementRecord seed_agreement_from(const json& s) {
 
 PeakFlops peak_from(const json& p) { return {number(p, "fp32"), number(p, "bf16"), text(p, "device")}; }
 
-TwinContext twin_context_from(const json& t) {
-  return {t.at("python").get<std::string>(), string(t, "torch_version"), t.at("available").get<bool>(),
-          string(t, "reason")};
-}
-
-ContextRecord context_from(const json& c) {
-  ContextRecord r;
-  r.command_line = c.at("command_line").get<std::string>();
-  r.git_sha = c.at("git_sha").get<std::string>();
-  r.git_dirty = c.at("git_dirty").get<bool>();
-  r.host = host_record(c.at("host"));
-  r.build = build_record(c.at("build"));
-  r.device = device_record(c.at("device"));
-  r.twin = twin_context_from(c.at("twin"));
-  if (const json* p = field(c, "probes"); p && p->is_object()) r.probes = *p;
-  if (const json* w = field(c, "warnings"); w && w->is_array()) {
-    r.warnings.emplace();
-    for (const json& line : *w)
-      if (line.is_string()) r.warnings->push_back(line.get<std::string>());
-  }
-  return r;
-}
-
-ConfigRecord config_from(const json& c) {
-  const json& s = c.at("stopping");
-  return {c.at("target").get<std::string>(), c.at("dtype").get<std::string>(),
-          c.at("seeds").get<std::vector<uint64_t>>(), c.at("steps").get<int64_t>(),
-          c.at("warmup").get<int64_t>(), c.at("threads").get<int64_t>(), c.at("quick").get<bool>(),
-          {s.at("min_samples").get<int64_t>(), s.at("max_rel_noise").get<double>(),
-           s.at("max_seconds").get<double>()}};
-}
-
 }  // namespace
-
-HostRecord host_record(const json& host) {
-  return {text(host, "cpu_model"), text(host, "os"), integer(host, "cores").value_or(0), host};
-}
-
-BuildRecord build_record(const json& build) {
-  BuildRecord r;
-  r.recorded = build;
-  r.git_sha = text(build, "git_sha");
-  if (const json* dirty = field(build, "git_dirty"); dirty && dirty->is_boolean()) r.git_dirty = dirty->get<bool>();
-  if (const json* ob = field(build, "openblas"); ob && ob->is_object()) {
-    r.has_openblas = true;
-    r.openblas_core = text(*ob, "core");
-  }
-  if (const json* dn = field(build, "onednn"); dn && dn->is_object()) {
-    r.has_onednn = true;
-    r.onednn_version = text(*dn, "version");
-    r.onednn_isa = text(*dn, "isa");
-  }
-  return r;
-}
-
-DeviceRecord device_record(const json& device) {
-  const json* available = field(device, "available");
-  return {available && available->is_boolean() && available->get<bool>(),
-          text(device, "name"), text(device, "reason"), text(device, "sm"),
-          text(device, "driver"), text(device, "runtime"), device};
-}
 
 void to_json(json& j, const ClockReading& r) {
   if (!r.available) {
@@ -246,13 +153,6 @@ void to_json(json& j, const ClockReading& r) {
        {"reasons", r.reasons}, {"active", r.active}};
 }
 
-void to_json(json& j, const TimerStats& s) { j = stats_json(s); }
-
-void to_json(json& j, const TimerRecord& t) {
-  j = stats_json(t.stats);
-  j["samples_ms"] = t.samples_ms;
-  if (t.sum_samples_ms) j["sum_samples_ms"] = *t.sum_samples_ms;
-}
 
 void to_json(json& j, const CuptiOverhead& o) {
   j = overhead_stats_json(o.stats);
@@ -333,20 +233,7 @@ void from_json(const json& j, VariantRecord& v) {
                              text(*c, "warning")};
 }
 
-void to_json(json& j, const ParityRecord& p) {
-  j = {{"steps", p.steps}, {"max_rel_dev", number_or_null(p.max_rel_dev)}, {"bound", p.bound},
-       {"ours", numbers_or_nulls(p.ours)}, {"twin", numbers_or_nulls(p.twin)}, {"passed", p.passed}};
-  if (p.early) {
-    j["early_steps"] = p.early->steps;
-    j["early_max_rel_dev"] = number_or_null(p.early->max_rel_dev);
-    j["early_bound"] = p.early->bound;
-  }
-}
 
-void to_json(json& j, const SeedAgreementRecord& s) {
-  j = {{"test", s.test}, {"statistic", s.statistic}, {"p_value", s.p_value}, {"agree", s.agree},
-       {"note", s.note}};
-}
 
 void to_json(json& j, const BenchmarkRecord& b) {
   j = {{"model", b.model},
@@ -354,8 +241,8 @@ void to_json(json& j, const BenchmarkRecord& b) {
        {"recipe", b.recipe},
        {"recipe_hash", b.recipe_hash},
        {"variants", b.variants},
-       {"parity", b.parity ? json(*b.parity) : json(nullptr)},
-       {"seed_agreement", b.seed_agreement ? json(*b.seed_agreement) : json(nullptr)}};
+       {"parity", b.parity ? parity_json(*b.parity) : json(nullptr)},
+       {"seed_agreement", b.seed_agreement ? seed_agreement_json(*b.seed_agreement) : json(nullptr)}};
   if (b.tokens_per_step) j["tokens_per_step"] = *b.tokens_per_step;
   if (b.flops_per_step) j["flops_per_step"] = *b.flops_per_step;
   if (b.peak_flops) {
@@ -376,56 +263,6 @@ void from_json(const json& j, BenchmarkRecord& b) {
   b.tokens_per_step = integer(j, "tokens_per_step");
   if (const auto f = number(j, "flops_per_step")) b.flops_per_step = *f;
   if (const json* p = field(j, "peak_flops"); p && p->is_object()) b.peak_flops = peak_from(*p);
-}
-
-void to_json(json& j, const ContextRecord& c) {
-  j = {{"command_line", c.command_line},
-       {"git_sha", c.git_sha},
-       {"git_dirty", c.git_dirty},
-       {"host", c.host.recorded},
-       {"build", c.build.recorded},
-       {"device", c.device.recorded},
-       {"twin",
-        {{"python", c.twin.python},
-         {"torch_version", string_or_null(c.twin.torch_version)},
-         {"available", c.twin.available},
-         {"reason", string_or_null(c.twin.reason)}}}};
-  if (c.probes) j["probes"] = *c.probes;
-  if (c.warnings) j["warnings"] = *c.warnings;
-}
-
-void to_json(json& j, const ResultsRecord& r) {
-  const StoppingRecord& s = r.config.stopping;
-  j = {{"schema_version", r.schema_version},
-       {"tool", r.tool},
-       {"tool_version", r.tool_version},
-       {"created_utc", r.created_utc},
-       {"context", r.context},
-       {"config",
-        {{"target", r.config.target},
-         {"dtype", r.config.dtype},
-         {"seeds", r.config.seeds},
-         {"steps", r.config.steps},
-         {"warmup", r.config.warmup},
-         {"threads", r.config.threads},
-         {"quick", r.config.quick},
-         {"stopping",
-          {{"min_samples", s.min_samples}, {"max_rel_noise", s.max_rel_noise}, {"max_seconds", s.max_seconds}}}}},
-       {"benchmarks", r.benchmarks}};
-  if (r.status) j["status"] = *r.status;
-  if (r.stopped_by) j["stopped_by"] = string_or_null(*r.stopped_by);
-}
-
-void from_json(const json& j, ResultsRecord& r) {
-  r.schema_version = j.at("schema_version").get<int64_t>();
-  r.tool = j.at("tool").get<std::string>();
-  r.tool_version = j.at("tool_version").get<std::string>();
-  r.created_utc = j.at("created_utc").get<std::string>();
-  r.context = context_from(j.at("context"));
-  r.config = config_from(j.at("config"));
-  r.benchmarks = j.at("benchmarks").get<std::vector<BenchmarkRecord>>();
-  r.status = string(j, "status");
-  if (j.contains("stopped_by")) r.stopped_by = string(j, "stopped_by");
 }
 
 }  // namespace noeira

@@ -4,6 +4,7 @@
 #include "harness/report/number_format.h"
 #include "harness/report/text_table.h"
 #include "harness/results/partial_results.h"
+#include "harness/run/variant.h"
 #include "harness/twin/parity.h"
 
 namespace noeira {
@@ -59,7 +60,7 @@ std::string render_run_table(const BenchmarkRecord& b, const std::string& target
   bool any_bf16 = false;
   for (const VariantRecord& v : b.variants) {
     if (v.name == "twin:eager" && v.ran()) ref = &v;
-    if (v.name == "eager" && v.ran()) ours = &v;
+    if (v.name == Variant{}.name() && v.ran()) ours = &v;
     if (!v.twin() && v.dtype == "bf16") any_bf16 = true;
   }
   // Language models: throughput from the most precise timer, and the model FLOP
