@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_EXPECT(noeira::validate_results(*results));
   // Every file read_results accepts reads as records (what compare and report use).
-  const auto record = noeira::read_results_record(file.path());
+  auto record = noeira::read_results_record(file.path());
   FUZZ_EXPECT(record);
   if (!record) return 0;
 

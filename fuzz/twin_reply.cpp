@@ -34,7 +34,7 @@ nlohmann::json results_template() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const nlohmann::json base = results_template();
   const std::string hint = " (log: twin.log)";
-  const std::string text = noeira::fuzz::text_of(noeira::fuzz::Bytes(data, size));
+  const std::string text(noeira::fuzz::text_of(noeira::fuzz::Bytes(data, size)));
   // The same bytes as a --probe reply: an error ending with the hint, or a probe object
   // that a results file (schema 2) records as context.probes.twin, and whose warnings and
   // text render.
