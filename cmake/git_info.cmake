@@ -1,6 +1,6 @@
 # Run on every build (target noeira_git_info, CMakeLists.txt): writes OUT, a C++ header
 # with the source tree's commit and dirty flag, and rewrites it only when one of them
-# changed, so a commit (or a clean tree turning dirty) recompiles harness/host_info.cpp
+# changed, so a commit (or a clean tree turning dirty) recompiles harness/env/host_info.cpp
 # and nothing else, without a reconfigure. Outside a git checkout, or without git, the
 # sha is "" and the tree counts as clean.
 #   cmake -DSOURCE_DIR=... -DGIT=... -DOUT=... -P git_info.cmake

@@ -9,11 +9,11 @@
 // inputs up to 256 KiB (a real results file is 35-140 KB).
 // libFuzzer flags: -max_len=262144 -malloc_limit_mb=128 -rss_limit_mb=1536 -timeout=20
 #include "fuzz/fuzz_support.h"
-#include "harness/compare_gate.h"
-#include "harness/report_data.h"
-#include "harness/report_html.h"
-#include "harness/report_markdown.h"
-#include "harness/results.h"
+#include "harness/gate/compare_gate.h"
+#include "harness/report/report_data.h"
+#include "harness/report/report_html.h"
+#include "harness/report/report_markdown.h"
+#include "harness/results/results.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const noeira::fuzz::MemFile file(noeira::fuzz::Bytes(data, size));
@@ -23,8 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_EXPECT(noeira::validate_results(*results));
+  // Every file read_results accepts reads as records (what compare and report use).
+  auto record = noeira::read_results_record(file.path());
+  FUZZ_EXPECT(record);
+  if (!record) return 0;
 
-  const noeira::ReportData report = noeira::build_report_data({{file.path().string(), *results}});
+  const noeira::ReportData report = noeira::build_report_data({{file.path().string(), *record}});
   FUZZ_EXPECT(report.rows.size() == results->at("benchmarks").size());
   for (const noeira::ReportRow& row : report.rows) {
     for (const auto& [variant, cell] : row.cells) {
@@ -39,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   noeira::GateOptions options;
   options.allow_missing = true;
-  auto gate = noeira::compare_results(*results, *results, options);
+  auto gate = noeira::compare_results(*record, *record, options);
   if (gate) FUZZ_EXPECT(gate->count(noeira::Verdict::kSlower) == 0 && gate->regressions() == 0);
   else FUZZ_EXPECT(!gate.error().message.empty());
   return 0;

@@ -1,6 +1,6 @@
-// The twin's reply on its stdout (reference/twin; harness/twin_reply.h): as a --probe
+// The twin's reply on its stdout (reference/twin; harness/twin/twin_reply.h): as a --probe
 // reply (parse_twin_probe_reply, then a results file holding it) and parse_twin_reply,
-// then, for a run that it accepts, what `run` makes of it: twin_run_json's run, a variant
+// then, for a run that it accepts, what `run` makes of it: twin_run's run, a variant
 // summarised over it, placed in a results file (fuzz/inputs/results-mlp.json, written by
 // the tool) that must still pass validate_results. Contract: a failure with its reason, or
 // a result whose run is a valid results run; never a crash, a hang or undefined behaviour.
@@ -10,11 +10,11 @@
 // libFuzzer flags: -max_len=65536 -malloc_limit_mb=64 -rss_limit_mb=1024 -timeout=10
 
 #include "fuzz/fuzz_support.h"
-#include "harness/baseline_probe.h"
-#include "harness/bench_runner.h"
-#include "harness/results.h"
-#include "harness/twin_reply.h"
-#include "harness/twin_runs.h"
+#include "harness/env/baseline_probe.h"
+#include "harness/results/summary.h"
+#include "harness/results/results.h"
+#include "harness/twin/twin_reply.h"
+#include "harness/twin/twin_runs.h"
 
 namespace {
 
@@ -62,11 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_EXPECT(o->result.is_object());
   if (!o->available) return 0;
 
-  nlohmann::json variant = noeira::new_variant("twin:eager", "torch", "fp32", "cpu");
-  variant["runs"].push_back(noeira::twin_run_json(o->result, 1));
-  variant["summary"] = noeira::summarize_runs(variant["runs"]);
+  noeira::VariantRecord variant = noeira::new_variant("twin:eager", "torch", "fp32", "cpu");
+  variant.runs.push_back(noeira::twin_run(o->reply, 1));
+  variant.summary = noeira::summarize_runs(variant.runs);
   nlohmann::json results = base;
-  results["benchmarks"][0]["variants"] = nlohmann::json::array({variant});
+  results["benchmarks"][0]["variants"] = nlohmann::json::array({nlohmann::json(variant)});
   const noeira::Status valid = noeira::validate_results(results);
   if (!valid) std::fprintf(stderr, "%s\n", valid.error().message.c_str());
   FUZZ_EXPECT(valid);

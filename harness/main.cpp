@@ -1,3 +1,3 @@
-#include "harness/cli.h"
+#include "harness/cli/cli.h"
 
 int main(int argc, char** argv) { return noeira::run_cli(argc, argv); }

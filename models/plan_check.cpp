@@ -1,5 +1,7 @@
 #include "models/plan_check.h"
 
+#include "models/family.h"
+
 namespace noeira {
 
 Result<MemoryPlan> plan_recipe_model(Module& model, const Recipe& recipe, Ops& ops) {
@@ -8,7 +10,7 @@ Result<MemoryPlan> plan_recipe_model(Module& model, const Recipe& recipe, Ops& o
   int64_t scratch = 0;
   size_t workspace = 0;
   double flops = 0;
-  const bool ids = recipe.family == "gpt";  // token ids in, (T) per sample
+  const bool ids = family_traits(recipe).language_model;  // token ids in, (T) per sample
   PlanContext pc{memory, params, recipe.batch, false, "", NoAMP,
                  ids ? DType::kI32 : DType::kF32, &scratch, &ops, &workspace, 0, &flops};
   try {

@@ -1,6 +1,7 @@
 #include "models/recipe_data.h"
 
 #include "datasets/catalog.h"
+#include "models/family.h"
 
 namespace noeira {
 
@@ -57,7 +58,7 @@ TensorDataset normalise(const ImageDataset& d, const Recipe& r, const std::vecto
 
 Result<DataSplit> load_recipe_data(const Recipe& recipe, const std::string& dataset_override,
                                    const DataSource& source) {
-  if (recipe.family == "gpt") {
+  if (family_traits(recipe).language_model) {
     const std::string name = dataset_override.empty() ? recipe.dataset : dataset_override;
     DataSplit d;
     if (name == "tinyshakespeare") {

@@ -1,5 +1,6 @@
 #include "models/trainer_factory.h"
 
+#include "models/family.h"
 #include "models/model_builder.h"
 
 namespace noeira {
@@ -11,7 +12,7 @@ DataSource make_data_source(const DataOptions& o) {
 }
 
 int64_t steps_per_epoch(const Recipe& recipe, const DataSplit& data, int ranks) {
-  if (recipe.family == "gpt") return recipe.gpt.eval_interval;
+  if (family_traits(recipe).language_model) return recipe.gpt.eval_interval;
   return epoch_steps(data.train.count, recipe.batch * ranks, recipe.drop_last);
 }
 
@@ -81,7 +82,7 @@ Result<std::unique_ptr<AutoregressiveTrainer>> make_lm_trainer(const Recipe& rec
 Result<std::unique_ptr<TrainerCore>> make_trainer(const Recipe& recipe, const DataSplit& data,
                                                   const TrainerOptions& o,
                                                   std::unique_ptr<GradientSync> sync) {
-  if (recipe.family == "gpt") {
+  if (family_traits(recipe).language_model) {
     Result<std::unique_ptr<AutoregressiveTrainer>> t = make_lm_trainer(recipe, data, o, std::move(sync));
     if (!t) return t.error();
     return std::unique_ptr<TrainerCore>(std::move(t).value());

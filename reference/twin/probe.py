@@ -1,4 +1,4 @@
-"""--probe: the baseline probe (harness/baseline_probe.h runs the same on our side).
+"""--probe: the baseline probe (harness/env/baseline_probe.h runs the same on our side).
 
 Before anything is timed, the same three kernels on the same shapes: an fp32 and a bf16
 GEMM (n x n x n, torch.mm into a preallocated output) and a streaming kernel (y = max(x,
@@ -111,7 +111,7 @@ def math_backends(torch):
 
 
 def run_probe(threads, device, torch):
-    """The probe object (rows + math), as harness/baseline_probe.h records it."""
+    """The probe object (rows + math), as harness/env/baseline_probe.h records it."""
     dev = torch.device(device)
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)

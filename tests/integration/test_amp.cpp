@@ -1,7 +1,7 @@
 // BF16Policy on the CPU: accuracy against fp32, activation memory, determinism.
 #include <catch2/catch.hpp>
 
-#include "harness/stats.h"
+#include "harness/run/stats.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/synthetic.h"
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare_gate.h"
-#include "harness/number_format.h"
-#include "harness/results.h"
-#include "harness/stats.h"
+#include "harness/gate/compare_gate.h"
+#include "harness/report/number_format.h"
+#include "harness/results/results.h"
+#include "harness/run/stats.h"
 #include "tests/support/chromium_check.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "tests/support/conv_fixture.h"
 #include "tests/support/parity_run.h"

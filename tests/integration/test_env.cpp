@@ -12,8 +12,8 @@
 #include <fstream>
 #include <string>
 
-#include "harness/host_info.h"
-#include "harness/results.h"
+#include "harness/env/host_info.h"
+#include "harness/results/results.h"
 #include "noeira_git_info.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"

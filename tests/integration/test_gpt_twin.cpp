@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "harness/results.h"
-#include "harness/twin_runs.h"
+#include "harness/results/results.h"
+#include "harness/twin/twin_runs.h"
 #include "tests/support/gpt_fixture.h"
 #include "tests/support/parity_run.h"
 #include "tests/support/run_binary.h"

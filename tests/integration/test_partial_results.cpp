@@ -8,7 +8,7 @@
 
 #include <fstream>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "nn/checkpoint.h"
 #include "tests/support/background_process.h"
 #include "tests/support/mnist_fixture.h"

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <sys/stat.h>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "tests/support/mnist_fixture.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/twin_guard.h"

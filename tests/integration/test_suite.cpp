@@ -1,4 +1,4 @@
-// `noeira-bench suite` (harness/suite_command.h) on two small models, CPU, one seed, no
+// `noeira-bench suite` (harness/suite/suite_runner.h) on two small models, CPU, one seed, no
 // twin: a straight run writes a results file per model and a report whose first table has
 // one row per model; a suite killed after its first model keeps that model's results and
 // `--resume` finishes it with the same model list, the first model's samples untouched.
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "tests/support/background_process.h"
 #include "tests/support/chromium_check.h"
 #include "tests/support/mnist_fixture.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/twin_guard.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "nn/checkpoint.h"
 #include "tests/support/conv_fixture.h"
 #include "tests/support/parity_run.h"

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/temp_dir.h"
 

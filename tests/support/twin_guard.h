@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "harness/twin.h"
+#include "harness/twin/twin.h"
 
 namespace noeira::test {
 

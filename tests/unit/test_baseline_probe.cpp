@@ -1,9 +1,9 @@
-// The baseline probe (harness/baseline_probe.h): which figures call for a warning, the
+// The baseline probe (harness/env/baseline_probe.h): which figures call for a warning, the
 // CPU peak estimate, our own probe's shape, and the results schema that records it.
 #include <catch2/catch.hpp>
 
-#include "harness/baseline_probe.h"
-#include "harness/results.h"
+#include "harness/env/baseline_probe.h"
+#include "harness/results/results.h"
 
 using namespace noeira;
 using nlohmann::json;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/common/batch_window.h"
-#include "harness/twin.h"
+#include "harness/twin/twin.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "models/install_root.h"
 #include "tests/support/run_binary.h"

@@ -3,33 +3,36 @@
 // files written before the field existed stay readable.
 #include <catch2/catch.hpp>
 
-#include "harness/bench_runner.h"
-#include "harness/results.h"
-#include "harness/run_table.h"
+#include "harness/results/results.h"
+#include "harness/results/summary.h"
+#include "harness/run/run_table.h"
 
 using namespace noeira;
 using nlohmann::json;
 
 namespace {
 
-json run_with(const std::vector<double>& wall, const json& overhead) {
-  json run = {{"seed", 0},
-              {"timers", {{"wall", timer_json(wall)}, {"device", timer_json({0.5, 0.5})},
-                          {"event", nullptr}}},
-              {"test_top1", 90.0},
-              {"test_loss", 0.3},
-              {"train_loss", 0.4},
-              {"losses", {0.5, 0.4}},
-              {"steps", 2}};
-  run["cupti_overhead"] = overhead;
+RunRecord run_with(const std::vector<double>& wall, const Nullable<CuptiOverhead>& overhead) {
+  RunRecord run;
+  run.seed = 0;
+  run.timers.wall = timer_record(wall);
+  run.timers.device = timer_record({0.5, 0.5});
+  run.test_top1 = 90.0;
+  run.test_loss = 0.3;
+  run.train_loss = 0.4;
+  run.losses = {0.5, 0.4};
+  run.steps = 2;
+  run.cupti_overhead = overhead;
   return run;
 }
 
+json as_json(const Nullable<CuptiOverhead>& o) { return o ? json(*o) : json(nullptr); }
+
 // A minimal valid results file holding one GPU variant with these runs.
-json results_with(const json& runs) {
-  json v = new_variant("eager", "noeira", "fp32", "gpu");
-  v["runs"] = runs;
-  v["summary"] = summarize_runs(runs);
+json results_with(const std::vector<RunRecord>& runs) {
+  VariantRecord v = new_variant("eager", "noeira", "fp32", "gpu");
+  v.runs = runs;
+  v.summary = summarize_runs(runs);
   return {{"schema_version", 1},
           {"tool", "noeira-bench"},
           {"tool_version", "0.1.0"},
@@ -70,33 +73,33 @@ json results_with(const json& runs) {
 
 TEST_CASE("cupti_overhead compares the traced pass's wall time with the untraced one",
           "[results]") {
-  const json o = cupti_overhead_json({11.0, 12.0, 13.0}, {10.0, 9.0, 11.0});
+  const json o = as_json(cupti_overhead({11.0, 12.0, 13.0}, {10.0, 9.0, 11.0}));
   REQUIRE(o.is_object());
   CHECK(o["wall_on_ms"] == 12.0);
   CHECK(o["wall_off_ms"] == 10.0);
   CHECK(o["ratio"].get<double>() == Approx(1.2));
   CHECK(o["samples_on_ms"] == json({11.0, 12.0, 13.0}));
-  CHECK(cupti_overhead_json({}, {1.0}).is_null());
-  CHECK(cupti_overhead_json({1.0}, {}).is_null());
-  CHECK(cupti_overhead_json({1.0}, {0.0})["ratio"].is_null());
+  CHECK(as_json(cupti_overhead({}, {1.0})).is_null());
+  CHECK(as_json(cupti_overhead({1.0}, {})).is_null());
+  CHECK(as_json(cupti_overhead({1.0}, {0.0}))["ratio"].is_null());
 }
 
 TEST_CASE("A variant's summary pools the CUPTI overhead of the runs that have one",
           "[results]") {
-  const json traced = run_with({10.0, 10.0}, cupti_overhead_json({12.0, 12.0}, {10.0, 10.0}));
-  const json untraced = run_with({20.0, 20.0}, nullptr);  // CUPTI unavailable for this one
-  const json s = summarize_runs(json::array({traced, untraced}));
+  const RunRecord traced = run_with({10.0, 10.0}, cupti_overhead({12.0, 12.0}, {10.0, 10.0}));
+  const RunRecord untraced = run_with({20.0, 20.0}, std::nullopt);  // CUPTI unavailable for this one
+  const json s = summarize_runs({traced, untraced});
   REQUIRE(s["cupti_overhead"].is_object());
   CHECK(s["cupti_overhead"]["wall_on_ms"] == 12.0);
   CHECK(s["cupti_overhead"]["wall_off_ms"] == 10.0);  // the untraced run is not pooled
   CHECK_FALSE(s["cupti_overhead"].contains("samples_on_ms"));
-  CHECK(summarize_runs(json::array({untraced}))["cupti_overhead"].is_null());
+  CHECK(json(summarize_runs({untraced}))["cupti_overhead"].is_null());
 }
 
 TEST_CASE("cupti_overhead is validated when present and optional for older files",
           "[results]") {
-  const json traced = run_with({10.0, 10.0}, cupti_overhead_json({12.0, 12.0}, {10.0, 10.0}));
-  json r = results_with(json::array({traced}));
+  const RunRecord traced = run_with({10.0, 10.0}, cupti_overhead({12.0, 12.0}, {10.0, 10.0}));
+  json r = results_with({traced});
   const Status ok = validate_results(r);
   INFO((ok.ok() ? "" : ok.error().message));
   CHECK(ok.ok());
@@ -122,13 +125,13 @@ TEST_CASE("cupti_overhead is validated when present and optional for older files
 }
 
 TEST_CASE("The run table states CUPTI's overhead next to the device timer", "[results]") {
-  const json traced = run_with({10.0, 10.0}, cupti_overhead_json({12.0, 12.0}, {10.0, 10.0}));
-  const json r = results_with(json::array({traced}));
-  const std::string table = render_run_table(r["benchmarks"][0], "gpu");
+  const RunRecord traced = run_with({10.0, 10.0}, cupti_overhead({12.0, 12.0}, {10.0, 10.0}));
+  const json r = results_with({traced});
+  const std::string table = render_run_table(r["benchmarks"][0].get<BenchmarkRecord>(), "gpu");
   INFO(table);
   CHECK_THAT(table, Catch::Contains("CUPTI overhead") && Catch::Contains("eager") &&
                         Catch::Contains("+20.0%"));
-  const json none = results_with(json::array({run_with({10.0, 10.0}, nullptr)}));
-  CHECK_THAT(render_run_table(none["benchmarks"][0], "gpu"),
+  const json none = results_with({run_with({10.0, 10.0}, std::nullopt)});
+  CHECK_THAT(render_run_table(none["benchmarks"][0].get<BenchmarkRecord>(), "gpu"),
              !Catch::Contains("CUPTI overhead"));
 }

@@ -1,8 +1,9 @@
-// NVML's clock readings around a variant (harness/gpu_clocks.h): when a warning is due,
+// NVML's clock readings around a variant (harness/env/gpu_clocks.h): when a warning is due,
 // and what a machine without the driver records.
 #include <catch2/catch.hpp>
 
-#include "harness/gpu_clocks.h"
+#include "harness/env/gpu_clocks.h"
+#include "harness/results/records.h"
 
 using namespace noeira;
 
@@ -33,10 +34,10 @@ TEST_CASE("clock warnings: throttling at either end, or an SM clock that moved b
   ClockReading none;
   none.why = "no NVML";
   CHECK(clock_warning(none, reading(1600, 0x40)).empty());
-  const nlohmann::json j = clocks_json(none);
+  const nlohmann::json j = none;
   CHECK(j["available"] == false);
   CHECK(j["why"] == "no NVML");
-  CHECK(clocks_json(reading(1980, 0x20, {"sw_thermal_slowdown"}))["active"][0] == "sw_thermal_slowdown");
+  CHECK(nlohmann::json(reading(1980, 0x20, {"sw_thermal_slowdown"}))["active"][0] == "sw_thermal_slowdown");
 }
 
 TEST_CASE("without an NVIDIA driver the reading says why", "[clocks]") {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/host_info.h"
+#include "harness/env/host_info.h"
 
 using namespace noeira;
 

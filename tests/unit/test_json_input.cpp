@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "harness/results.h"
+#include "harness/results/results.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "models/model_builder.h"
 #include "models/plan_check.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "harness/stats.h"
+#include "harness/run/stats.h"
 
 using namespace noeira;
 

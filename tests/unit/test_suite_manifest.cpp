@@ -1,11 +1,11 @@
-// The suite's manifest (harness/suite_manifest.h): what `suite` writes, `suite --resume`
+// The suite's manifest (harness/suite/suite_manifest.h): what `suite` writes, `suite --resume`
 // reads back as it was; a hand-edited one is refused with the field named, never cast
 // (seeds 2.5, 1e300) or used as a path (a model "../x" names the results file).
 #include <catch2/catch.hpp>
 
 #include <fstream>
 
-#include "harness/suite_manifest.h"
+#include "harness/suite/suite_manifest.h"
 #include "tests/support/temp_dir.h"
 
 using namespace noeira;

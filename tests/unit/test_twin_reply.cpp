@@ -1,13 +1,13 @@
-// The twin's reply (harness/twin_reply.h): whatever its stdout holds, a failure with its
+// The twin's reply (harness/twin/twin_reply.h): whatever its stdout holds, a failure with its
 // reason or a result every reader of it can use. Seen while writing fuzz/twin_reply.cpp:
 // a field of another type threw json's type_error in the harness, an event-timed reply
 // without wall_ms_per_step read a missing key of a const object, and losses holding
 // strings broke the results schema, so the whole results file was refused.
 #include <catch2/catch.hpp>
 
-#include "harness/results.h"
-#include "harness/twin_reply.h"
-#include "harness/twin_runs.h"
+#include "harness/results/results.h"
+#include "harness/twin/twin_reply.h"
+#include "harness/twin/twin_runs.h"
 
 using namespace noeira;
 using Catch::Matchers::Contains;
@@ -78,12 +78,12 @@ TEST_CASE("twin reply: a field of another type is a failed twin naming the field
   CHECK_THAT(failure(R"({"ok": true, "error": "both"})"), Contains("'error' comes with ok true"));
 }
 
-TEST_CASE("twin_run_json: any JSON gives a run of the results schema", "[twin][results]") {
+TEST_CASE("twin_run: any JSON gives a run of the results schema", "[twin][results]") {
   // An event-timed reply without wall_ms_per_step read a missing key of a const object.
   for (const char* text : {R"({"timer": "event", "step_times_ms": [1.0]})",
                            R"({"timer": 5, "losses": ["x", 1.0, null], "steps": 2.5})", "[]",
                            "null"}) {
-    const nlohmann::json run = twin_run_json(nlohmann::json::parse(text), 7);
+    const nlohmann::json run = twin_run(read_twin_reply(nlohmann::json::parse(text)), 7);
     CHECK(run.at("seed") == 7);
     CHECK(run.at("steps").is_number_integer());
     for (const auto& v : run.at("losses")) CHECK((v.is_number() || v.is_null()));

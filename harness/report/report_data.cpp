@@ -1,0 +1,207 @@
+#include "harness/report/report_data.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "harness/report/number_format.h"
+#include "harness/results/partial_results.h"
+
+namespace noeira {
+
+namespace {
+
+// Our variants, then the twin's modes: the column order of every table.
+constexpr std::array<std::string_view, 7> kVariantOrder = {
+    "eager", "graph", "bf16", "bf16+graph", "twin:eager", "twin:compiled", "twin:graphs"};
+
+ReportContext context_of(const LoadedResults& f) {
+  const ContextRecord& c = f.results.context;
+  ReportContext rc;
+  rc.source = f.path;
+  rc.created = f.results.created_utc;
+  rc.partial = partial_summary(f.results);
+  rc.host = c.host.cpu_model + " (" + std::to_string(c.host.cores) + " cores, " + c.host.os + ")";
+  const DeviceRecord& dev = c.device;
+  if (dev.available) {
+    rc.device = dev.name;
+    for (const auto& [key, value] : {std::pair{"sm", &dev.sm}, {"driver", &dev.driver}, {"runtime", &dev.runtime}})
+      if (!value->empty()) rc.device += std::string(", ") + key + " " + *value;
+  } else {
+    rc.device = "none (" + dev.reason + ")";
+  }
+  rc.git = c.git_sha.substr(0, 12);  // as `git log --oneline` abbreviates it
+  if (rc.git.empty()) rc.git = "unknown";
+  if (c.git_dirty) rc.git += " (dirty)";
+  rc.torch = c.twin.available ? "torch " + c.twin.torch_version.value_or("")
+                              : "twin unavailable (" + c.twin.reason.value_or("") + ")";
+  rc.command_line = c.command_line;
+  const BuildRecord& build = c.build;
+  if (build.has_openblas)
+    rc.cpu_kernels = "OpenBLAS " + build.openblas_core;
+  if (build.has_onednn)
+    rc.cpu_kernels += (rc.cpu_kernels.empty() ? "" : ", ") + std::string("oneDNN ") +
+                      build.onednn_version + " " + build.onednn_isa;
+  rc.warnings = c.warnings.value_or(std::vector<std::string>{});
+  rc.probes = c.probes;
+  return rc;
+}
+
+std::vector<double> losses_of(const VariantRecord& v) {
+  std::vector<double> out;
+  if (v.runs.empty()) return out;
+  for (const Nullable<double>& l : v.runs[0].losses)
+    out.push_back(l ? *l : std::numeric_limits<double>::quiet_NaN());
+  return out;
+}
+
+ReportCell cell_of(const VariantRecord& v) {
+  ReportCell c;
+  c.twin = v.twin();
+  c.dtype = v.dtype;
+  if (!v.available) {
+    c.state = ReportCell::State::kUnavailable;
+    c.reason = v.unavailable_reason.value_or("");
+    return c;
+  }
+  if (v.error && !v.error->empty()) {
+    c.state = ReportCell::State::kFailed;
+    c.reason = *v.error;
+    return c;
+  }
+  if (v.pending_seeds) c.pending_seeds = static_cast<int64_t>(v.pending_seeds->size());
+  c.seeds_done = static_cast<int64_t>(v.runs.size());
+  if (c.pending_seeds > 0 && c.seeds_done == 0) {
+    c.state = ReportCell::State::kPending;
+    return c;
+  }
+  c.losses = losses_of(v);
+  if (v.clocks) c.clock_warning = v.clocks->warning;
+  c.top1 = v.summary.test_top1;
+  c.loss = v.summary.test_loss;
+  const std::optional<TimerKind> timer = v.best_timer();
+  if (!timer) {
+    c.state = ReportCell::State::kNoTimer;
+    return c;
+  }
+  const TimerStats& t = *v.summary.timers[*timer];
+  c.timer = timer_name(*timer);
+  c.state = ReportCell::State::kMeasured;
+  c.median_ms = t.median_ms;
+  c.q1_ms = t.q1_ms;
+  c.q3_ms = t.q3_ms;
+  return c;
+}
+
+}  // namespace
+
+ReportData build_report_data(const std::vector<LoadedResults>& files) {
+  ReportData d;
+  std::set<std::string> names, timers;
+  for (const LoadedResults& f : files) {
+    d.contexts.push_back(context_of(f));
+    const ConfigRecord& config = f.results.config;
+    for (const BenchmarkRecord& b : f.results.benchmarks) {
+      ReportRow row{.label = b.model + " (" + config.target + ", " + config.dtype + ")",
+                    .model = b.model,
+                    .dataset = b.dataset,
+                    .target = config.target,
+                    .dtype = config.dtype,
+                    .source = f.path,
+                    .cells = {},
+                    .parity = b.parity,
+                    .seed_agreement = b.seed_agreement,
+                    .flops_per_step = b.flops_per_step,
+                    .peak_flops = b.peak_flops};
+      for (const VariantRecord& v : b.variants) {
+        ReportCell c = cell_of(v);
+        if (c.state == ReportCell::State::kMeasured) timers.insert(c.timer);
+        row.cells[v.name] = std::move(c);
+        names.insert(v.name);
+      }
+      d.rows.push_back(std::move(row));
+    }
+  }
+  // The same model/target/dtype from two files: tell the rows apart by file name.
+  std::map<std::string, int> uses;
+  for (const ReportRow& r : d.rows) ++uses[r.label];
+  for (ReportRow& r : d.rows)
+    if (uses[r.label] > 1)
+      r.label += " [" + std::filesystem::path(r.source).filename().string() + "]";
+  for (std::string_view known : kVariantOrder)
+    if (names.erase(std::string(known))) d.columns.emplace_back(known);
+  d.columns.insert(d.columns.end(), names.begin(), names.end());  // unknown names, sorted
+  for (TimerKind t : kTimersByPreference)
+    if (timers.count(timer_name(t))) d.timers.emplace_back(timer_name(t));
+  return d;
+}
+
+std::vector<std::string> partial_lines(const ReportData& d) {
+  std::vector<std::string> lines;
+  for (const ReportContext& c : d.contexts)
+    if (!c.partial.empty()) lines.push_back(c.source + ": " + c.partial);
+  return lines;
+}
+
+namespace {
+
+// What a cell that holds no figures shows, in any table: "-", "n/a", "failed", "pending".
+std::optional<std::string> state_text(const ReportCell& c) {
+  switch (c.state) {
+    case ReportCell::State::kAbsent: return "-";
+    case ReportCell::State::kUnavailable: return "n/a";
+    case ReportCell::State::kFailed: return "failed";
+    case ReportCell::State::kPending: return "pending";
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string step_time_text(const ReportCell& c, bool mark_timer) {
+  if (const std::optional<std::string> s = state_text(c)) return *s;
+  if (c.state == ReportCell::State::kNoTimer) return "not timed";
+  std::string s = format_ms(c.median_ms);
+  if (mark_timer) s += std::string(" (") + c.timer[0] + ")";
+  if (c.pending_seeds > 0)
+    s += " (" + std::to_string(c.seeds_done) + "/" + std::to_string(c.seeds_done + c.pending_seeds) +
+         " seeds)";
+  return s;
+}
+
+std::string top1_text(const ReportCell& c) {
+  if (const std::optional<std::string> s = state_text(c)) return *s;
+  if (!c.top1 || !c.top1->mean) return "n/a";
+  std::string s = format_number("%.2f", *c.top1->mean);
+  if (c.top1->std && c.top1->n > 1) s += " ± " + format_number("%.2f", *c.top1->std);
+  return s;
+}
+
+std::string parity_text(const ReportRow& r) {
+  if (!r.parity) return "";
+  const ParityRecord& p = *r.parity;
+  return "Parity (" + r.label + "): max relative loss deviation " +
+         format_number("%.2e", p.max_rel_dev.value_or(NAN)) + " over " + std::to_string(p.steps) +
+         " steps (bound " + format_number("%.0e", p.bound) + ")" +
+         (p.early && p.early->max_rel_dev
+              ? ", " + format_number("%.2e", *p.early->max_rel_dev) + " over the first " +
+                    std::to_string(p.early->steps) + " (bound " +
+                    format_number("%.0e", p.early->bound) + ")"
+              : "") +
+         ": " + (p.passed ? "passed" : "FAILED");
+}
+
+std::string seed_agreement_text(const ReportRow& r) {
+  if (!r.seed_agreement) return "";
+  const SeedAgreementRecord& s = *r.seed_agreement;
+  std::string line = "Seed agreement (" + r.label + "): " + s.test + " statistic " +
+                     format_number("%.4g", s.statistic) + ", p = " + format_p(s.p_value) + ": " +
+                     (s.agree ? "agree" : "DISAGREE");
+  if (!s.note.empty()) line += " (" + s.note + ")";
+  return line;
+}
+
+}  // namespace noeira

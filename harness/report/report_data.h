@@ -1,0 +1,73 @@
+// What a report shows, gathered from one or more results files: the tables' rows and
+// cells, the loss curves and the context. Markdown and HTML render this same data.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/results/records.h"
+
+namespace noeira {
+
+struct LoadedResults {
+  std::string path;
+  ResultsRecord results;  // from a validated file
+};
+
+struct ReportCell {
+  enum class State { kAbsent, kUnavailable, kFailed, kPending, kNoTimer, kMeasured };
+  State state = State::kAbsent;
+  std::string reason;  // why unavailable / the error
+  bool twin = false;
+  std::string dtype;  // the variant's precision, "fp32" | "bf16"
+  std::string timer;  // the summary timer shown: device, else event, else wall
+  double median_ms = 0, q1_ms = 0, q3_ms = 0;
+  Nullable<ScoreStats> top1, loss;  // over seeds
+  std::vector<double> losses;  // runs[0].losses; NaN where the loss was null
+  std::string clock_warning;   // NVML: ran throttled or at a changed clock (GPU), else ""
+  int64_t seeds_done = 0;      // runs recorded
+  int64_t pending_seeds = 0;   // a stopped run: seeds planned but not finished
+};
+
+struct ReportRow {
+  std::string label;  // "mlp (gpu, fp32)"
+  std::string model, dataset, target, dtype, source;
+  std::map<std::string, ReportCell> cells;  // by variant name
+  Nullable<ParityRecord> parity;
+  Nullable<SeedAgreementRecord> seed_agreement;
+  Optional<double> flops_per_step;  // of the benchmark, where recorded
+  Optional<PeakFlops> peak_flops;
+};
+
+struct ReportContext {
+  std::string source, created, host, device, git, torch, command_line;
+  std::string cpu_kernels;            // "oneDNN 2.6.3 avx512_core_bf16" (older files: "OpenBLAS Prescott, ..."); "" if unrecorded
+  std::vector<std::string> warnings;  // context.warnings (older files: none)
+  std::string partial;                // partial_summary: what a stopped run lacks; "" when complete
+  Optional<nlohmann::json> probes;    // context.probes (harness/env/baseline_probe.h); absent in older files
+};
+
+struct ReportData {
+  std::vector<ReportContext> contexts;  // one per file
+  std::vector<ReportRow> rows;          // one per benchmark, in file order
+  std::vector<std::string> columns;     // variant names present anywhere, table order
+  std::vector<std::string> timers;      // timers used by measured cells, by preference
+};
+
+ReportData build_report_data(const std::vector<LoadedResults>& files);
+
+// The cell's text in the step-time table: "1.234", "n/a", "failed", "pending" (a stopped
+// run did not get to it), "-" (not run); "1.234 (1/3 seeds)" when a stopped run finished only some.
+// `mark_timer` appends " (w)"/" (e)"/" (d)" when the table mixes timers.
+std::string step_time_text(const ReportCell& c, bool mark_timer);
+// The cell's text in the accuracy table: "97.81 ± 0.05", "n/a", "failed", "pending", "-".
+// Partial report banners: one line per partial file ("file: partial results (...)").
+std::vector<std::string> partial_lines(const ReportData& d);
+std::string top1_text(const ReportCell& c);
+// "Parity (mlp (gpu, fp32)): max relative deviation 3.1e-06 over 100 steps (bound 1e-04): passed"
+std::string parity_text(const ReportRow& r);
+std::string seed_agreement_text(const ReportRow& r);
+
+}  // namespace noeira

@@ -1,0 +1,156 @@
+#include "harness/report/report_tables.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "harness/env/baseline_probe.h"
+#include "harness/report/number_format.h"
+
+namespace noeira {
+
+namespace {
+
+// Cells that cannot show a number explain themselves in a numbered footnote; the same
+// explanation is numbered once.
+class Footnotes {
+ public:
+  std::string mark(const std::string& variant, const ReportCell& c) {
+    std::string what;
+    if (c.state == ReportCell::State::kUnavailable)
+      what = "unavailable: ";
+    else if (c.state == ReportCell::State::kFailed)
+      what = "failed: ";
+    else
+      return "";
+    const std::string note =
+        variant + " " + what + (c.reason.empty() ? "no reason given" : c.reason);
+    auto it = std::find(notes_.begin(), notes_.end(), note);
+    if (it == notes_.end()) it = notes_.insert(notes_.end(), note);
+    std::string marker = " ";
+    marker += number(static_cast<size_t>(it - notes_.begin()));
+    return marker;
+  }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < notes_.size(); ++i) out.push_back(number(i) + " " + notes_[i]);
+    return out;
+  }
+
+ private:
+  static std::string number(size_t index) {
+    std::string s = "[";  // appended, not "[" + ...: GCC 12 warns falsely (-Wrestrict)
+    s += std::to_string(index + 1);
+    s += "]";
+    return s;
+  }
+  std::vector<std::string> notes_;
+};
+
+ReportTable variant_table(const ReportData& d, std::string title,
+                          const std::function<std::string(const ReportCell&)>& text) {
+  ReportTable t;
+  t.title = std::move(title);
+  t.rows.push_back({"model"});
+  t.right_aligned.push_back(false);
+  for (const std::string& c : d.columns) {
+    t.rows[0].push_back(c);
+    t.right_aligned.push_back(true);
+  }
+  Footnotes notes;
+  for (const ReportRow& r : d.rows) {
+    std::vector<std::string> row = {r.label};
+    for (const std::string& c : d.columns) {
+      const auto it = r.cells.find(c);
+      if (it == r.cells.end()) {
+        row.push_back("-");
+        continue;
+      }
+      row.push_back(text(it->second) + notes.mark(c, it->second));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.footnotes = notes.lines();
+  return t;
+}
+
+std::string step_time_title(const ReportData& d) {
+  std::string title = "Step time: median ms per training step";
+  if (d.timers.empty()) return title + " (no timings)";
+  if (d.timers.size() == 1) return title + ", " + d.timers[0] + " timer";
+  return title + ", timer per cell: (d) device, (e) event, (w) wall";
+}
+
+}  // namespace
+
+ReportTable step_time_table(const ReportData& d) {
+  const bool mixed = d.timers.size() > 1;
+  ReportTable t = variant_table(d, step_time_title(d),
+                                [mixed](const ReportCell& c) { return step_time_text(c, mixed); });
+  t.footnotes.insert(t.footnotes.begin(),
+                     "Timers: wall = host clock over the steps; device = GPU activity recorded "
+                     "by CUPTI; event = CUDA events. Warm-up excluded; '-' = not run.");
+  // The GPU's clocks around each variant (NVML): a throttled or re-clocked one is flagged.
+  for (const ReportRow& r : d.rows)
+    for (const auto& [name, c] : r.cells)
+      if (!c.clock_warning.empty())
+        t.footnotes.push_back("WARNING " + r.label + " " + name + ": " + c.clock_warning);
+  return t;
+}
+
+ReportTable accuracy_table(const ReportData& d) {
+  ReportTable t = variant_table(d, "Test top-1 accuracy (%, mean ± std over seeds)", top1_text);
+  t.footnotes.clear();  // the step-time table already explains n/a and failed cells
+  return t;
+}
+
+ReportTable context_table(const ReportData& d) {
+  ReportTable t;
+  t.title = "Runs";
+  t.rows.push_back({"file", "created (UTC)", "host", "CPU kernels", "device", "git", "twin"});
+  t.right_aligned.assign(7, false);
+  for (const ReportContext& c : d.contexts) {
+    t.rows.push_back({c.source, c.created, c.host, c.cpu_kernels.empty() ? "-" : c.cpu_kernels,
+                      c.device, c.git, c.torch});
+    // Warnings about the machine (a library on a fallback kernel set) under the table.
+    for (const std::string& w : c.warnings)
+      t.footnotes.push_back("warning: " + (d.contexts.size() > 1 ? c.source + ": " : "") + w);
+  }
+  return t;
+}
+
+ReportTable probe_table(const ReportData& d) {
+  ReportTable t;
+  t.title = "Baseline probes (best of repetitions, before timing; warnings above)";
+  auto num = [](const std::optional<double>& v) { return v ? format_number("%.1f", *v) : std::string("-"); };
+  for (const ReportContext& c : d.contexts) {
+    if (!c.probes) continue;
+    if (t.rows.empty()) {
+      t.rows.push_back({"file", "side", "threads", "fp32 GEMM GFLOP/s", "bf16 GEMM GFLOP/s", "stream GB/s",
+                        "math"});
+      t.right_aligned = {false, false, true, true, true, true, false};
+    }
+    for (const ProbeRow& r : probe_rows(*c.probes)) {
+      if (r.failed)
+        t.rows.push_back({c.source, r.side, "-", "-", "-", "-", "probe failed: " + r.error});
+      else
+        t.rows.push_back({c.source, r.side, r.threads ? std::to_string(*r.threads) : "device",
+                          num(r.gemm_fp32_gflops), num(r.gemm_bf16_gflops), num(r.stream_gbs), r.math});
+    }
+    if (const std::optional<PeakEstimate> peak = probe_peak(*c.probes))
+      t.footnotes.push_back((d.contexts.size() > 1 ? c.source + ": " : "") + "CPU peak estimate per core: fp32 " +
+                            format_number("%.1f", peak->fp32_gflops_per_core) + ", bf16 " +
+                            format_number("%.1f", peak->bf16_gflops_per_core) + " GFLOP/s (" + peak->basis + ")");
+  }
+  return t;
+}
+
+std::vector<std::string> agreement_lines(const ReportData& d) {
+  std::vector<std::string> lines;
+  for (const ReportRow& r : d.rows) {
+    if (std::string p = parity_text(r); !p.empty()) lines.push_back(std::move(p));
+    if (std::string s = seed_agreement_text(r); !s.empty()) lines.push_back(std::move(s));
+  }
+  return lines;
+}
+
+}  // namespace noeira

@@ -1,0 +1,31 @@
+// The report's two comparison tables (step time, test top-1) with their footnotes,
+// shared by the markdown and HTML renderers.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/report/report_data.h"
+#include "harness/report/text_table.h"
+
+namespace noeira {
+
+struct ReportTable {
+  std::string title;
+  TableRows rows;  // header first: model, then one column per variant
+  std::vector<bool> right_aligned;
+  std::vector<std::string> footnotes;  // "[1] twin:graphs unavailable: ..."
+};
+
+// Median ms per training step; "n/a [k]" / "failed [k]" cells point at footnotes.
+ReportTable step_time_table(const ReportData& d);
+// Test top-1 %, mean ± std over seeds.
+ReportTable accuracy_table(const ReportData& d);
+// The context of each file, one row per file.
+ReportTable context_table(const ReportData& d);
+// The baseline probes of each file that has them (schema 2), one row per side and thread
+// count; no rows when none has.
+ReportTable probe_table(const ReportData& d);
+// Parity and seed-agreement lines of every row that has them.
+std::vector<std::string> agreement_lines(const ReportData& d);
+
+}  // namespace noeira

@@ -1,0 +1,24 @@
+// FLOPs for the throughput columns: the bounded CPU run of a GPU-sized recipe, how a count
+// reads, and the peak a known GPU reaches (model FLOP utilisation). A step's FLOPs come
+// from its family (models/family.h).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "models/family.h"
+
+namespace noeira {
+
+// Steps a CPU times of a recipe whose full run is a GPU job (more than ~20 TFLOP in all):
+// a few; otherwise the whole run.
+int64_t cpu_step_cap(const StepWork& w, int64_t recipe_steps);
+
+// "1.16 TFLOP", "3.97 GFLOP".
+std::string format_flops(double flops);
+
+// Dense peak FLOP/s of a GPU by its name (results' context.device.name) for "fp32" (no
+// TF32) or "bf16", or nothing when we do not know it.
+std::optional<double> peak_flops(const std::string& device_name, const std::string& dtype);
+
+}  // namespace noeira

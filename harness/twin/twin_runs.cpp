@@ -1,0 +1,115 @@
+#include "harness/twin/twin_runs.h"
+
+#include <cstdio>
+
+#include "datasets/cifar10.h"
+#include "datasets/mnist.h"
+#include "datasets/tinyshakespeare.h"
+#include "harness/env/gpu_clocks.h"
+#include "harness/run/interrupt.h"
+#include "harness/results/partial_results.h"
+#include "harness/results/summary.h"
+
+namespace noeira {
+
+std::filesystem::path twin_data_dir(const std::string& dataset, const DataSource& src) {
+  if (Result<MnistVariant> v = parse_mnist_variant(dataset)) {
+    Result<std::filesystem::path> p = locate(mnist_files(*v).train_images, src);
+    if (p) return p->parent_path().parent_path();
+  }
+  if (Result<Cifar10Variant> v = parse_cifar10_variant(dataset)) {
+    // <data>/cifar10/data_batch_1_first4000.bin, <data>/cifar10/cifar-10-batches-bin/
+    Result<std::filesystem::path> p = *v == Cifar10Variant::kSubset
+                                          ? locate(cifar10_subset_files().train, src)
+                                          : locate_cifar10_batches(cifar10_files(), src);
+    if (p) return p->parent_path().parent_path();
+  }
+  if (dataset == "tinyshakespeare") {
+    Result<std::filesystem::path> p = locate(tinyshakespeare_file(), src);
+    if (p) return p->parent_path().parent_path();
+  }
+  return src.data_dir ? *src.data_dir : default_cache_dir();
+}
+
+RunRecord twin_run(const TwinReply& t, uint64_t seed) {
+  RunRecord run;
+  run.seed = seed;
+  if (t.event_timer) {
+    run.timers.event = timer_record(t.step_times_ms);
+    // The twin's host clock covers the whole timed loop: one sample, per step.
+    if (t.wall_ms_per_step) run.timers.wall = timer_record({*t.wall_ms_per_step});
+  } else {
+    run.timers.wall = timer_record(t.step_times_ms);
+  }
+  run.test_top1 = t.test_top1;
+  run.test_loss = t.test_loss;
+  run.train_loss = t.train_loss_last_epoch;
+  run.losses = t.losses;
+  run.steps = t.steps.value_or(0);
+  // torch.compile's time (the first steps, inside the warm-up): apart from the step
+  // times, null in eager mode. How torch ran the step: the optimizer and attention
+  // kernels, and in the compiled modes what torch.compile made of it.
+  run.compile_seconds = t.compile_seconds;
+  run.twin_impl = t.impl;
+  return run;
+}
+
+VariantRecord plan_twin_mode(const TwinPlan& p, const std::string& mode) {
+  VariantRecord v = new_variant("twin:" + mode, "torch", p.dtype, p.target);
+  if (!p.unavailable.empty()) {
+    v.available = false;
+    v.unavailable_reason = p.unavailable;
+  } else {
+    plan_seeds(v, p.seeds);
+  }
+  return v;
+}
+
+void run_twin_mode(const TwinPlan& p, const std::string& mode, VariantRecord& v,
+                   const std::function<void()>& after_seed) {
+  const bool gpu = p.target == "gpu";
+  const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
+  for (uint64_t seed : p.seeds) {
+    if (!v.available || interrupt_requested()) break;
+    TwinRequest q;
+    q.python = p.python;
+    q.recipe = p.recipe;
+    q.data_dir = p.data_dir;
+    q.dataset = p.dataset;
+    q.device = p.device;
+    q.mode = mode;
+    q.dtype = p.dtype;
+    q.seed = seed;
+    q.epochs = p.epochs;
+    q.max_steps = p.total_steps;
+    q.warmup = p.warmup;
+    q.threads = p.threads;
+    q.timeout_seconds = p.timeout_seconds;
+    q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
+    std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
+    std::fflush(stderr);
+    const TwinOutcome o = run_twin(q);
+    if (interrupt_requested()) {  // stopped: this seed stays pending
+      std::fprintf(stderr, " stopped (%s)\n", interrupt_name().c_str());
+      break;
+    }
+    std::fprintf(stderr, " %s (%.1f s)\n",
+                 o.ok && o.available ? "done" : (o.ok ? "unavailable" : "failed"), o.seconds);
+    if (!o.ok) {
+      v.error = o.reason;  // one failure marks the variant; our results are untouched
+      drop_pending(v);
+      break;
+    }
+    if (!o.available) {
+      v.available = false;
+      v.unavailable_reason = o.reason;
+      drop_pending(v);
+      break;
+    }
+    record_run(v, twin_run(o.reply, seed));
+    if (after_seed) after_seed();
+  }
+  if (gpu) v.clocks = clocks_since(clocks_before, v.name);
+}
+
+}  // namespace noeira
