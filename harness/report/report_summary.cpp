@@ -75,7 +75,7 @@ ReportTable summary_table(const std::vector<SummaryEntry>& entries, const Report
       ratio_cell = cell_ratio_text(ratio);
       if (ratio.noisy) {
         t.footnotes.push_back(e.label + " ours / twin is noisy (" +
-                              (ratio.interval ? "interval +-" + format_number("%.0f%%", 100.0 * ratio.interval->half_width())
+                              (ratio.interval ? "interval " + interval_extent_text(*ratio.interval)
                                               : std::string("no interval")) +
                               "): " + ratio.reason);
       }

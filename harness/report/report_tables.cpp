@@ -125,7 +125,7 @@ ReportTable ratio_table(const ReportData& d) {
         if (ratio.noisy) {
           t.footnotes.push_back("[" + std::to_string(t.footnotes.size() + 1) + "] " + r.label + " " + c + " " +
                                 label + " noisy (" +
-                                (ratio.interval ? "interval +-" + format_number("%.0f%%", 100.0 * ratio.interval->half_width())
+                                (ratio.interval ? "interval " + interval_extent_text(*ratio.interval)
                                                 : std::string("no interval")) +
                                 "): " + ratio.reason);
           text += " [" + std::to_string(t.footnotes.size()) + "]";

@@ -126,6 +126,12 @@ std::string format_ratio_interval(const RatioInterval& r) {
   return num(r.ratio) + "x [" + num(r.lo) + "-" + num(r.hi) + "]";
 }
 
+std::string interval_extent_text(const RatioInterval& r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "-%.0f%%/+%.0f%%", 100.0 * (1.0 - r.lo / r.ratio), 100.0 * (r.hi / r.ratio - 1.0));
+  return buf;
+}
+
 std::string interval_method_note() {
   return "[lo-hi] = 95% bootstrap interval of the ratio of medians: blocks of ceil(sqrt(n)) "
          "consecutive steps resampled within each seed (step times are correlated), seeds "

@@ -60,6 +60,9 @@ std::optional<RatioInterval> ratio_interval(const std::vector<std::vector<double
 // when the ratio is below 0.1).
 std::string format_ratio_interval(const RatioInterval& r);
 
+// How far the interval reaches from the ratio, each way: "-14%/+295%".
+std::string interval_extent_text(const RatioInterval& r);
+
 // One sentence for the docs and the tables' footnotes on how the intervals were made.
 std::string interval_method_note();
 

@@ -46,7 +46,7 @@ std::string ratio_to(const VariantRecord& v, const VariantRecord* base, int64_t 
   if (!r) return "-";
   if (r->noisy)
     notes += "  " + v.name + " / " + base->name + ": noisy (" +
-             (r->interval ? "interval +-" + format_number("%.0f%%", 100.0 * r->interval->half_width())
+             (r->interval ? "interval " + interval_extent_text(*r->interval)
                           : std::string("no interval")) +
              "): " + r->reason + "\n";
   return ratio_text(*r) + " (" + timer_name(r->timer) + ")";
