@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/env/gpu_clocks.h"
+#include "harness/results/resource_records.h"
 
 namespace noeira {
 
@@ -100,6 +101,11 @@ struct RunRecord {
   Optional<std::string> note;               // ours: why a graph variant ran eagerly
   Optional<Nullable<double>> compile_seconds;  // the twin's: torch.compile, null in eager
   Optional<TwinImpl> twin_impl;                // the twin's
+  // Peak memory, time to the recipe's target, energy of the timed steps (both sides;
+  // harness/results/resource_records.h; absent in older files).
+  Optional<MemoryRecord> memory;
+  Optional<TimeToTargetRecord> time_to_target;
+  Optional<EnergyRecord> energy;
 };
 
 // ---- Variants ----

@@ -172,6 +172,10 @@ void to_json(json& j, const RunRecord& r) {
   if (r.note) j["note"] = *r.note;
   if (r.compile_seconds) j["compile_seconds"] = number_or_null(*r.compile_seconds);
   if (r.twin_impl) j["twin_impl"] = twin_impl_json(*r.twin_impl);
+  // Memory, time to target, energy (harness/results/resource_records.h).
+  if (r.memory) j["memory"] = memory_json(*r.memory);
+  if (r.time_to_target) j["time_to_target"] = time_to_target_json(*r.time_to_target);
+  if (r.energy) j["energy"] = energy_json(*r.energy);
 }
 
 void from_json(const json& j, RunRecord& r) {
@@ -193,6 +197,10 @@ void from_json(const json& j, RunRecord& r) {
   if (j.contains("compile_seconds") && (j.at("compile_seconds").is_null() || j.at("compile_seconds").is_number()))
     r.compile_seconds = number(j, "compile_seconds");
   if (const json* t = field(j, "twin_impl"); t && t->is_object()) r.twin_impl = twin_impl_from(*t);
+  // Memory, time to target, energy (harness/results/resource_records.h).
+  if (const json* m = field(j, "memory")) r.memory = memory_from(*m);
+  if (const json* t = field(j, "time_to_target")) r.time_to_target = time_to_target_from(*t);
+  if (const json* e = field(j, "energy")) r.energy = energy_from(*e);
 }
 
 void to_json(json& j, const VariantSummary& s) {
