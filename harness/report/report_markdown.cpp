@@ -1,5 +1,6 @@
 #include "harness/report/report_markdown.h"
 
+#include "harness/report/report_resources.h"
 #include "harness/report/report_tables.h"
 
 namespace noeira {
@@ -26,6 +27,7 @@ std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   if (const ReportTable probes = probe_table(d); !probes.rows.empty()) out += section(probes);
   out += section(step_time_table(d));
   out += section(accuracy_table(d));
+  if (const ReportTable r = resources_table(d); !r.rows.empty()) out += section(r);  // memory, time to target, energy
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {
     out += "## Agreement with the twin\n\n";

@@ -49,6 +49,9 @@ struct TwinRequest {
   int zero = 0;
   double timeout_seconds = 900;
   std::filesystem::path log;  // stderr goes here
+  // Time to target: --target-metric/--target-score when the metric is set.
+  std::string target_metric;
+  double target_score = 0;
 };
 
 // The fields of a training reply the harness reads (reference/twin, schema noeira-twin/1).
@@ -61,6 +64,10 @@ struct TwinReply {
   Optional<int64_t> steps;
   Nullable<double> compile_seconds;  // torch.compile's time; null in eager
   TwinImpl impl;
+  // Peak memory, time to target, energy (reference/twin/resources.py), when it sent them.
+  Optional<MemoryRecord> memory;
+  Optional<TimeToTargetRecord> time_to_target;
+  Optional<EnergyRecord> energy;
 };
 
 struct TwinOutcome {

@@ -104,6 +104,9 @@ TwinReply read_twin_reply(const json& t) {
   r.compile_seconds = number("compile_seconds");
   r.impl = {string("torch_version"), string("adam_impl"), string("attention_impl"),
             string("compile_impl"), integer("compiled_graphs"), integer("graph_breaks")};
+  if (const json* m = field("memory")) r.memory = memory_from(*m);
+  if (const json* t2 = field("time_to_target")) r.time_to_target = time_to_target_from(*t2);
+  if (const json* e = field("energy")) r.energy = energy_from(*e);
   return r;
 }
 

@@ -51,6 +51,10 @@ RunRecord twin_run(const TwinReply& t, uint64_t seed) {
   // kernels, and in the compiled modes what torch.compile made of it.
   run.compile_seconds = t.compile_seconds;
   run.twin_impl = t.impl;
+  // Its peak memory, time to target and energy, as it measured them (reference/twin/resources.py).
+  run.memory = t.memory;
+  run.time_to_target = t.time_to_target;
+  run.energy = t.energy;
   return run;
 }
 
@@ -85,6 +89,8 @@ void run_twin_mode(const TwinPlan& p, const std::string& mode, VariantRecord& v,
     q.warmup = p.warmup;
     q.threads = p.threads;
     q.timeout_seconds = p.timeout_seconds;
+    q.target_metric = p.target_metric;
+    q.target_score = p.target_score;
     q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
     std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
     std::fflush(stderr);
