@@ -20,7 +20,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
   cmd->add_option("--max-slowdown", o->max_slowdown,
                   "Largest tolerated slowdown of the median step time: 5% or 0.05")
       ->capture_default_str();
-  cmd->add_option("--alpha", o->alpha, "Significance level of the Mann-Whitney U test")
+  cmd->add_option("--alpha", o->alpha, "1 - the confidence of the ratio's bootstrap interval (0.05: 95%)")
       ->check(CLI::Range(1e-9, 0.5))
       ->capture_default_str();
   cmd->add_option("--timer", o->timer,

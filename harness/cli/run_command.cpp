@@ -48,6 +48,11 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
                                        "compare per-step losses (fp32, bound 1e-4)");
   cmd->add_option("--threads", o->threads, "CPU threads for us and the twin (default: all)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--order", o->order,
+                  "interleaved: ours and the twin's runs alternate seed by seed (each variant, "
+                  "then each twin mode, per seed); blocked: every seed of one variant, then the "
+                  "next (the old order)")
+      ->check(CLI::IsMember({"interleaved", "blocked"}))->capture_default_str();
   add_dataset_option(cmd, o->data.dataset);
   cmd->add_option("--data-dir", o->data.data_dir, "Directory holding <dataset>/ files");
   cmd->add_option("--min-samples", o->min_samples, "Stopping rule: minimum timed steps")

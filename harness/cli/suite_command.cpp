@@ -36,6 +36,10 @@ std::function<int()> add_suite_command(CLI::App& app) {
   cmd->add_option("--data-dir", o->data_dir, "Directory holding <dataset>/ files");
   cmd->add_option("--twin-timeout", o->twin_timeout, "Seconds before a twin run is killed")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--order", o->order,
+                  "Each run's order: interleaved (ours and the twin's alternate seed by seed) "
+                  "or blocked (the old order)")
+      ->check(CLI::IsMember({"interleaved", "blocked"}))->capture_default_str();
   cmd->add_option("--out-dir", o->out_dir,
                   "Directory for suite.json, the results, logs/ and report.{md,html} "
                   "(default noeira-suite-<target>)");

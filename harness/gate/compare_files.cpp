@@ -25,21 +25,26 @@ std::string describe_file(const std::string& path, const ResultsRecord& r) {
   return path + " (git " + sha + ", " + r.measured_on() + ", " + r.created_utc + ")";
 }
 
-std::string timing_table(const GateReport& g) {
-  TableRows rows = {
-      {"model", "variant", "timer", "base ms", "new ms", "ratio", "p-value", "verdict", "note"}};
+std::string timing_table(const GateReport& g, double confidence) {
+  const std::string interval_header = format_number("%.0f%% interval", 100.0 * confidence);
+  TableRows rows = {{"model", "variant", "timer", "base ms", "new ms", "ratio", interval_header,
+                     "p-value", "verdict", "note"}};
   for (const TimingComparison& t : g.timings) {
     if (!t.compared) {
-      rows.push_back({t.model, t.variant, "-", "-", "-", "-", "-", "SKIPPED", t.note});
+      rows.push_back({t.model, t.variant, "-", "-", "-", "-", "-", "-", "SKIPPED", t.note});
       continue;
     }
+    std::string interval = "-";
+    if (t.has_interval)
+      interval = "[" + format_number("%.3f", t.lo) + "-" + format_number("%.3f", t.hi) + "]" +
+                 (t.seeds_resampled ? "" : " b") + (t.noisy ? " noisy" : "");
     rows.push_back({t.model, t.variant, t.timer,
                     format_ms(t.base_median_ms) + " (n=" + std::to_string(t.base_n) + ")",
                     format_ms(t.new_median_ms) + " (n=" + std::to_string(t.new_n) + ")",
-                    format_number("%.3f", t.ratio), format_p(t.p), verdict_name(t.verdict),
+                    format_number("%.3f", t.ratio), interval, format_p(t.p), verdict_name(t.verdict),
                     t.note});
   }
-  return render_text_table(rows, {false, false, false, true, true, true, true, false, false});
+  return render_text_table(rows, {false, false, false, true, true, true, true, true, false, false});
 }
 
 std::string accuracy_table(const GateReport& g) {
@@ -120,9 +125,14 @@ int run_compare_files(const CompareOptions& o) {
   std::printf("noeira-bench compare\n  base: %s\n  new:  %s\n",
               describe_file(o.base_path, *base).c_str(), describe_file(o.new_path, *next).c_str());
   std::printf(
-      "  gate: SLOWER = Mann-Whitney U p < %.3g (two-sided, per-step samples pooled over "
-      "seeds) and new/base median > %.4g; times in ms per step\n\n",
-      gate.alpha, 1.0 + gate.max_slowdown);
+      "  gate: ratio = new / base median (per-step samples pooled over seeds); its %.0f%% "
+      "interval is a bootstrap of blocks of steps within seeds, and of seeds where both sides "
+      "have >= 3 (b: blocks only). SLOWER = the whole interval above %.4g, FASTER = below "
+      "%.4g, SAME = inside [%.4g, %.4g], AMBIGUOUS = straddling a bound; noisy = the "
+      "interval reaches more than 10%% from the ratio (docs/regression-gate.md). p-value: "
+      "Mann-Whitney U, for reference. Times in ms per step\n\n",
+      100.0 * (1.0 - gate.alpha), 1.0 + gate.max_slowdown, 1.0 - gate.max_slowdown,
+      1.0 - gate.max_slowdown, 1.0 + gate.max_slowdown);
   // A stopped run's file: its variants hold fewer seeds (or none) than planned.
   for (const auto& [path, r] : {std::pair{o.base_path, &*base}, std::pair{o.new_path, &*next}})
     if (const std::string p = partial_summary(*r); !p.empty())
@@ -137,7 +147,7 @@ int run_compare_files(const CompareOptions& o) {
       warned = true;
     }
   if (warned) std::printf("\n");
-  std::printf("%s", timing_table(*report).c_str());
+  std::printf("%s", timing_table(*report, 1.0 - gate.alpha).c_str());
   if (!report->accuracy.empty()) std::printf("\n%s", accuracy_table(*report).c_str());
   if (!report->missing.empty()) {
     std::printf("\nran in the base, not in the new file%s:\n",

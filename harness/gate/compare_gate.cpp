@@ -7,7 +7,9 @@
 #include <limits>
 #include <optional>
 
+#include "harness/run/ratio_interval.h"
 #include "harness/run/stats.h"
+#include "harness/run/variant_ratio.h"
 
 namespace noeira {
 
@@ -54,7 +56,7 @@ std::string percent(double fraction) {
 }
 
 TimingComparison compare_timing(const VariantRecord& base, const VariantRecord& next,
-                                TimingComparison c, const GateOptions& o) {
+                                TimingComparison c, const GateOptions& o, int64_t cores) {
   if (!base.ran()) {
     c.note = "base " + why_not_run(base);
     return c;
@@ -78,20 +80,39 @@ TimingComparison compare_timing(const VariantRecord& base, const VariantRecord& 
   c.base_median_ms = median(a);
   c.new_median_ms = median(b);
   c.ratio = c.new_median_ms / c.base_median_ms;
-  c.p = mann_whitney_u(a, b).p;
+  c.p = mann_whitney_u(a, b).p;  // shown beside the interval; the verdict uses the interval
   const double cv_a = coefficient_of_variation(a), cv_b = coefficient_of_variation(b);
   c.noise = std::isnan(cv_a) || std::isnan(cv_b) ? std::numeric_limits<double>::infinity()
                                                  : std::max(cv_a, cv_b);
-  c.verdict = timing_verdict(c.base_n, c.new_n, c.ratio, c.p, c.noise, o);
+  IntervalOptions io;
+  io.confidence = 1.0 - o.alpha;
+  io.min_samples = kMinSamplesForVerdict;
+  const std::optional<RatioInterval> interval =
+      ratio_interval(seed_samples(next, *timer), seed_samples(base, *timer), io);
+  if (interval) {
+    c.has_interval = true;
+    c.seeds_resampled = interval->seeds_resampled;
+    c.lo = interval->lo;
+    c.hi = interval->hi;
+    c.noisy = interval->wide();
+  } else {
+    c.noisy = true;
+  }
+  if (c.noisy) c.noisy_reason = noisy_reason(next, base, *timer, cores);
+  c.verdict = c.has_interval ? timing_verdict(c.base_n, c.new_n, c.lo, c.hi, o) : Verdict::kAmbiguous;
   if (c.verdict == Verdict::kAmbiguous) {
     if (std::min(c.base_n, c.new_n) < kMinSamplesForVerdict)
       c.note = "fewer than " + std::to_string(kMinSamplesForVerdict) + " samples";
+    else if (!c.has_interval)
+      c.note = "no interval (a median of 0)";
     else
-      c.note =
-          "noise " + percent(c.noise) + " exceeds the " + percent(o.max_slowdown) + " threshold";
-  } else if (c.verdict == Verdict::kSame && c.p < o.alpha) {
-    c.note = "significant, within threshold";
+      c.note = "interval straddles the " + percent(o.max_slowdown) + " threshold (noise " +
+               percent(c.noise) + ")";
+  } else if (c.verdict == Verdict::kSame && c.has_interval && (c.lo > 1.0 || c.hi < 1.0)) {
+    c.note = "a real change, within the threshold";
   }
+  if (c.noisy && c.has_interval)
+    c.note += std::string(c.note.empty() ? "" : "; ") + "noisy: " + c.noisy_reason;
   return c;
 }
 
@@ -129,17 +150,14 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
-Verdict timing_verdict(int64_t n_base, int64_t n_new, double ratio, double p, double noise,
-                       const GateOptions& o) {
+Verdict timing_verdict(int64_t n_base, int64_t n_new, double lo, double hi, const GateOptions& o) {
   if (n_base < kMinSamplesForVerdict || n_new < kMinSamplesForVerdict) return Verdict::kAmbiguous;
-  if (p < o.alpha) {
-    if (ratio > 1.0 + o.max_slowdown) return Verdict::kSlower;
-    if (ratio < 1.0 - o.max_slowdown) return Verdict::kFaster;
-    return Verdict::kSame;
-  }
-  // Not significant: only trustworthy if the samples are quiet enough that a slowdown
-  // of the threshold's size would have shown.
-  return noise > o.max_slowdown ? Verdict::kAmbiguous : Verdict::kSame;
+  if (lo > 1.0 + o.max_slowdown) return Verdict::kSlower;
+  if (hi < 1.0 - o.max_slowdown) return Verdict::kFaster;
+  if (lo >= 1.0 - o.max_slowdown && hi <= 1.0 + o.max_slowdown) return Verdict::kSame;
+  // The interval reaches past a threshold without lying beyond it: a change of the
+  // threshold's size can neither be claimed nor ruled out.
+  return Verdict::kAmbiguous;
 }
 
 double accuracy_tolerance_pp(double std_base, int64_t n_base, double std_new, int64_t n_new) {
@@ -169,6 +187,10 @@ Result<GateReport> compare_results(const ResultsRecord& base, const ResultsRecor
                       "; new: " + next_on + "): pass --ignore-device to compare anyway");
   GateReport report;
   report.allow_missing = o.allow_missing;
+  // The cores against which a load average is judged: the smaller host's (both are the
+  // same machine kind unless --ignore-device).
+  const int64_t cores = std::min(base.context.host.cores > 0 ? base.context.host.cores : next.context.host.cores,
+                                 next.context.host.cores > 0 ? next.context.host.cores : base.context.host.cores);
   for (const BenchmarkRecord& b : base.benchmarks) {
     const std::string& model = b.model;
     const std::string& dataset = b.dataset;
@@ -183,7 +205,7 @@ Result<GateReport> compare_results(const ResultsRecord& base, const ResultsRecor
       t.model = model;
       t.dataset = dataset;
       t.variant = name;
-      report.timings.push_back(compare_timing(v, *other, t, o));
+      report.timings.push_back(compare_timing(v, *other, t, o, cores));
       AccuracyComparison a;
       a.model = model;
       a.dataset = dataset;

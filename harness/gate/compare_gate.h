@@ -15,7 +15,7 @@ const char* verdict_name(Verdict v);  // "SAME", "SLOWER", "FASTER", "AMBIGUOUS"
 
 struct GateOptions {
   double max_slowdown = 0.05;  // relative: 0.05 = 5 %
-  double alpha = 0.05;         // significance level of the Mann-Whitney U test
+  double alpha = 0.05;         // the interval's confidence is 1 - alpha (95%)
   std::string timer = "auto";  // auto | wall | device | event
   bool ignore_device = false;
   // A variant that ran in the base but is missing, failed or unavailable in the new file
@@ -26,16 +26,15 @@ struct GateOptions {
 // Fewer samples than this on either side and no verdict is trusted.
 inline constexpr int64_t kMinSamplesForVerdict = 5;
 
-// The timing rule (all inputs from samples pooled across seeds):
-//   n_base or n_new < 5                         -> AMBIGUOUS
-//   p <  alpha and ratio > 1 + max_slowdown     -> SLOWER
-//   p <  alpha and ratio < 1 - max_slowdown     -> FASTER
-//   p <  alpha otherwise                        -> SAME (real but too small to matter)
-//   p >= alpha and noise > max_slowdown         -> AMBIGUOUS (a slowdown could hide in it)
-//   p >= alpha otherwise                        -> SAME
-// ratio = new median / base median; noise = max of the two coefficients of variation.
-Verdict timing_verdict(int64_t n_base, int64_t n_new, double ratio, double p, double noise,
-                       const GateOptions& o);
+// The timing rule, from the (1 - alpha) bootstrap interval [lo, hi] of new median / base
+// median (harness/run/ratio_interval.h: blocks of steps within seeds, seeds resampled
+// where both sides have >= 3), T = max_slowdown:
+//   n_base or n_new < 5 (no interval)        -> AMBIGUOUS
+//   lo > 1 + T                               -> SLOWER  (the whole interval above the band)
+//   hi < 1 - T                               -> FASTER  (the whole interval below it)
+//   1 - T <= lo and hi <= 1 + T              -> SAME    (inside the band around 1)
+//   otherwise                                -> AMBIGUOUS (it straddles 1 + T or 1 - T)
+Verdict timing_verdict(int64_t n_base, int64_t n_new, double lo, double hi, const GateOptions& o);
 
 // Accuracy regression: new mean top-1 below base by more than the tolerance:
 // max(3 * sqrt(s_base^2 / n_base + s_new^2 / n_new), 0.1) percentage points, or a fixed
@@ -48,6 +47,12 @@ struct TimingComparison {
   std::string timer;
   int64_t base_n = 0, new_n = 0;
   double base_median_ms = 0, new_median_ms = 0, ratio = 0, p = 1, noise = 0;
+  // The interval of `ratio` (none with fewer than 5 samples on a side) and whether it was
+  // hierarchical (seeds resampled); noisy: wider than +-10%, `noisy_reason` says why.
+  bool has_interval = false, seeds_resampled = false;
+  double lo = 0, hi = 0;
+  bool noisy = false;
+  std::string noisy_reason;
   Verdict verdict = Verdict::kAmbiguous;
   std::string note;
 };

@@ -58,8 +58,9 @@ std::vector<double> losses_of(const VariantRecord& v) {
   return out;
 }
 
-ReportCell cell_of(const VariantRecord& v) {
+ReportCell cell_of(const VariantRecord& v, int64_t cores) {
   ReportCell c;
+  c.cores = cores;
   c.twin = v.twin();
   c.dtype = v.dtype;
   if (!v.available) {
@@ -93,6 +94,10 @@ ReportCell cell_of(const VariantRecord& v) {
   c.median_ms = t.median_ms;
   c.q1_ms = t.q1_ms;
   c.q3_ms = t.q3_ms;
+  c.seed_samples = seed_samples(v, *timer);
+  c.n = t.n;
+  c.cv = t.cv.value_or(0.0);
+  c.load = load_seen(v);
   return c;
 }
 
@@ -117,7 +122,7 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
                     .flops_per_step = b.flops_per_step,
                     .peak_flops = b.peak_flops};
       for (const VariantRecord& v : b.variants) {
-        ReportCell c = cell_of(v);
+        ReportCell c = cell_of(v, f.results.context.host.cores);
         if (c.state == ReportCell::State::kMeasured) timers.insert(c.timer);
         row.cells[v.name] = std::move(c);
         names.insert(v.name);
@@ -137,6 +142,28 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
   for (TimerKind t : kTimersByPreference)
     if (timers.count(timer_name(t))) d.timers.emplace_back(timer_name(t));
   return d;
+}
+
+CellRatio cell_ratio(const ReportCell& num, const ReportCell& den) {
+  CellRatio r;
+  r.ratio = den.median_ms > 0.0 ? num.median_ms / den.median_ms : 0.0;
+  r.interval = ratio_interval(num.seed_samples, den.seed_samples);
+  r.noisy = !r.interval || r.interval->wide();
+  if (r.noisy) {
+    auto larger = [](std::optional<double> a, std::optional<double> b) {
+      return a && b ? std::optional<double>(std::max(*a, *b)) : a ? a : b;
+    };
+    const LoadSeen load{larger(num.load.max_steal, den.load.max_steal),
+                        larger(num.load.max_loadavg, den.load.max_loadavg)};
+    r.reason = noisy_reason(load, std::min(num.n, den.n), std::max(num.cv, den.cv),
+                            std::max(num.cores, den.cores));
+  }
+  return r;
+}
+
+std::string cell_ratio_text(const CellRatio& r) {
+  std::string s = r.interval ? format_ratio_interval(*r.interval) : format_number("%.2fx", r.ratio);
+  return r.noisy ? s + " noisy" : s;
 }
 
 std::vector<std::string> partial_lines(const ReportData& d) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/results/records.h"
+#include "harness/run/variant_ratio.h"
 
 namespace noeira {
 
@@ -29,6 +30,14 @@ struct ReportCell {
   std::string clock_warning;   // NVML: ran throttled or at a changed clock (GPU), else ""
   int64_t seeds_done = 0;      // runs recorded
   int64_t pending_seeds = 0;   // a stopped run: seeds planned but not finished
+  // For the ratios' intervals and the noisy mark (harness/run/variant_ratio.h): the shown
+  // timer's samples per seed, its pooled count and cv, the load over the runs, and the
+  // host's cores.
+  std::vector<std::vector<double>> seed_samples;
+  int64_t n = 0;
+  double cv = 0;
+  LoadSeen load;
+  int64_t cores = 0;
 };
 
 struct ReportRow {
@@ -57,6 +66,18 @@ struct ReportData {
 };
 
 ReportData build_report_data(const std::vector<LoadedResults>& files);
+
+// The ratio of two measured cells' medians (num / den) with its 95% interval and the noisy
+// mark (harness/run/variant_ratio.h), as the summary, the ratio table and the chart show it.
+struct CellRatio {
+  double ratio = 0;
+  std::optional<RatioInterval> interval;
+  bool noisy = false;
+  std::string reason;  // why noisy
+};
+CellRatio cell_ratio(const ReportCell& num, const ReportCell& den);
+// "0.23x [0.22-0.24]", with " noisy" when marked.
+std::string cell_ratio_text(const CellRatio& r);
 
 // The cell's text in the step-time table: "1.234", "n/a", "failed", "pending" (a stopped
 // run did not get to it), "-" (not run); "1.234 (1/3 seeds)" when a stopped run finished only some.

@@ -101,15 +101,19 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
     std::vector<BarItem> bars;
     for (const SummaryPick& p : *picks) {
       const double r = p.ours_ms / p.twin_ms;
-      bars.push_back({p.label + " (" + p.ours_variant + " / " + p.twin_variant + ")",
-                      r <= 1.0 ? "#2ca02c" : "#d62728", true, "", r, r, r});
+      // The whisker: the ratio's 95% interval (none without one).
+      const double lo = p.interval ? p.interval->lo : r, hi = p.interval ? p.interval->hi : r;
+      bars.push_back({p.label + " (" + p.ours_variant + " / " + p.twin_variant + ")" + (p.noisy ? " noisy" : ""),
+                      r <= 1.0 ? "#2ca02c" : "#d62728", true, "", r, lo, hi});
     }
-    out += "<p class=\"notes\">Step time ratio, ours / twin (green: ours faster)</p>\n";
+    out += "<p class=\"notes\">Step time ratio, ours / twin (green: ours faster; whisker: its 95% "
+           "bootstrap interval)</p>\n";
     out += svg_bar_chart(bars, "ours / twin median step time (1 = parity)", "x");
   }
   out += table_html(context_table(d));
   if (const ReportTable probes = probe_table(d); !probes.rows.empty()) out += table_html(probes);
   out += table_html(step_time_table(d));
+  if (const ReportTable ratios = ratio_table(d); !ratios.rows.empty()) out += table_html(ratios);
   out += table_html(accuracy_table(d));
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {

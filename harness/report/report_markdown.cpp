@@ -25,6 +25,7 @@ std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   out += section(context_table(d));
   if (const ReportTable probes = probe_table(d); !probes.rows.empty()) out += section(probes);
   out += section(step_time_table(d));
+  if (const ReportTable ratios = ratio_table(d); !ratios.rows.empty()) out += section(ratios);
   out += section(accuracy_table(d));
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {

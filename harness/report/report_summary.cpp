@@ -2,6 +2,8 @@
 
 #include "harness/report/number_format.h"
 
+#include <algorithm>
+
 namespace noeira {
 
 namespace {
@@ -67,11 +69,22 @@ ReportTable summary_table(const std::vector<SummaryEntry>& entries, const Report
     std::string ours_name, twin_name;
     const ReportCell* ours = best_cell(*row, false, e.variants, &ours_name);
     const ReportCell* twin = best_cell(*row, true, "all", &twin_name);
+    const CellRatio ratio = ours && twin ? cell_ratio(*ours, *twin) : CellRatio{};
+    std::string ratio_cell = "-";
+    if (ours && twin) {
+      ratio_cell = cell_ratio_text(ratio);
+      if (ratio.noisy) {
+        t.footnotes.push_back(e.label + " ours / twin is noisy (" +
+                              (ratio.interval ? "interval " + interval_extent_text(*ratio.interval)
+                                              : std::string("no interval")) +
+                              "): " + ratio.reason);
+      }
+    }
     std::vector<std::string> cells = {
         e.label + " (" + row->dataset + ")",
         ours ? format_ms(ours->median_ms) + " " + ours_name : "n/a",
         twin ? format_ms(twin->median_ms) + " " + twin_name : "n/a",
-        ours && twin ? format_number("%.2fx", ours->median_ms / twin->median_ms) : "-",
+        ratio_cell,
         score_text(ours),
         score_text(twin),
         row->seed_agreement ? std::string(row->seed_agreement->agree ? "yes" : "NO") + " (p = " +
@@ -86,10 +99,12 @@ ReportTable summary_table(const std::vector<SummaryEntry>& entries, const Report
     }
     t.rows.push_back(cells);
     if (picks && ours && twin)
-      picks->push_back({e.label, ours_name, twin_name, ours->median_ms, twin->median_ms});
+      picks->push_back({e.label, ours_name, twin_name, ours->median_ms, twin->median_ms,
+                        ratio.interval, ratio.noisy});
   }
   t.footnotes.push_back("Median ms per training step of the best variant of each side (the "
-                        "timer: device, else event, else wall); ours / twin < 1: ours is faster. "
+                        "timer: device, else event, else wall); ours / twin < 1: ours is faster; " +
+                        interval_method_note() + ". "
                         "Test score: top-1 % or loss, mean ± std over seeds (n). Seeds agree: "
                         "the results' seed-agreement test. TFLOP/s from the file's FLOPs per "
                         "step (gpt: nanoGPT's estimate; others: 3 x the planned forward matrix products); MFU on a GPU of known peak.");

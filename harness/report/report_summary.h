@@ -4,11 +4,13 @@
 // test, and achieved TFLOP/s (MFU on a GPU of known peak) from the file's FLOPs per step.
 // An entry that failed is a row with its reason.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/report/report_data.h"
 #include "harness/report/report_tables.h"
+#include "harness/run/ratio_interval.h"
 
 namespace noeira {
 
@@ -23,6 +25,9 @@ struct SummaryEntry {
 struct SummaryPick {
   std::string label, ours_variant, twin_variant;
   double ours_ms = 0, twin_ms = 0;  // 0: none measured
+  // ours / twin's 95% interval (harness/run/ratio_interval.h), when both have samples.
+  std::optional<RatioInterval> interval;
+  bool noisy = false;
 };
 
 ReportTable summary_table(const std::vector<SummaryEntry>& entries, const ReportData& d,

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 #include "harness/env/baseline_probe.h"
 #include "harness/report/number_format.h"
+#include "harness/run/ratio_interval.h"
 
 namespace noeira {
 
@@ -94,6 +96,56 @@ ReportTable step_time_table(const ReportData& d) {
     for (const auto& [name, c] : r.cells)
       if (!c.clock_warning.empty())
         t.footnotes.push_back("WARNING " + r.label + " " + name + ": " + c.clock_warning);
+  return t;
+}
+
+ReportTable ratio_table(const ReportData& d) {
+  ReportTable t;
+  t.title = "Step-time ratios with 95% intervals";
+  const auto measured = [](const ReportRow& r, const std::string& name) -> const ReportCell* {
+    const auto it = r.cells.find(name);
+    return it != r.cells.end() && it->second.state == ReportCell::State::kMeasured ? &it->second : nullptr;
+  };
+  for (const ReportRow& r : d.rows) {
+    for (const auto& [base, label] : {std::pair<std::string, std::string>{"twin:eager", "/ twin:eager"},
+                                      {"eager", "/ eager"}}) {
+      const ReportCell* den = measured(r, base);
+      if (!den) continue;
+      std::vector<std::string> row = {r.label, label};
+      bool any = false;
+      for (const std::string& c : d.columns) {
+        const ReportCell* num = measured(r, c);
+        // Ours over our eager: only our other variants.
+        if (!num || c == base || (base == "eager" && num->twin)) {
+          row.push_back("-");
+          continue;
+        }
+        const CellRatio ratio = cell_ratio(*num, *den);
+        std::string text = cell_ratio_text(ratio);
+        if (ratio.noisy) {
+          t.footnotes.push_back("[" + std::to_string(t.footnotes.size() + 1) + "] " + r.label + " " + c + " " +
+                                label + " noisy (" +
+                                (ratio.interval ? "interval " + interval_extent_text(*ratio.interval)
+                                                : std::string("no interval")) +
+                                "): " + ratio.reason);
+          text += " [" + std::to_string(t.footnotes.size()) + "]";
+        }
+        row.push_back(text);
+        any = true;
+      }
+      if (!any) continue;
+      if (t.rows.empty()) {
+        t.rows.push_back({"model", "over"});
+        t.right_aligned = {false, false};
+        for (const std::string& c : d.columns) {
+          t.rows[0].push_back(c);
+          t.right_aligned.push_back(true);
+        }
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  if (!t.rows.empty()) t.footnotes.insert(t.footnotes.begin(), "Ratio of medians; " + interval_method_note() + ".");
   return t;
 }
 

@@ -18,6 +18,10 @@ struct ReportTable {
 
 // Median ms per training step; "n/a [k]" / "failed [k]" cells point at footnotes.
 ReportTable step_time_table(const ReportData& d);
+// Each variant's median step time over the same row's twin:eager (fp32 and bf16 rows of
+// ours also over our eager), with the 95% interval and the noisy mark, reasons in
+// footnotes; no rows when no row has a measured twin:eager.
+ReportTable ratio_table(const ReportData& d);
 // Test top-1 %, mean ± std over seeds.
 ReportTable accuracy_table(const ReportData& d);
 // The context of each file, one row per file.

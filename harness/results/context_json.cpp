@@ -29,6 +29,7 @@ ContextRecord context_from(const json& c) {
     for (const json& line : *w)
       if (line.is_string()) r.warnings->push_back(line.get<std::string>());
   }
+  r.run_order = string(c, "run_order");
   return r;
 }
 
@@ -54,6 +55,7 @@ json context_json(const ContextRecord& c) {
               {"reason", string_or_null(c.twin.reason)}}}};
   if (c.probes) j["probes"] = *c.probes;
   if (c.warnings) j["warnings"] = *c.warnings;
+  if (c.run_order) j["run_order"] = *c.run_order;
   return j;
 }
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/env/cpu_load.h"
 #include "harness/env/gpu_clocks.h"
 
 namespace noeira {
@@ -100,6 +101,11 @@ struct RunRecord {
   Optional<std::string> note;               // ours: why a graph variant ran eagerly
   Optional<Nullable<double>> compile_seconds;  // the twin's: torch.compile, null in eager
   Optional<TwinImpl> twin_impl;                // the twin's
+  // Run order and machine load (results/SCHEMA.md, docs/measurement.md): this run's
+  // 0-based position in the order the invocation ran its runs, and steal time and load
+  // average over its measured window (absent in older files).
+  Optional<int64_t> sequence;
+  Optional<CpuLoadWindow> cpu_load;
 };
 
 // ---- Variants ----
@@ -235,6 +241,9 @@ struct ContextRecord {
   // The baseline probes (harness/env/baseline_probe.h owns this object's shape).
   Optional<nlohmann::json> probes;
   Optional<std::vector<std::string>> warnings;
+  // "interleaved" (ours and the twin's alternate seed by seed) | "blocked" (every seed of
+  // one variant, then the next); absent in older files (blocked).
+  Optional<std::string> run_order;
 };
 
 struct StoppingRecord {

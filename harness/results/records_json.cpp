@@ -140,6 +140,18 @@ SeedAgreementRecord seed_agreement_from(const json& s) {
           s.at("statistic").get<double>(), s.at("p_value").get<double>(), s.at("agree").get<bool>()};
 }
 
+// ---- Run order and machine load ----
+
+json cpu_load_json(const CpuLoadWindow& w) {
+  return {{"steal_fraction", number_or_null(w.steal_fraction)},
+          {"loadavg_1m_start", number_or_null(w.loadavg_start)},
+          {"loadavg_1m_end", number_or_null(w.loadavg_end)}};
+}
+
+CpuLoadWindow cpu_load_from(const json& j) {
+  return {number(j, "steal_fraction"), number(j, "loadavg_1m_start"), number(j, "loadavg_1m_end")};
+}
+
 PeakFlops peak_from(const json& p) { return {number(p, "fp32"), number(p, "bf16"), text(p, "device")}; }
 
 }  // namespace
@@ -172,6 +184,8 @@ void to_json(json& j, const RunRecord& r) {
   if (r.note) j["note"] = *r.note;
   if (r.compile_seconds) j["compile_seconds"] = number_or_null(*r.compile_seconds);
   if (r.twin_impl) j["twin_impl"] = twin_impl_json(*r.twin_impl);
+  if (r.sequence) j["sequence"] = *r.sequence;
+  if (r.cpu_load) j["cpu_load"] = cpu_load_json(*r.cpu_load);
 }
 
 void from_json(const json& j, RunRecord& r) {
@@ -193,6 +207,8 @@ void from_json(const json& j, RunRecord& r) {
   if (j.contains("compile_seconds") && (j.at("compile_seconds").is_null() || j.at("compile_seconds").is_number()))
     r.compile_seconds = number(j, "compile_seconds");
   if (const json* t = field(j, "twin_impl"); t && t->is_object()) r.twin_impl = twin_impl_from(*t);
+  r.sequence = integer(j, "sequence");
+  if (const json* c = field(j, "cpu_load"); c && c->is_object()) r.cpu_load = cpu_load_from(*c);
 }
 
 void to_json(json& j, const VariantSummary& s) {

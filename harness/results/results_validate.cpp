@@ -175,6 +175,9 @@ Status check_context(const json& c, const std::string& path, int64_t version) {
     NOEIRA_TRY(check_probes(c.at("probes"), member(path, "probes")));
   }
   if (c.contains("warnings")) NOEIRA_TRY(require_array_of(c, path, "warnings", Type::kString));
+  // Optional (absent in older files): the order the runs ran in.
+  if (c.contains("run_order"))
+    NOEIRA_TRY(require_one_of(c, path, "run_order", {"interleaved", "blocked"}));
   return {};
 }
 
@@ -223,6 +226,18 @@ Status check_cupti_overhead(const json& parent, const std::string& path, bool wi
   return {};
 }
 
+// Optional (absent in older files): the run's place in the run order and the machine's
+// load over its measured window.
+Status check_run_order_and_load(const json& r, const std::string& path) {
+  if (r.contains("sequence")) NOEIRA_TRY(require(r, path, "sequence", Type::kInteger));
+  if (!r.contains("cpu_load")) return {};
+  NOEIRA_TRY(require(r, path, "cpu_load", Type::kObject));
+  const std::string p = member(path, "cpu_load");
+  for (std::string_view k : {"steal_fraction", "loadavg_1m_start", "loadavg_1m_end"})
+    NOEIRA_TRY(require(r.at("cpu_load"), p, k, Type::kNumber, Null::kYes));
+  return {};
+}
+
 Status check_run(const json& r, const std::string& path) {
   NOEIRA_TRY(require(r, path, "seed", Type::kInteger));
   NOEIRA_TRY(require(r, path, "timers", Type::kObject));
@@ -232,6 +247,7 @@ Status check_run(const json& r, const std::string& path) {
     NOEIRA_TRY(require(r, path, k, Type::kNumber, Null::kYes));
   // A diverged step's loss is NaN, which JSON can only hold as null.
   NOEIRA_TRY(require_array_of(r, path, "losses", Type::kNumber, Null::kYes));
+  NOEIRA_TRY(check_run_order_and_load(r, path));
   return require(r, path, "steps", Type::kInteger);
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cmath>
 
+#include "harness/env/cpu_load.h"
 #include "harness/run/interrupt.h"
 #include "harness/report/number_format.h"
 #include "harness/run/progress.h"
@@ -52,6 +53,9 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
   int64_t step = 0, block_steps = 0;
   Clock::time_point block_start, timing_start;
   double train_loss = 0.0;
+  // The machine's load over the measured window: read just before the first timed step
+  // and just after the last sample (outside the clock).
+  std::optional<CpuLoadSnapshot> load_start, load_end;
   Progress progress(label);
   while (step < st.total_steps) {
     t.begin_epoch();
@@ -60,6 +64,7 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
       const bool timed = sampling && step >= st.warmup;
       if (timed && block_steps == 0) {
         t.synchronize();
+        if (wall.empty()) load_start = read_cpu_load();
         block_start = Clock::now();
         if (wall.empty()) timing_start = block_start;
       }
@@ -71,6 +76,7 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
         wall.push_back(ms_since(block_start) / static_cast<double>(block_steps));
         block_steps = 0;
         if (st.stop.done(wall, ms_since(timing_start) / 1000.0)) sampling = false;
+        if (!sampling || step + 1 == st.total_steps) load_end = read_cpu_load();
       }
       progress.update(step + 1, st.total_steps);
       // Ctrl-C: this seed is abandoned (it stays pending); what finished is kept.
@@ -84,6 +90,7 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
     train_loss = e.train_loss;
   }
   progress.finish();
+  if (load_start && !load_end) load_end = read_cpu_load();
   const EvalStats test = t.evaluate();
 
   RunRecord run;
@@ -94,6 +101,8 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
     if (s) run.timers.event = timer_record(s->sum_ms);
   }
   run.cupti_overhead.emplace();  // null until the traced pass
+  if (load_start && load_end)
+    if (const CpuLoadWindow w = cpu_load_between(*load_start, *load_end); !w.empty()) run.cpu_load = w;
   if (recipe.task == Task::kClassification) run.test_top1 = finite_or_null(test.top1);
   run.test_loss = finite_or_null(test.loss);
   run.train_loss = finite_or_null(train_loss);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include "harness/results/partial_results.h"
 #include "harness/results/results.h"
 #include "harness/results/summary.h"
+#include "harness/run/run_order.h"
 #include "harness/run/run_table.h"
 #include "harness/run/variant.h"
 #include "harness/twin/seed_agreement.h"
@@ -56,6 +58,7 @@ ResultsRecord results_document(const RunOptions& o, const std::string& target,
   c.twin = twin;
   c.probes = probes;
   c.warnings = warnings;
+  c.run_order = o.order;
   r.config = {target, o.dtype, seeds, total_steps, warmup, o.threads, o.quick,
               {o.min_samples, o.max_noise, o.max_seconds}};
   return r;
@@ -98,6 +101,10 @@ int run_matrix(const RunOptions& o) {
                           kExitUsage);
     twin_modes.push_back(m);
   }
+  const std::optional<RunOrder> parsed_order = parse_run_order(o.order);
+  if (!parsed_order)
+    return report_error("--order: unknown order '" + o.order + "'; use interleaved or blocked", kExitUsage);
+  const RunOrder run_order = *parsed_order;
   if (o.steps > 0 && o.warmup >= o.steps)
     return report_error("--warmup " + std::to_string(o.warmup) + " leaves no timed steps out of --steps " +
                             std::to_string(o.steps),
@@ -164,8 +171,9 @@ int run_matrix(const RunOptions& o) {
   std::printf("noeira-bench run: model %s on %s, target %s, %s, seeds", recipe->name.c_str(),
               dataset_name.c_str(), target.c_str(), o.dtype.c_str());
   for (uint64_t s : seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
-  std::printf(", %lld steps per run (warm-up %lld), %d CPU threads\n",
-              static_cast<long long>(total_steps), static_cast<long long>(warmup), threads);
+  std::printf(", %lld steps per run (warm-up %lld), %d CPU threads, %s order\n",
+              static_cast<long long>(total_steps), static_cast<long long>(warmup), threads,
+              run_order_name(run_order));
   std::fflush(stdout);
 
   // ---- Our variants. ----
@@ -233,33 +241,59 @@ int run_matrix(const RunOptions& o) {
   };
   save_progress();
 
-  // ---- Our variants. ----
+  // ---- The runs, in the chosen order (harness/run/run_order.h): ours and the twin's
+  // alternate seed by seed unless --order blocked. Each twin run is its own process. ----
+  const std::vector<RunSlot> slots = plan_run_order(runnable.size(), twin_modes.size(), seeds, run_order);
+  auto record_of = [&](const RunSlot& s) -> VariantRecord& {
+    return s.twin ? bench.variants[first_twin + s.variant] : *bench.variant(runnable[s.variant].name());
+  };
+  // NVML's clocks around each variant: from its first run to its last (GPU only).
+  std::map<std::pair<bool, size_t>, size_t> last_slot;
+  for (size_t k = 0; k < slots.size(); ++k) last_slot[{slots[k].twin, slots[k].variant}] = k;
+  std::map<std::pair<bool, size_t>, ClockReading> clocks_before;
+  auto close_clocks = [&](const RunSlot& s) {
+    const auto it = clocks_before.find({s.twin, s.variant});
+    if (!gpu || it == clocks_before.end()) return;
+    VariantRecord& v = record_of(s);
+    v.clocks = clocks_since(it->second, v.name);
+    clocks_before.erase(it);
+  };
   bool our_failure = false;
-  std::vector<Variant> ran;  // for the CUPTI pass
-  for (const Variant& variant : runnable) {
-    if (interrupt_requested()) break;
-    VariantRecord& v = *bench.variant(variant.name());
-    const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
-    for (uint64_t seed : seeds) {
-      const std::string label = variant.name() + " seed " + std::to_string(seed);
-      Result<RunRecord> run = run_our_variant(*recipe, *data, variant, seed, st, label);
-      if (!run && interrupt_requested()) {  // this seed and the rest stay pending
-        std::fprintf(stderr, "  %s\n", run.error().message.c_str());
-        break;
-      }
-      if (!run) {
-        v.error = run.error().message;
-        drop_pending(v);
-        our_failure = true;
-        std::fprintf(stderr, "  %s failed: %s\n", label.c_str(), run.error().message.c_str());
-        break;
-      }
-      std::fputs(seed_line(label, *run, family.score).c_str(), stderr);
-      record_run(v, std::move(run).value());
+  int64_t sequence = 0;  // runs[].sequence: the place of each recorded run in the order
+  for (size_t k = 0; k < slots.size() && !interrupt_requested(); ++k) {
+    const RunSlot& s = slots[k];
+    VariantRecord& v = record_of(s);
+    if (!v.available || (v.error && !v.error->empty())) continue;  // failed or unavailable earlier
+    if (gpu && !clocks_before.count({s.twin, s.variant})) clocks_before[{s.twin, s.variant}] = read_gpu_clocks();
+    if (s.twin) {
+      const TwinSeedOutcome out = run_twin_seed(tp, twin_modes[s.variant], s.seed, v, sequence);
+      if (out == TwinSeedOutcome::kStopped) break;
+      if (out == TwinSeedOutcome::kRecorded) ++sequence;
       save_progress();
+      if (out == TwinSeedOutcome::kVariantDone || last_slot[{s.twin, s.variant}] == k) close_clocks(s);
+      continue;
     }
-    if (gpu) v.clocks = clocks_since(clocks_before, v.name);
-    ran.push_back(variant);
+    const Variant& variant = runnable[s.variant];
+    const std::string label = variant.name() + " seed " + std::to_string(s.seed);
+    Result<RunRecord> run = run_our_variant(*recipe, *data, variant, s.seed, st, label);
+    if (!run && interrupt_requested()) {  // this seed and the rest stay pending
+      std::fprintf(stderr, "  %s\n", run.error().message.c_str());
+      break;
+    }
+    if (!run) {
+      v.error = run.error().message;
+      drop_pending(v);
+      our_failure = true;
+      std::fprintf(stderr, "  %s failed: %s\n", label.c_str(), run.error().message.c_str());
+      save_progress();
+      close_clocks(s);
+      continue;
+    }
+    std::fputs(seed_line(label, *run, family.score).c_str(), stderr);
+    run->sequence = sequence++;
+    record_run(v, std::move(run).value());
+    save_progress();
+    if (last_slot[{s.twin, s.variant}] == k) close_clocks(s);
   }
   // The other families: FLOPs per step from the planned matrix products (3 x forward).
   if (!work)
@@ -271,13 +305,9 @@ int run_matrix(const RunOptions& o) {
   // Device (CUPTI) samples in a separate traced pass per run, after every untraced run:
   // CUPTI slows each launch on the host, so it must not touch the wall and event samples.
   if (gpu && !interrupt_requested()) {
-    add_cupti_passes(*recipe, *data, ran, st, bench.variants);
+    add_cupti_passes(*recipe, *data, runnable, st, bench.variants);
     save_progress();
   }
-
-  // ---- The twin. ----
-  for (size_t i = 0; i < twin_modes.size() && !interrupt_requested(); ++i)
-    run_twin_mode(tp, twin_modes[i], bench.variants[first_twin + i], save_progress);
 
   std::string parity_note;
   if (o.parity && !interrupt_requested()) {
@@ -294,7 +324,7 @@ int run_matrix(const RunOptions& o) {
       !s)
     return report_error(s.error().message, kExitFailure);
 
-  std::printf("\n%s", render_run_table(bench, target).c_str());
+  std::printf("\n%s", render_run_table(bench, target, results.context.host.cores, results.context.run_order).c_str());
   std::printf("%s", render_run_notes(results, bench, target, parity_note).c_str());
   std::printf("results: %s (logs in %s)\n", out_path.c_str(), log_dir.c_str());
   if (stopped) return interrupted_exit_code();

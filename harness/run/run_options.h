@@ -29,11 +29,13 @@ struct RunOptions {
   double max_seconds = 60.0;
   double twin_timeout = 900.0;
   std::string command_line;
+  // interleaved (ours and the twin's alternate seed by seed) | blocked (harness/run/run_order.h)
+  std::string order = "interleaved";
   std::vector<int> ranks_list;  // the scaling benchmark (harness/run/scaling_runner.h)
   std::vector<int> zero_list = {0};
 };
 
-// Runs our variants over the seeds, then the twin's modes (and parity when asked), writes
+// Runs our variants and the twin's modes over the seeds, in `order` (and parity when asked), writes
 // the results file after every finished seed (harness/results/partial_results.h), prints the
 // comparison table. Returns the process exit code: 128 + the signal when interrupted.
 int run_matrix(const RunOptions& o);

@@ -1,10 +1,15 @@
 #include "harness/run/run_table.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "harness/env/host_info.h"
 #include "harness/report/number_format.h"
 #include "harness/report/text_table.h"
 #include "harness/results/partial_results.h"
 #include "harness/run/variant.h"
+#include "harness/run/variant_ratio.h"
 #include "harness/twin/parity.h"
 
 namespace noeira {
@@ -33,15 +38,57 @@ std::string seed_cell(const Nullable<ScoreStats>& stats, const char* fmt) {
   return s;
 }
 
-// Ratios use the timer both sides have, most precise first.
-std::string ratio_to(const VariantRecord& v, const VariantRecord* base) {
+// Ratios use the timer both sides have, most precise first, with their 95% interval
+// (harness/run/variant_ratio.h); a noisy one is explained in the notes.
+std::string ratio_to(const VariantRecord& v, const VariantRecord* base, int64_t cores, std::string& notes) {
   if (!base || &v == base) return "-";
-  for (TimerKind tk : kTimersByPreference) {
-    const Nullable<TimerStats>&a = v.summary.timers[tk], &r = base->summary.timers[tk];
-    if (a && r && r->n > 1)
-      return format_number("%.2fx", a->median_ms / r->median_ms) + " (" + timer_name(tk) + ")";
+  const std::optional<VariantRatio> r = variant_ratio(v, *base, cores);
+  if (!r) return "-";
+  if (r->noisy)
+    notes += "  " + v.name + " / " + base->name + ": noisy (" +
+             (r->interval ? "interval " + interval_extent_text(*r->interval)
+                          : std::string("no interval")) +
+             "): " + r->reason + "\n";
+  return ratio_text(*r) + " (" + timer_name(r->timer) + ")";
+}
+
+// "order interleaved; CPU over the timed windows: steal up to 0.3%, load average 1.1-2.4
+// (2 cores)", from the runs' records; "" when nothing was recorded.
+std::string order_and_load_line(const BenchmarkRecord& b, const std::optional<std::string>& order,
+                                 int64_t cores) {
+  std::optional<double> steal, lo, hi;
+  for (const VariantRecord& v : b.variants)
+    for (const RunRecord& r : v.runs) {
+      if (!r.cpu_load) continue;
+      if (r.cpu_load->steal_fraction && (!steal || *r.cpu_load->steal_fraction > *steal))
+        steal = r.cpu_load->steal_fraction;
+      for (const std::optional<double>& l : {r.cpu_load->loadavg_start, r.cpu_load->loadavg_end})
+        if (l) {
+          if (!lo || *l < *lo) lo = l;
+          if (!hi || *l > *hi) hi = l;
+        }
+    }
+  std::string s;
+  if (order) {
+    s = "order: " + *order;
+    std::string seq;
+    std::vector<std::pair<int64_t, std::string>> runs;
+    for (const VariantRecord& v : b.variants)
+      for (const RunRecord& r : v.runs)
+        if (r.sequence) runs.emplace_back(*r.sequence, v.name + " s" + std::to_string(r.seed));
+    std::sort(runs.begin(), runs.end());
+    for (size_t i = 0; i < runs.size() && i < 6; ++i) seq += (i ? ", " : "") + runs[i].second;
+    if (runs.size() > 6) seq += ", ...";
+    if (!seq.empty()) s += " (" + seq + ")";
   }
-  return "-";
+  if (steal || lo) {
+    s += std::string(s.empty() ? "" : "; ") + "CPU over the timed windows:";
+    if (steal) s += " steal up to " + format_number("%.1f%%", 100.0 * *steal);
+    if (lo)
+      s += std::string(steal ? "," : "") + " load average " + format_number("%.2f", *lo) + "-" +
+           format_number("%.2f", *hi) + (cores > 0 ? " (" + std::to_string(cores) + " cores)" : "");
+  }
+  return s.empty() ? s : s + "\n";
 }
 
 // The median step of the most precise timer, or 0.
@@ -52,7 +99,8 @@ double step_ms(const VariantRecord& v) {
 
 }  // namespace
 
-std::string render_run_table(const BenchmarkRecord& b, const std::string& target) {
+std::string render_run_table(const BenchmarkRecord& b, const std::string& target, int64_t cores,
+                             const std::optional<std::string>& order) {
   const bool gpu = target == "gpu";
   // The reference for the ratio column: the twin's eager mode, same timer.
   const VariantRecord* ref = nullptr;
@@ -81,7 +129,7 @@ std::string render_run_table(const BenchmarkRecord& b, const std::string& target
     header.insert(header.end(), {"test top1 %", "test loss"});
   }
   rows.push_back(header);
-  std::string notes, overheads;
+  std::string notes, overheads, noisy;
   for (const VariantRecord& v : b.variants) {
     // A stopped run (harness/results/partial_results.h): seeds that never finished.
     const size_t pending = v.pending_seeds ? v.pending_seeds->size() : 0;
@@ -110,8 +158,8 @@ std::string render_run_table(const BenchmarkRecord& b, const std::string& target
     if (gpu) r.insert(r.end(), {cell(v, TimerKind::kDevice), cell(v, TimerKind::kEvent)});
     r.push_back(w && w->cv ? format_number("%.1f%%", 100.0 * *w->cv) : "-");
     r.push_back(w ? std::to_string(w->n) : "-");
-    r.push_back(ratio_to(v, ref));
-    if (any_bf16) r.push_back(!v.twin() ? ratio_to(v, ours) : "-");
+    r.push_back(ratio_to(v, ref, cores, noisy));
+    if (any_bf16) r.push_back(!v.twin() ? ratio_to(v, ours, cores, noisy) : "-");
     if (const std::string o = cupti_overhead_cell(v); !o.empty())
       overheads += (overheads.empty() ? "" : ", ") + o;
     // NVML's view of the GPU around the variant (harness/env/gpu_clocks.h).
@@ -147,6 +195,9 @@ std::string render_run_table(const BenchmarkRecord& b, const std::string& target
            " TFLOP per step (6N + 12LHQT per token)" +
            (mfu ? "; MFU against " + b.peak_flops->device + "'s dense peak for the variant's dtype"
                 : std::string()) + "\n";
+  out += order_and_load_line(b, order, cores);
+  if (ref || any_bf16) out += "ratios: " + interval_method_note() + "\n";
+  if (!noisy.empty()) out += "noisy ratios:\n" + noisy;
   if (!notes.empty()) out += "notes:\n" + notes;
   return out;
 }

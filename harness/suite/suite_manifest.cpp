@@ -19,7 +19,8 @@ using nlohmann::json;
 json options_json(const SuiteOptions& o) {
   return {{"models", o.models}, {"dtypes", o.dtypes}, {"seeds", o.seeds}, {"quick", o.quick},
           {"target", o.target}, {"threads", o.threads}, {"twin", o.twin},
-          {"python", o.python}, {"data_dir", o.data_dir}, {"twin_timeout", o.twin_timeout}};
+          {"python", o.python}, {"data_dir", o.data_dir}, {"twin_timeout", o.twin_timeout},
+          {"order", o.order}};
 }
 
 json entry_json(const SuiteEntry& e) {
@@ -66,6 +67,10 @@ SuiteOptions options_from(const json& j, SuiteOptions o) {
   o.python = j.at("python").get<std::string>();
   o.data_dir = j.at("data_dir").get<std::string>();
   o.twin_timeout = finite_number(j, "twin_timeout", 0);
+  // Optional: manifests written before --order ran the old, blocked order.
+  o.order = j.contains("order") ? j.at("order").get<std::string>() : "blocked";
+  if (o.order != "interleaved" && o.order != "blocked")
+    invalid(j.at("order"), "order must be interleaved or blocked");
   return o;
 }
 

@@ -25,6 +25,7 @@ struct SuiteOptions {
   std::vector<std::string> twin = {"eager", "compiled", "graphs"};
   std::string python, data_dir;
   double twin_timeout = 900;
+  std::string order = "interleaved";  // each run's --order (harness/run/run_order.h)
   std::string out_dir, resume;  // command line only: not in the manifest
 };
 

@@ -88,6 +88,7 @@ std::vector<std::string> run_argv(const SuiteOptions& o, const SuiteEntry& e, co
                                 "--out", out.string(), "--twin-timeout",
                                 std::to_string(o.twin_timeout)};
   if (o.quick) a.push_back("--quick");
+  a.insert(a.end(), {"--order", o.order});
   if (o.threads > 0) a.insert(a.end(), {"--threads", std::to_string(o.threads)});
   if (!e.dataset.empty()) a.insert(a.end(), {"--dataset", e.dataset});
   if (!o.data_dir.empty()) a.insert(a.end(), {"--data-dir", o.data_dir});

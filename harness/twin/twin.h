@@ -61,6 +61,9 @@ struct TwinReply {
   Optional<int64_t> steps;
   Nullable<double> compile_seconds;  // torch.compile's time; null in eager
   TwinImpl impl;
+  // "cpu_window": /proc/stat's cpu line and /proc/loadavg as the twin read them at the
+  // start and the end of its timed loop; absent where it could not read them.
+  Optional<CpuLoadWindow> cpu_load;
 };
 
 struct TwinOutcome {

@@ -104,6 +104,16 @@ TwinReply read_twin_reply(const json& t) {
   r.compile_seconds = number("compile_seconds");
   r.impl = {string("torch_version"), string("adam_impl"), string("attention_impl"),
             string("compile_impl"), integer("compiled_graphs"), integer("graph_breaks")};
+  if (const json* w = field("cpu_window"); w && w->is_object()) {
+    auto text = [&](const char* key) -> std::string {
+      const auto it = w->find(key);
+      return it != w->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const CpuLoadWindow load =
+        cpu_load_between(cpu_load_from_text(text("stat_start"), text("loadavg_start")),
+                         cpu_load_from_text(text("stat_end"), text("loadavg_end")));
+    if (!load.empty()) r.cpu_load = load;
+  }
   return r;
 }
 

@@ -5,7 +5,6 @@
 #include "datasets/cifar10.h"
 #include "datasets/mnist.h"
 #include "datasets/tinyshakespeare.h"
-#include "harness/env/gpu_clocks.h"
 #include "harness/run/interrupt.h"
 #include "harness/results/partial_results.h"
 #include "harness/results/summary.h"
@@ -51,6 +50,8 @@ RunRecord twin_run(const TwinReply& t, uint64_t seed) {
   // kernels, and in the compiled modes what torch.compile made of it.
   run.compile_seconds = t.compile_seconds;
   run.twin_impl = t.impl;
+  // The machine's load over the twin's timed loop, as the twin read /proc there.
+  if (t.cpu_load) run.cpu_load = *t.cpu_load;
   return run;
 }
 
@@ -65,51 +66,49 @@ VariantRecord plan_twin_mode(const TwinPlan& p, const std::string& mode) {
   return v;
 }
 
-void run_twin_mode(const TwinPlan& p, const std::string& mode, VariantRecord& v,
-                   const std::function<void()>& after_seed) {
-  const bool gpu = p.target == "gpu";
-  const ClockReading clocks_before = gpu ? read_gpu_clocks() : ClockReading{};
-  for (uint64_t seed : p.seeds) {
-    if (!v.available || interrupt_requested()) break;
-    TwinRequest q;
-    q.python = p.python;
-    q.recipe = p.recipe;
-    q.data_dir = p.data_dir;
-    q.dataset = p.dataset;
-    q.device = p.device;
-    q.mode = mode;
-    q.dtype = p.dtype;
-    q.seed = seed;
-    q.epochs = p.epochs;
-    q.max_steps = p.total_steps;
-    q.warmup = p.warmup;
-    q.threads = p.threads;
-    q.timeout_seconds = p.timeout_seconds;
-    q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
-    std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
-    std::fflush(stderr);
-    const TwinOutcome o = run_twin(q);
-    if (interrupt_requested()) {  // stopped: this seed stays pending
-      std::fprintf(stderr, " stopped (%s)\n", interrupt_name().c_str());
-      break;
-    }
-    std::fprintf(stderr, " %s (%.1f s)\n",
-                 o.ok && o.available ? "done" : (o.ok ? "unavailable" : "failed"), o.seconds);
-    if (!o.ok) {
-      v.error = o.reason;  // one failure marks the variant; our results are untouched
-      drop_pending(v);
-      break;
-    }
-    if (!o.available) {
-      v.available = false;
-      v.unavailable_reason = o.reason;
-      drop_pending(v);
-      break;
-    }
-    record_run(v, twin_run(o.reply, seed));
-    if (after_seed) after_seed();
+TwinSeedOutcome run_twin_seed(const TwinPlan& p, const std::string& mode, uint64_t seed,
+                              VariantRecord& v, int64_t sequence) {
+  if (!v.available || (v.error && !v.error->empty())) return TwinSeedOutcome::kVariantDone;
+  if (interrupt_requested()) return TwinSeedOutcome::kStopped;
+  TwinRequest q;
+  q.python = p.python;
+  q.recipe = p.recipe;
+  q.data_dir = p.data_dir;
+  q.dataset = p.dataset;
+  q.device = p.device;
+  q.mode = mode;
+  q.dtype = p.dtype;
+  q.seed = seed;
+  q.epochs = p.epochs;
+  q.max_steps = p.total_steps;
+  q.warmup = p.warmup;
+  q.threads = p.threads;
+  q.timeout_seconds = p.timeout_seconds;
+  q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
+  std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
+  std::fflush(stderr);
+  const TwinOutcome o = run_twin(q);
+  if (interrupt_requested()) {  // stopped: this seed stays pending
+    std::fprintf(stderr, " stopped (%s)\n", interrupt_name().c_str());
+    return TwinSeedOutcome::kStopped;
   }
-  if (gpu) v.clocks = clocks_since(clocks_before, v.name);
+  std::fprintf(stderr, " %s (%.1f s)\n",
+               o.ok && o.available ? "done" : (o.ok ? "unavailable" : "failed"), o.seconds);
+  if (!o.ok) {
+    v.error = o.reason;  // one failure marks the variant; our results are untouched
+    drop_pending(v);
+    return TwinSeedOutcome::kVariantDone;
+  }
+  if (!o.available) {
+    v.available = false;
+    v.unavailable_reason = o.reason;
+    drop_pending(v);
+    return TwinSeedOutcome::kVariantDone;
+  }
+  RunRecord run = twin_run(o.reply, seed);
+  run.sequence = sequence;
+  record_run(v, std::move(run));
+  return TwinSeedOutcome::kRecorded;
 }
 
 }  // namespace noeira

@@ -27,11 +27,19 @@ struct TwinPlan {
 // The variant "twin:<mode>" without runs, every seed of the plan pending.
 VariantRecord plan_twin_mode(const TwinPlan& plan, const std::string& mode);
 
-// Runs the planned variant's pending seeds (one twin process each), recording each
-// finished seed and calling `after_seed` (the run saves its results file there). An
-// interrupt (harness/run/interrupt.h) stops the twin and leaves the rest pending.
-void run_twin_mode(const TwinPlan& plan, const std::string& mode, VariantRecord& variant,
-                   const std::function<void()>& after_seed = {});
+// What became of one seed of a twin mode.
+enum class TwinSeedOutcome {
+  kRecorded,     // the run is in variant.runs
+  kVariantDone,  // the mode failed or is unavailable here: variant.error / unavailable_reason
+                 // say why, its other seeds are no longer pending
+  kStopped,      // an interrupt (harness/run/interrupt.h): this seed stays pending
+};
+
+// Runs one seed of a planned twin mode in its own twin process (so its compile time and
+// its peak are its own), and records it. Does nothing (kVariantDone) for a variant that
+// is already unavailable or failed. `sequence` is the run's place in the run order.
+TwinSeedOutcome run_twin_seed(const TwinPlan& plan, const std::string& mode, uint64_t seed,
+                              VariantRecord& variant, int64_t sequence);
 
 // Where the twin finds <dataset>/<files> (its --data-dir): the directory above our
 // located copy of the data set, else the data directory or cache we would download into.

@@ -119,3 +119,23 @@ def write_atomic(path, data: bytes) -> None:
         except OSError:
             pass
         raise TwinError(f"cannot write {path}: {e.strerror or e}")
+
+
+def cpu_load_snapshot() -> dict:
+    """/proc/stat's aggregate cpu line and /proc/loadavg, as text, for the harness to parse
+    (harness/env/cpu_load.h: steal time and load average over the timed loop). Empty
+    strings where they cannot be read (not Linux)."""
+    snap = {}
+    for key, path in (("stat", "/proc/stat"), ("loadavg", "/proc/loadavg")):
+        try:
+            with open(path, encoding="ascii", errors="replace") as f:
+                snap[key] = f.readline().strip()
+        except OSError:
+            snap[key] = ""
+    return snap
+
+
+def cpu_window(start: dict, end: dict) -> dict:
+    """The reply's "cpu_window" from the snapshots at the start and the end of the timed loop."""
+    return {"stat_start": start["stat"], "loadavg_start": start["loadavg"],
+            "stat_end": end["stat"], "loadavg_end": end["loadavg"]}

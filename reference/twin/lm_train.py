@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 import philox
 
-from .common import TwinError, log
+from .common import TwinError, cpu_load_snapshot, cpu_window, log
 from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
 from .text import eval_window_count
 
@@ -149,11 +149,13 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
         f"({result['adam_impl']}), attention {result['attention_impl']}, val {n_windows} "
         f"windows after steps {evals[:4]}{'...' if len(evals) > 4 else ''}")
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
+    load_t0 = cpu_load_snapshot() if args.warmup == 0 else None
     next_eval = 0
     for i in range(total):
         if i == args.warmup and i > 0:
             if cuda:
                 torch.cuda.synchronize()
+            load_t0 = cpu_load_snapshot()
             wall_t0 = time.perf_counter()
         if mark_step is not None:
             mark_step()
@@ -189,6 +191,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
     if cuda:
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
+    result["cpu_window"] = cpu_window(load_t0, cpu_load_snapshot())
     if compile_s is not None:
         log(f"compile: {compile_s:.1f} s (step 0" + (", inside the warm-up)" if args.warmup
                                                       else ", timed: --warmup 0)"))

@@ -18,7 +18,7 @@ RESULT_KEYS = [
     "device", "device_name", "mode", "dtype", "threads", "tf32", "deterministic",
     "optimizer", "adam_impl", "graphs_impl", "compile_impl", "compiled_graphs", "graph_breaks", "init", "init_checkpoint", "num_params",
     "seed", "epochs", "epochs_run", "batch", "drop_last", "steps_per_epoch", "steps", "warmup",
-    "timer", "step_times_ms", "median_step_ms", "wall_ms_per_step", "compile_seconds",
+    "timer", "step_times_ms", "median_step_ms", "wall_ms_per_step", "compile_seconds", "cpu_window",
     "losses", "train_loss_last_epoch", "test_top1", "test_loss", "eval_dtype",
     "lr_schedule", "augment",
     # the gpt family (null for the image models)

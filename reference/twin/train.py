@@ -11,7 +11,7 @@ import torch
 
 import philox
 
-from .common import TwinError, log
+from .common import TwinError, cpu_load_snapshot, cpu_window, log
 from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
 
 
@@ -90,10 +90,12 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
     x_src = train_x
     epoch_now = -1
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
+    load_t0 = cpu_load_snapshot() if args.warmup == 0 else None
     for i, (e, idx) in enumerate(batches):
         if i == args.warmup and i > 0:
             if cuda:
                 torch.cuda.synchronize()
+            load_t0 = cpu_load_snapshot()
             wall_t0 = time.perf_counter()
         if e != epoch_now:
             epoch_now = e
@@ -119,6 +121,7 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
     if cuda:
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
+    result["cpu_window"] = cpu_window(load_t0, cpu_load_snapshot())
     if compile_s is not None:
         log(f"compile: {compile_s:.1f} s (step 0, inside the warm-up)" if args.warmup >= 1
             else f"compile: {compile_s:.1f} s (step 0, timed: --warmup 0)")

@@ -2,6 +2,7 @@
 // happens when the twin crashes, hangs or has no torch.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sys/stat.h>
@@ -177,6 +178,75 @@ TEST_CASE("A twin whose probe is crippled is named in the table, the results, th
   const CommandResult cmp = run_bench("compare '" + out.string() + "' '" + out.string() + "'");
   INFO(cmp.output);
   CHECK_THAT(cmp.output, Catch::Contains("warning (base): " + warning) && Catch::Contains("warning (new): " + warning));
+}
+
+namespace {
+
+// A stand-in twin that trains instantly: a valid reply with 25 step times and the /proc
+// readings of a window in which 10% of the CPU time was stolen and the load went 0.5 -> 1.5.
+std::string fake_training_twin(const TempDir& dir) {
+  nlohmann::json reply = {{"schema", "noeira-twin/1"}, {"ok", true}, {"available", true},
+                          {"timer", "wall"}, {"steps", 30}, {"test_top1", 90.0}, {"test_loss", 0.3},
+                          {"train_loss_last_epoch", 0.4}, {"compile_seconds", nullptr}};
+  std::vector<double> times, losses;
+  for (int i = 0; i < 25; ++i) times.push_back(20.0 + 0.1 * (i % 5));
+  for (int i = 0; i < 30; ++i) losses.push_back(2.3 - 0.01 * i);
+  reply["step_times_ms"] = times;
+  reply["losses"] = losses;
+  reply["cpu_window"] = {{"stat_start", "cpu  100 0 0 900 0 0 0 0 0 0"}, {"loadavg_start", "0.50 0.40 0.30 1/99 1"},
+                         {"stat_end", "cpu  200 0 0 1700 0 0 0 100 0 0"}, {"loadavg_end", "1.50 0.40 0.30 1/99 1"}};
+  return fake_python(dir, "case \"$*\" in *--probe*) exit 1;; esac\ncat <<'EOF'\n" + reply.dump() + "\nEOF");
+}
+
+// The (variant, seed) of every run of the file, in runs[].sequence order.
+std::vector<std::string> run_sequence(const nlohmann::json& results) {
+  std::vector<std::pair<int64_t, std::string>> runs;
+  for (const auto& v : results["benchmarks"][0]["variants"])
+    for (const auto& r : v["runs"])
+      runs.emplace_back(r["sequence"].get<int64_t>(),
+                        v["name"].get<std::string>() + " s" + std::to_string(r["seed"].get<int>()));
+  std::sort(runs.begin(), runs.end());
+  std::vector<std::string> out;
+  for (const auto& [k, name] : runs) out.push_back(name);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("run interleaves ours and the twin's seeds; --order blocked restores the old order",
+          "[run][twin][order]") {
+  TempDir dir;
+  const std::string py = fake_training_twin(dir);
+  const auto inter = dir / "inter.json", blocked = dir / "blocked.json";
+  const CommandResult r = run_bench(kQuick + " --seeds 2 --twin eager --python '" + py + "' --out '" +
+                                    inter.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("interleaved order") &&
+                           Catch::Contains("order: interleaved (eager s0, twin:eager s0, eager s1, twin:eager s1)") &&
+                           Catch::Contains("95% bootstrap interval"));
+  Result<nlohmann::json> res = read_results(inter);
+  REQUIRE(res.ok());
+  CHECK((*res)["context"]["run_order"] == "interleaved");
+  CHECK(run_sequence(*res) == std::vector<std::string>{"eager s0", "twin:eager s0", "eager s1", "twin:eager s1"});
+  // The machine's load over each measured window: the twin's as it read /proc, ours here.
+  const nlohmann::json twin_load = variant(*res, "twin:eager")["runs"][0]["cpu_load"];
+  CHECK(twin_load["steal_fraction"].get<double>() == Approx(0.1));
+  CHECK(twin_load["loadavg_1m_start"].get<double>() == Approx(0.5));
+  CHECK(twin_load["loadavg_1m_end"].get<double>() == Approx(1.5));
+  CHECK(variant(*res, "eager")["runs"][0].contains("cpu_load"));
+  // The twin's 10% steal makes any wide interval name it.
+  if (r.output.find("noisy ratios:") != std::string::npos) CHECK_THAT(r.output, Catch::Contains("steal up to 10.0%"));
+
+  const CommandResult b = run_bench(kQuick + " --seeds 2 --twin eager --order blocked --python '" + py +
+                                    "' --out '" + blocked.string() + "'");
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  Result<nlohmann::json> old = read_results(blocked);
+  REQUIRE(old.ok());
+  CHECK((*old)["context"]["run_order"] == "blocked");
+  CHECK(run_sequence(*old) == std::vector<std::string>{"eager s0", "eager s1", "twin:eager s0", "twin:eager s1"});
+  CHECK(run_bench(kQuick + " --order random --out '" + (dir / "x.json").string() + "'").exit_code == 2);
 }
 
 TEST_CASE("run refuses bad arguments with exit 2 and writes nothing", "[run][cli]") {
