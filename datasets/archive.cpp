@@ -172,10 +172,20 @@ Status extract_members(const fs::path& archive_path, const std::vector<std::stri
                       quoted(archive_path) +
                       " into; set NOEIRA_DATA or --data-dir to a writable directory");
   };
+  // The parent, when this extraction makes it, goes again if the extraction fails.
+  const bool parent_made = !dest.parent_path().empty() && !fs::exists(dest.parent_path(), ec);
   if (!dest.parent_path().empty()) {
     fs::create_directories(dest.parent_path(), ec);
     if (ec) return cannot_create(dest.parent_path(), ec.message());
   }
+  struct ParentGuard {
+    fs::path dir;
+    bool armed;
+    ~ParentGuard() {
+      std::error_code e;
+      if (armed && fs::is_empty(dir, e)) fs::remove(dir, e);
+    }
+  } parent_guard{dest.parent_path(), parent_made};
   const bool created = fs::create_directory(tmp, ec);
   if (ec) return cannot_create(tmp, ec.message());
   if (!created) return cannot_create(tmp, "it already exists");

@@ -86,6 +86,24 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
+// The ancestors of `file` that do not exist yet, deepest first.
+[[maybe_unused]] std::vector<fs::path> missing_parents(const fs::path& file) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::path dir = file.parent_path(); !dir.empty() && !fs::exists(dir, ec); dir = dir.parent_path()) {
+    out.push_back(dir);
+    if (dir == dir.parent_path()) break;
+  }
+  return out;
+}
+
+// Removes each directory of `dirs` (deepest first) that is empty; stops at one that is not.
+[[maybe_unused]] void remove_empty(const std::vector<fs::path>& dirs) {
+  std::error_code ec;
+  for (const fs::path& d : dirs)
+    if (!fs::is_directory(d, ec) || !fs::is_empty(d, ec) || !fs::remove(d, ec)) break;
+}
+
 #if defined(NOEIRA_WITH_DOWNLOAD)
 // ---- libcurl ----
 
@@ -172,11 +190,16 @@ Result<fs::path> download(const DataFile& file, const fs::path& target,
                           const std::vector<fs::path>& looked_in) {
   std::vector<std::string> failures;
   std::error_code ec;
+  // The directories made for this download, deepest first: removed again (when still
+  // empty) if no URL gives the file, so a failed lookup leaves the data directory as it was.
+  const std::vector<fs::path> made = missing_parents(target);
   fs::create_directories(target.parent_path(), ec);
-  if (ec)
+  if (ec) {
+    remove_empty(made);
     return make_error("cannot create cache directory " + quoted(target.parent_path()) + " (" +
                       ec.message() + ") to download " + file.relative_path + "; " +
                       fix_hint(file));
+  }
   fs::path part = target;
   part += ".part." + std::to_string(getpid());
   for (const auto& url : file.urls) {
@@ -190,6 +213,7 @@ Result<fs::path> download(const DataFile& file, const fs::path& target,
     fs::remove(part, ec);
     failures.push_back(url + ": " + fetched.error().message);
   }
+  remove_empty(made);
   std::vector<std::string> looked;
   for (const auto& p : looked_in) looked.push_back(p.string());
   return make_error("cannot find or download " + file.relative_path + " (looked in " +

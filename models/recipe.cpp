@@ -1,6 +1,7 @@
 #include "models/recipe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
@@ -146,6 +147,20 @@ Status parse_vit_model(Recipe& r, const std::string& where) {
 
 }  // namespace
 
+// "target": {"score": S, "quick": Q, "basis": "..."} (both scores optional numbers).
+static Status read_target(const nlohmann::json& j, const std::string& where, Recipe& r) {
+  if (!j.contains("target")) return {};
+  const nlohmann::json& t = j["target"];
+  if (!t.is_object()) return make_error(where + ": target must be an object {score, quick, basis}");
+  for (const char* key : {"score", "quick"}) {
+    if (!t.contains(key)) continue;
+    if (!t[key].is_number() || !std::isfinite(t[key].get<double>()))
+      return make_error(where + ": target." + key + " must be a number");
+    (std::string(key) == "score" ? r.target_score : r.quick_target_score) = t[key].get<double>();
+  }
+  return {};
+}
+
 Result<Recipe> load_recipe(const std::filesystem::path& path) {
   const std::string where = "recipe " + path.string();
   std::ifstream in(path, std::ios::binary);
@@ -164,6 +179,7 @@ Result<Recipe> load_recipe(const std::filesystem::path& path) {
     r.name = j.at("name").get<std::string>();
     r.description = j.value("description", "");
     r.family = j.value("family", "mlp");
+    NOEIRA_TRY(read_target(j, where, r));
     if (r.family == "gpt") return load_gpt_recipe(std::move(r), where);
     const std::string task = j.value("task", "classification");
     if (task == "classification") r.task = Task::kClassification;

@@ -2,6 +2,7 @@
 // architecture and hyper-parameters; the C++ side and the twin both read it.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,10 @@ struct Recipe {
   int quick_epochs = 1;
   int64_t quick_max_steps = 0;  // 0 = whole epochs
   std::string quick_dataset;    // empty = the recipe's data set
+  // "target": the score the full recipe reaches (test top-1 % for classifiers, validation
+  // loss for the gpt family), for the time-to-target column; "quick": a score a --quick run
+  // reaches (CI). Unset: not measured.
+  std::optional<double> target_score, quick_target_score;
   bool augments() const { return augment_crop_pad > 0 || augment_flip; }
 };
 

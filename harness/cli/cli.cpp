@@ -11,6 +11,7 @@
 #include "harness/env/env_report.h"
 #include "harness/cli/cli_options.h"
 #include "harness/cli/compare_command.h"
+#include "harness/cli/fetch_data_command.h"
 #include "harness/cli/micro_command.h"
 #include "harness/cli/report_command.h"
 #include "harness/cli/suite_command.h"
@@ -96,6 +97,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_report_command(app));
   commands.push_back(add_suite_command(app));
   commands.push_back(add_micro_command(app));
+  commands.push_back(add_fetch_data_command(app));
   const std::string first = args.size() > 1 ? args[1] : "";
   const auto known = app.get_subcommands([&](const CLI::App* c) { return c->check_name(first); });
   if (!first.empty() && first[0] != '-' && known.empty())

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "harness/report/number_format.h"
+#include "harness/report/report_resources.h"
 #include "harness/results/partial_results.h"
 
 namespace noeira {
@@ -141,6 +142,7 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
   d.columns.insert(d.columns.end(), names.begin(), names.end());  // unknown names, sorted
   for (TimerKind t : kTimersByPreference)
     if (timers.count(timer_name(t))) d.timers.emplace_back(timer_name(t));
+  fill_resources(d, files);  // memory, time to target, energy
   return d;
 }
 

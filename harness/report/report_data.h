@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/text_table.h"
 #include "harness/results/records.h"
 #include "harness/run/variant_ratio.h"
 
@@ -63,6 +64,10 @@ struct ReportData {
   std::vector<ReportRow> rows;          // one per benchmark, in file order
   std::vector<std::string> columns;     // variant names present anywhere, table order
   std::vector<std::string> timers;      // timers used by measured cells, by preference
+  // Memory, time to target, energy per variant (harness/report/report_resources.h): rows
+  // (header first), empty when no file recorded them; how each was measured.
+  TableRows resources;
+  std::vector<std::string> resource_notes;
 };
 
 ReportData build_report_data(const std::vector<LoadedResults>& files);

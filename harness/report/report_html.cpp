@@ -3,6 +3,7 @@
 #include <set>
 
 #include "harness/report/html_escape.h"
+#include "harness/report/report_resources.h"
 #include "harness/report/report_tables.h"
 #include "harness/report/svg_charts.h"
 
@@ -115,6 +116,7 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
   out += table_html(step_time_table(d));
   if (const ReportTable ratios = ratio_table(d); !ratios.rows.empty()) out += table_html(ratios);
   out += table_html(accuracy_table(d));
+  if (const ReportTable r = resources_table(d); !r.rows.empty()) out += table_html(r);  // memory, time to target, energy
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {
     out += "<h2>Agreement with the twin</h2>\n<ul>\n";

@@ -1,5 +1,6 @@
 #include "harness/report/report_markdown.h"
 
+#include "harness/report/report_resources.h"
 #include "harness/report/report_tables.h"
 
 namespace noeira {
@@ -27,6 +28,7 @@ std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   out += section(step_time_table(d));
   if (const ReportTable ratios = ratio_table(d); !ratios.rows.empty()) out += section(ratios);
   out += section(accuracy_table(d));
+  if (const ReportTable r = resources_table(d); !r.rows.empty()) out += section(r);  // memory, time to target, energy
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {
     out += "## Agreement with the twin\n\n";

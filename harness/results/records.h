@@ -21,6 +21,7 @@
 
 #include "harness/env/cpu_load.h"
 #include "harness/env/gpu_clocks.h"
+#include "harness/results/resource_records.h"
 
 namespace noeira {
 
@@ -106,6 +107,11 @@ struct RunRecord {
   // average over its measured window (absent in older files).
   Optional<int64_t> sequence;
   Optional<CpuLoadWindow> cpu_load;
+  // Peak memory, time to the recipe's target, energy of the timed steps (both sides;
+  // harness/results/resource_records.h; absent in older files).
+  Optional<MemoryRecord> memory;
+  Optional<TimeToTargetRecord> time_to_target;
+  Optional<EnergyRecord> energy;
 };
 
 // ---- Variants ----

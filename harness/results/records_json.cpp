@@ -186,6 +186,10 @@ void to_json(json& j, const RunRecord& r) {
   if (r.twin_impl) j["twin_impl"] = twin_impl_json(*r.twin_impl);
   if (r.sequence) j["sequence"] = *r.sequence;
   if (r.cpu_load) j["cpu_load"] = cpu_load_json(*r.cpu_load);
+  // Memory, time to target, energy (harness/results/resource_records.h).
+  if (r.memory) j["memory"] = memory_json(*r.memory);
+  if (r.time_to_target) j["time_to_target"] = time_to_target_json(*r.time_to_target);
+  if (r.energy) j["energy"] = energy_json(*r.energy);
 }
 
 void from_json(const json& j, RunRecord& r) {
@@ -209,6 +213,10 @@ void from_json(const json& j, RunRecord& r) {
   if (const json* t = field(j, "twin_impl"); t && t->is_object()) r.twin_impl = twin_impl_from(*t);
   r.sequence = integer(j, "sequence");
   if (const json* c = field(j, "cpu_load"); c && c->is_object()) r.cpu_load = cpu_load_from(*c);
+  // Memory, time to target, energy (harness/results/resource_records.h).
+  if (const json* m = field(j, "memory")) r.memory = memory_from(*m);
+  if (const json* t = field(j, "time_to_target")) r.time_to_target = time_to_target_from(*t);
+  if (const json* e = field(j, "energy")) r.energy = energy_from(*e);
 }
 
 void to_json(json& j, const VariantSummary& s) {

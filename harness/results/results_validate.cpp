@@ -248,6 +248,8 @@ Status check_run(const json& r, const std::string& path) {
   // A diverged step's loss is NaN, which JSON can only hold as null.
   NOEIRA_TRY(require_array_of(r, path, "losses", Type::kNumber, Null::kYes));
   NOEIRA_TRY(check_run_order_and_load(r, path));
+  // Optional: memory, time_to_target, energy (harness/results/resource_records.h).
+  NOEIRA_TRY(check_run_resources(r, path));
   return require(r, path, "steps", Type::kInteger);
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "harness/env/cpu_load.h"
+#include "harness/env/energy_meter.h"
+#include "harness/env/process_memory.h"
 #include "harness/run/interrupt.h"
 #include "harness/report/number_format.h"
 #include "harness/run/progress.h"
@@ -34,6 +36,62 @@ TrainerOptions trainer_options(const Variant& variant, uint64_t seed, const Benc
   return o;
 }
 
+// Time to target (harness/results/resource_records.h): each evaluation's score against the
+// recipe's target; the first that reaches it stops the clock that started at `origin`.
+class TargetClock {
+ public:
+  TargetClock(const BenchSettings& st, Clock::time_point origin) : st_(st), origin_(origin) {
+    rec_.metric = st.target_metric;
+    rec_.target = st.target_score;
+    rec_.data_seconds = st.data_seconds;
+  }
+  bool tracking() const { return !st_.target_metric.empty(); }
+  bool reached() const { return rec_.reached; }
+  void evaluated(const EvalStats& e, int64_t step) {
+    if (!tracking() || rec_.reached) return;
+    ++rec_.evaluations;
+    const bool top1 = rec_.metric == "test_top1";
+    const double score = top1 ? e.top1 : e.loss;
+    if (!std::isfinite(score) || (top1 ? score < rec_.target : score > rec_.target)) return;
+    rec_.reached = true;
+    rec_.seconds = st_.data_seconds + std::chrono::duration<double>(Clock::now() - origin_).count();
+    rec_.step = step;
+    rec_.score = score;
+  }
+  Optional<TimeToTargetRecord> record(int64_t steps) const {
+    if (!tracking()) return std::nullopt;
+    TimeToTargetRecord r = rec_;
+    r.steps = steps;
+    return r;
+  }
+
+ private:
+  const BenchSettings& st_;
+  Clock::time_point origin_;
+  TimeToTargetRecord rec_;
+};
+
+// The memory plan by category, the resident-set peak since `rss_reset`, and on the GPU
+// the device bytes in use now (the trainer alive: after planning nothing allocates).
+MemoryRecord memory_of(const TrainerCore& t, bool rss_reset, std::optional<int64_t> device_before,
+                       Device device) {
+  MemoryRecord m;
+  const MemoryPlan& plan = t.plan();
+  for (size_t c = 0; c < kMemCategoryCount; ++c)
+    m.plan_bytes[mem_category_name(static_cast<MemCategory>(c))] =
+        static_cast<int64_t>(plan.bytes(static_cast<MemCategory>(c)));
+  m.plan_total_bytes = static_cast<int64_t>(plan.total_bytes());
+  const PeakRss rss = read_peak_rss(rss_reset);
+  m.peak_rss_bytes = rss.bytes;
+  m.rss_method = rss.method;
+  if (device == Device::kGpu) {
+    m.device_bytes_in_use = device_bytes_in_use();
+    if (m.device_bytes_in_use && device_before) m.device_bytes_run = *m.device_bytes_in_use - *device_before;
+    if (!m.device_bytes_in_use) m.note = "cudaMemGetInfo failed: no device bytes";
+  }
+  return m;
+}
+
 }  // namespace
 
 Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
@@ -41,6 +99,17 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
                                   const std::string& label) {
   TrainerOptions o = trainer_options(variant, seed, st);
   if (st.device == Device::kGpu) o.device_timers = {DeviceTimerKind::kEvent};  // CUPTI off
+  // The run's first touch of the data (placing it in the trainer's arena; the process read
+  // the files once before, st.data_seconds), its memory peak from here, its energy meter.
+  const Clock::time_point origin = Clock::now();
+  TargetClock target(st, origin);
+  const bool rss_reset = reset_peak_rss();
+  const std::optional<int64_t> device_before =
+      st.device == Device::kGpu ? device_bytes_in_use() : std::nullopt;
+  EnergyMeter meter = EnergyMeter::for_target(st.device == Device::kGpu);
+  EnergyWindow energy(meter);
+  std::optional<double> joules;
+  int64_t energy_steps = 0;
   Result<std::unique_ptr<TrainerCore>> made = make_trainer(recipe, data, o);
   if (!made) return made.error();
   TrainerCore& t = **made;
@@ -66,7 +135,10 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
         t.synchronize();
         if (wall.empty()) load_start = read_cpu_load();
         block_start = Clock::now();
-        if (wall.empty()) timing_start = block_start;
+        if (wall.empty()) {
+          timing_start = block_start;
+          if (meter.available()) energy.start();
+        }
       }
       if (timed && events) events->begin_step();
       t.train_step();
@@ -75,7 +147,13 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
         t.synchronize();
         wall.push_back(ms_since(block_start) / static_cast<double>(block_steps));
         block_steps = 0;
-        if (st.stop.done(wall, ms_since(timing_start) / 1000.0)) sampling = false;
+        if (st.stop.done(wall, ms_since(timing_start) / 1000.0)) {
+          sampling = false;
+          if (energy.started()) {
+            joules = energy.stop();
+            energy_steps = static_cast<int64_t>(wall.size()) * st.wall_block;
+          }
+        }
         if (!sampling || step + 1 == st.total_steps) load_end = read_cpu_load();
       }
       progress.update(step + 1, st.total_steps);
@@ -88,10 +166,28 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
     const EpochStats e = t.end_epoch(false);
     losses.insert(losses.end(), e.step_losses.begin(), e.step_losses.end());
     train_loss = e.train_loss;
+    // Time to target: an evaluation after every epoch (the gpt family: every
+    // eval_interval) until the target is reached, as MLPerf evaluates; its time is in the
+    // time to target and left out of the step samples and the energy of the steps.
+    if (target.tracking() && !target.reached() && step < st.total_steps) {
+      const Clock::time_point e0 = Clock::now();
+      energy.pause();
+      target.evaluated(t.evaluate(), step);
+      energy.resume();
+      const Clock::duration spent = Clock::now() - e0;
+      block_start += spent;
+      timing_start += spent;
+    }
   }
   progress.finish();
   if (load_start && !load_end) load_end = read_cpu_load();
+  if (energy.started()) {  // the run ended while still sampling
+    t.synchronize();
+    joules = energy.stop();
+    energy_steps = static_cast<int64_t>(wall.size()) * st.wall_block + block_steps;
+  }
   const EvalStats test = t.evaluate();
+  target.evaluated(test, step);
 
   RunRecord run;
   run.seed = seed;
@@ -113,6 +209,16 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
   // for the families without an analytic count).
   run.planned_flops_per_step =
       3.0 * t.forward_flops_per_sample() * static_cast<double>(t.config().batch);
+  // Peak memory, time to target, energy (harness/results/resource_records.h).
+  run.memory = memory_of(t, rss_reset, device_before, st.device);
+  run.time_to_target = target.record(step);
+  if (!meter.available())
+    run.energy = energy_unavailable(meter.why());
+  else if (!joules)
+    run.energy = energy_unavailable(meter.why().empty() ? "no timed steps to measure" : meter.why());
+  else
+    run.energy = energy_record(meter.source(), meter.scope(), *joules, energy_steps, st.units_per_step,
+                               st.energy_unit);
   return run;
 }
 

@@ -24,6 +24,15 @@ struct BenchSettings {
   // Steps per host-clock sample: 1 on the CPU (ops are synchronous); on the GPU a block
   // of steps between two synchronisations, so the clock does not stall the queue.
   int64_t wall_block = 1;
+  // Time to target, memory and energy (harness/results/resource_records.h). The score
+  // the recipe names ("test_top1" or "val_loss"; no metric: not measured), and the seconds
+  // the process took to read the data once for every run (inside each run's time).
+  std::string target_metric;
+  double target_score = 0;
+  double data_seconds = 0;
+  // Energy per sample (classifiers) or token (the gpt family): units in one step.
+  int64_t units_per_step = 0;
+  std::string energy_unit = "sample";
 };
 
 // One element of variants[].runs (results/SCHEMA.md), or an Error when our run failed.

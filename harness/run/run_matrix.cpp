@@ -23,6 +23,7 @@
 #include "harness/results/results.h"
 #include "harness/results/summary.h"
 #include "harness/run/run_order.h"
+#include "harness/run/resource_table.h"
 #include "harness/run/run_table.h"
 #include "harness/run/variant.h"
 #include "harness/twin/seed_agreement.h"
@@ -125,8 +126,13 @@ int run_matrix(const RunOptions& o) {
   // unless --dataset names one.
   const std::string dataset =
       !o.data.dataset.empty() ? o.data.dataset : o.quick ? recipe->quick_dataset : "";
+  // Read once for every run: its time goes into each run's time to target (ours; the twin
+  // reads the files in every run's process).
+  const auto data_t0 = std::chrono::steady_clock::now();
   Result<DataSplit> data = load_recipe_data(*recipe, dataset, source);
   if (!data) return report_error(data.error().message, kExitFailure);
+  const double data_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - data_t0).count();
   const int64_t spe = steps_per_epoch(*recipe, *data);
   int64_t total_steps = o.steps > 0 ? o.steps
                         : o.quick && recipe->quick_max_steps > 0
@@ -165,6 +171,17 @@ int run_matrix(const RunOptions& o) {
   st.stop.max_seconds = o.max_seconds;
   st.stop.max_samples = 0;
   st.wall_block = *device == Device::kGpu ? 10 : 1;
+  // Time to target, energy (harness/results/resource_records.h): the recipe's target (a
+  // --quick run's own where the recipe names one), samples or tokens per step.
+  const std::optional<double> target_score =
+      o.quick && recipe->quick_target_score ? recipe->quick_target_score : recipe->target_score;
+  if (target_score) {
+    st.target_metric = family.score == FamilyScore::kValidationLoss ? "val_loss" : "test_top1";
+    st.target_score = *target_score;
+  }
+  st.data_seconds = data_seconds;
+  st.units_per_step = work ? work->tokens_per_step : recipe->batch;
+  st.energy_unit = work ? "token" : "sample";
 
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
   const std::string dataset_name = lm ? data->corpus.name : data->train.name;
@@ -220,6 +237,8 @@ int run_matrix(const RunOptions& o) {
   tp.warmup = warmup;
   tp.threads = threads;
   tp.timeout_seconds = o.twin_timeout;
+  tp.target_metric = st.target_metric;
+  tp.target_score = st.target_score;
   TwinContext twin_ctx{"", std::nullopt, false, "not run (--twin none)"};
   if (!twin_modes.empty() || o.parity) twin_ctx = probe_twin(o.python, tp);
   const size_t first_twin = bench.variants.size();
@@ -325,6 +344,7 @@ int run_matrix(const RunOptions& o) {
     return report_error(s.error().message, kExitFailure);
 
   std::printf("\n%s", render_run_table(bench, target, results.context.host.cores, results.context.run_order).c_str());
+  std::printf("%s", render_resource_table(bench, target).c_str());  // memory, time to target, energy
   std::printf("%s", render_run_notes(results, bench, target, parity_note).c_str());
   std::printf("results: %s (logs in %s)\n", out_path.c_str(), log_dir.c_str());
   if (stopped) return interrupted_exit_code();

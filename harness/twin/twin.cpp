@@ -20,6 +20,9 @@ std::string last_line_of(const std::filesystem::path& log) {
   return last.size() > 200 ? last.substr(last.size() - 200) : last;
 }
 
+// A number as the twin's command line takes it: shortest round-trip text (JSON's).
+std::string json_number(double v) { return nlohmann::json(v).dump(); }
+
 // torch.set_num_threads does not reach the BLAS torch links (OpenBLAS starts one thread
 // per core at import): every pool is pinned to the same count as ours.
 std::vector<std::string> thread_env(int threads) {
@@ -109,6 +112,8 @@ TwinOutcome run_twin(const TwinRequest& q) {
                                    "--max-steps",   std::to_string(q.max_steps),
                                    "--warmup",      std::to_string(q.warmup)};
   if (!q.dataset.empty()) argv.insert(argv.end(), {"--dataset", q.dataset});
+  if (!q.target_metric.empty())
+    argv.insert(argv.end(), {"--target-metric", q.target_metric, "--target-score", json_number(q.target_score)});
   if (q.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(q.threads)});
   if (q.init_checkpoint) argv.insert(argv.end(), {"--init-checkpoint", q.init_checkpoint->string()});
   if (q.ranks > 1)

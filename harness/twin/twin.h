@@ -49,6 +49,9 @@ struct TwinRequest {
   int zero = 0;
   double timeout_seconds = 900;
   std::filesystem::path log;  // stderr goes here
+  // Time to target: --target-metric/--target-score when the metric is set.
+  std::string target_metric;
+  double target_score = 0;
 };
 
 // The fields of a training reply the harness reads (reference/twin, schema noeira-twin/1).
@@ -64,6 +67,10 @@ struct TwinReply {
   // "cpu_window": /proc/stat's cpu line and /proc/loadavg as the twin read them at the
   // start and the end of its timed loop; absent where it could not read them.
   Optional<CpuLoadWindow> cpu_load;
+  // Peak memory, time to target, energy (reference/twin/resources.py), when it sent them.
+  Optional<MemoryRecord> memory;
+  Optional<TimeToTargetRecord> time_to_target;
+  Optional<EnergyRecord> energy;
 };
 
 struct TwinOutcome {

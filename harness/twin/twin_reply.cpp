@@ -114,6 +114,9 @@ TwinReply read_twin_reply(const json& t) {
                          cpu_load_from_text(text("stat_end"), text("loadavg_end")));
     if (!load.empty()) r.cpu_load = load;
   }
+  if (const json* m = field("memory")) r.memory = memory_from(*m);
+  if (const json* t2 = field("time_to_target")) r.time_to_target = time_to_target_from(*t2);
+  if (const json* e = field("energy")) r.energy = energy_from(*e);
   return r;
 }
 

@@ -52,6 +52,10 @@ RunRecord twin_run(const TwinReply& t, uint64_t seed) {
   run.twin_impl = t.impl;
   // The machine's load over the twin's timed loop, as the twin read /proc there.
   if (t.cpu_load) run.cpu_load = *t.cpu_load;
+  // Its peak memory, time to target and energy, as it measured them (reference/twin/resources.py).
+  run.memory = t.memory;
+  run.time_to_target = t.time_to_target;
+  run.energy = t.energy;
   return run;
 }
 
@@ -84,6 +88,8 @@ TwinSeedOutcome run_twin_seed(const TwinPlan& p, const std::string& mode, uint64
   q.warmup = p.warmup;
   q.threads = p.threads;
   q.timeout_seconds = p.timeout_seconds;
+  q.target_metric = p.target_metric;
+  q.target_score = p.target_score;
   q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
   std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
   std::fflush(stderr);

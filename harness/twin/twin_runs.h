@@ -22,6 +22,10 @@ struct TwinPlan {
   int64_t total_steps = 0, warmup = 0;
   int threads = 0;
   double timeout_seconds = 900;
+  // Time to target (harness/results/resource_records.h): "test_top1" | "val_loss", or ""
+  // (not measured), and the score.
+  std::string target_metric;
+  double target_score = 0;
 };
 
 // The variant "twin:<mode>" without runs, every seed of the plan pending.

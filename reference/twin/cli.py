@@ -73,6 +73,12 @@ def parse_args(argv):
                     help="gpt family, data parallel: 0 = DDP, 1 = DDP + "
                          "ZeroRedundancyOptimizer (ZeRO-1); default 0 with --ranks > 1; "
                          "given with --ranks 1, one rank still runs the distributed path")
+    ap.add_argument("--target-metric", default=None, choices=["test_top1", "val_loss"],
+                    help="time to target: the score (test top-1 %%, or the gpt family's "
+                         "validation loss) whose --target-score ends the clock that starts at "
+                         "the first touch of the data (twin/resources.py)")
+    ap.add_argument("--target-score", type=float, default=None,
+                    help="time to target: the score to reach (with --target-metric)")
 
     def _error(message):
         raise TwinError(f"usage: {message} (see --help)")
@@ -108,6 +114,10 @@ def parse_args(argv):
                                                  or a.dump_augmented is not None):
         ap.error("--ranks and --zero are for training; --dump-batches and --dump-augmented "
                  "run in one process")
+    if (a.target_metric is None) != (a.target_score is None):
+        ap.error("--target-metric and --target-score go together")
+    if a.target_score is not None and a.target_score != a.target_score:
+        ap.error("--target-score must be a number")
     if a.dump_steps is None:
         a.dump_steps = 1
     if a.dump_steps < 1 or a.dump_steps > 0xFFFFFFFF:
@@ -150,6 +160,8 @@ def main(argv=None) -> int:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if args.probe:
         return _probe(args)
+    from .resources import TargetClock
+    args.target_clock = TargetClock(args.target_metric, args.target_score)
     from .run import RESULT_KEYS, dump_augmented, dump_batches, run   # torch-free at import
     result = {k: None for k in RESULT_KEYS}
     result.update({

@@ -26,6 +26,9 @@ def _corpus(args, recipe, result):
     if name not in TEXT_SETS:
         raise TwinError(f"dataset '{name}' is not a token corpus; the gpt family trains on "
                         f"{', '.join(sorted(TEXT_SETS))}")
+    clock = getattr(args, "target_clock", None)
+    if clock is not None and getattr(args, "dist", None) is None:
+        clock.touch()                          # time to target starts at the data's files
     c = load_corpus(name, args.data_dir)
     log(f"{name} from {c['path']}: {c['n']} tokens, vocab {len(c['vocab'])}, "
         f"{c['n_train']} train / {c['n_val']} val")

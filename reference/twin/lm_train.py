@@ -30,6 +30,7 @@ import philox
 
 from .common import TwinError, cpu_load_snapshot, cpu_window, log
 from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
+from .resources import EnergyWindow, memory_record
 from .text import eval_window_count
 
 
@@ -148,8 +149,14 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
         f"tokens{per_rank}, vocab {V}), warmup {args.warmup}, optimizer {result['optimizer']} "
         f"({result['adam_impl']}), attention {result['attention_impl']}, val {n_windows} "
         f"windows after steps {evals[:4]}{'...' if len(evals) > 4 else ''}")
+    # Time to target and energy (twin/resources.py): the validation loss of each evaluation
+    # against the target until it is reached; energy over the timed steps, evaluations out.
+    clock = getattr(args, "target_clock", None) if ctx is None else None
+    energy = EnergyWindow(device, torch)
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
     load_t0 = cpu_load_snapshot() if args.warmup == 0 else None
+    if args.warmup == 0:
+        energy.start()
     next_eval = 0
     for i in range(total):
         if i == args.warmup and i > 0:
@@ -157,6 +164,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
                 torch.cuda.synchronize()
             load_t0 = cpu_load_snapshot()
             wall_t0 = time.perf_counter()
+            energy.start()
         if mark_step is not None:
             mark_step()
         t = time.perf_counter()
@@ -176,11 +184,15 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
             if cuda:
                 torch.cuda.synchronize()
             e0 = time.perf_counter()
+            energy.pause()
             if rank == 0:
                 val_losses[next_eval].copy_(evaluate_val(model, val, val_starts_t, B,
                                                          autocast, dev))
             if cuda:
                 torch.cuda.synchronize()
+            if clock is not None and clock.wants_evaluation:
+                clock.evaluated(float(val_losses[next_eval].item()), i + 1)
+            energy.resume()
             if ctx is not None:
                 ctx.barrier()          # the other ranks wait here, outside the step timers
             dt = time.perf_counter() - e0
@@ -192,6 +204,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
     result["cpu_window"] = cpu_window(load_t0, cpu_load_snapshot())
+    energy.stop()
     if compile_s is not None:
         log(f"compile: {compile_s:.1f} s (step 0" + (", inside the warm-up)" if args.warmup
                                                       else ", timed: --warmup 0)"))
@@ -232,6 +245,11 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
         "eval_seconds": eval_s,
         "grad_norms": grad_norms.cpu().tolist() if clip > 0.0 else None,
     })
+    if ctx is None:
+        if clock is not None:
+            result["time_to_target"] = clock.record(total)
+        result["energy"] = energy.record(timed, B * T, "token")
+        result["memory"] = memory_record(device, torch)
     log("val loss " + ", ".join(f"{s}: {v:.4f}" for s, v in zip(evals, vl)))
     log(f"done: final val loss {vl[-1]:.4f}  median step {result['median_step_ms']:.3f} ms  "
         f"{result['tokens_per_s']:.0f} tokens/s")

@@ -26,6 +26,8 @@ RESULT_KEYS = [
     "val_losses", "final_val_loss", "tokens_per_s", "eval_seconds", "grad_norms",
     # the gpt family's data parallelism (--ranks, --zero; twin/dist.py)
     "ranks", "zero", "per_rank_step_ms",
+    # peak memory, time to target, energy of the timed steps (twin/resources.py)
+    "memory", "time_to_target", "energy",
 ]
 
 
@@ -61,6 +63,9 @@ def _load_data(args, recipe, torch, device, result):
     """The data set, normalised, resident on the device (also kept as numpy)."""
     from . import data as data_mod
     ds_name = args.dataset or recipe["dataset"]["name"]
+    clock = getattr(args, "target_clock", None)
+    if clock is not None:
+        clock.touch()                          # time to target starts at the data's files
     t0 = time.perf_counter()
     d = data_mod.load_dataset(ds_name, args.data_dir, recipe["dataset"].get("normalize"))
     in_shape = [int(s) for s in recipe["input_shape"]]

@@ -13,6 +13,7 @@ import philox
 
 from .common import TwinError, cpu_load_snapshot, cpu_window, log
 from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
+from .resources import EnergyWindow, memory_record
 
 
 def _plan_batches(args, recipe, n_train, device, result):
@@ -89,14 +90,33 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
         + (f", augment pad {augmenter.pad} flip {augmenter.flip}" if augmenter else ""))
     x_src = train_x
     epoch_now = -1
+    # Time to target and energy (twin/resources.py): an evaluation after every epoch until
+    # the target is reached, left out of the step times, the wall time and the energy.
+    clock = getattr(args, "target_clock", None)
+    energy = EnergyWindow(device, torch)
+    eval_s_timed = 0.0
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
     load_t0 = cpu_load_snapshot() if args.warmup == 0 else None
+    if args.warmup == 0:
+        energy.start()
     for i, (e, idx) in enumerate(batches):
+        if e != epoch_now and epoch_now >= 0 and clock is not None and clock.wants_evaluation:
+            if cuda:
+                torch.cuda.synchronize()
+            e0 = time.perf_counter()
+            energy.pause()
+            top1, _ = _scores(args, model, loss_fn, autocast, d, dev)
+            model.train()
+            clock.evaluated(top1, i)
+            energy.resume()
+            if wall_t0 is not None:
+                eval_s_timed += time.perf_counter() - e0
         if i == args.warmup and i > 0:
             if cuda:
                 torch.cuda.synchronize()
             load_t0 = cpu_load_snapshot()
             wall_t0 = time.perf_counter()
+            energy.start()
         if e != epoch_now:
             epoch_now = e
             if augmenter is not None:
@@ -122,6 +142,7 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
     result["cpu_window"] = cpu_window(load_t0, cpu_load_snapshot())
+    energy.stop()
     if compile_s is not None:
         log(f"compile: {compile_s:.1f} s (step 0, inside the warm-up)" if args.warmup >= 1
             else f"compile: {compile_s:.1f} s (step 0, timed: --warmup 0)")
@@ -133,7 +154,7 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
         step_ms = host_ms[args.warmup:]
         result["timer"] = "wall"
     result["step_times_ms"] = step_ms
-    result["wall_ms_per_step"] = (wall_t1 - wall_t0) * 1e3 / timed
+    result["wall_ms_per_step"] = (wall_t1 - wall_t0 - eval_s_timed) * 1e3 / timed
     result["compile_seconds"] = compile_s
     compile_stats(args.mode, result, torch)
     loss_list = losses.cpu().tolist()
@@ -144,12 +165,27 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
     srt = sorted(step_ms)
     result["median_step_ms"] = (srt[(len(srt) - 1) // 2] + srt[len(srt) // 2]) / 2
     evaluate(args, result, model, loss_fn, autocast, d, dev)
+    if clock is not None:
+        clock.evaluated(result["test_top1"], total)
+        result["time_to_target"] = clock.record(total)
+    result["energy"] = energy.record(timed, int(recipe["batch"]), "sample")
+    result["memory"] = memory_record(device, torch)
 
 
 def evaluate(args, result, model, loss_fn, autocast, d, dev):
     """Over the whole test set in --eval-batch batches, with the eager module (parameters
     shared with a compiled one), eval mode (BatchNorm's running statistics, no dropout),
     no_grad, in the training dtype."""
+    top1, loss = _scores(args, model, loss_fn, autocast, d, dev)
+    result["test_top1"] = top1
+    result["test_loss"] = loss
+    result["eval_dtype"] = args.dtype
+    log(f"done: test top-1 {result['test_top1']:.2f}%  test loss {result['test_loss']:.4f}  "
+        f"median step {result['median_step_ms']:.3f} ms")
+
+
+def _scores(args, model, loss_fn, autocast, d, dev):
+    """(test top-1 %, test loss) over the test set; leaves the model in eval mode."""
     test_x, test_y = d["test_x_t"], d["test_y_t"]
     n_test = test_x.shape[0]
     model.eval()
@@ -164,8 +200,4 @@ def evaluate(args, result, model, loss_fn, autocast, d, dev):
                 lsum = loss_fn(out, yb, reduction="sum")
             loss_sum += lsum.double()
             correct += (out.argmax(dim=1) == yb).sum()
-    result["test_top1"] = 100.0 * int(correct.item()) / n_test
-    result["test_loss"] = float(loss_sum.item()) / n_test
-    result["eval_dtype"] = args.dtype
-    log(f"done: test top-1 {result['test_top1']:.2f}%  test loss {result['test_loss']:.4f}  "
-        f"median step {result['median_step_ms']:.3f} ms")
+    return 100.0 * int(correct.item()) / n_test, float(loss_sum.item()) / n_test

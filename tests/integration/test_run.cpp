@@ -266,3 +266,45 @@ TEST_CASE("Without a subcommand, options go to run", "[run][cli]") {
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("unknown model 'nosuch'"));
 }
+
+TEST_CASE("time to target, peak memory and energy are recorded for both sides (mlp --quick)",
+          "[run][twin][resources][slow]") {
+  if (!twin_or_skip(Catch::getResultCapture().getCurrentTestName())) return;
+  TempDir dir;
+  const auto out = dir / "t.json";
+  // The whole quick recipe (200 steps): its quick target (models/recipes/mlp.json) is reached.
+  const CommandResult r = run_bench("--model mlp --target cpu --quick --threads 1 --seeds 1 --twin eager "
+                                    "--variants eager,bf16 --out '" + out.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("time to target") && Catch::Contains("peak RSS") &&
+                           Catch::Contains("energy"));
+  Result<nlohmann::json> res = read_results(out);
+  REQUIRE(res.ok());
+  for (const char* name : {"eager", "bf16", "twin:eager"}) {
+    INFO(name);
+    const nlohmann::json run = variant(*res, name)["runs"][0];
+    const nlohmann::json& t = run["time_to_target"];
+    CHECK(t["metric"] == "test_top1");
+    CHECK(t["target"].get<double>() == 90.0);
+    CHECK(t["reached"] == true);
+    CHECK(t["seconds"].get<double>() > 0.0);
+    CHECK(t["step"] == 200);
+    CHECK(t["score"].get<double>() >= 90.0);
+    CHECK(run["memory"]["peak_rss_bytes"].get<int64_t>() > 0);
+    // Energy: a figure where a counter is readable, else n/a with the reason.
+    const nlohmann::json& e = run["energy"];
+    if (e["available"] == false) CHECK_FALSE(e["why"].get<std::string>().empty());
+  }
+  const nlohmann::json fp32 = variant(*res, "eager")["runs"][0]["memory"];
+  const nlohmann::json bf16 = variant(*res, "bf16")["runs"][0]["memory"];
+  // (bf16 against fp32 plan sizes per recipe: tests/integration/test_memory_plans.cpp.)
+  CHECK(bf16["plan_bytes"]["activations"].get<int64_t>() < fp32["plan_bytes"]["activations"].get<int64_t>());
+  CHECK(fp32["plan_bytes"]["bf16_weights"] == 0);
+  CHECK(bf16["plan_bytes"]["bf16_weights"].get<int64_t>() > 0);
+  CHECK(variant(*res, "twin:eager")["runs"][0]["memory"].contains("rss_method"));
+  // The report shows them too.
+  const CommandResult rep = run_bench("report '" + out.string() + "'");
+  INFO(rep.output);
+  CHECK_THAT(rep.output, Catch::Contains("Memory, time to target, energy") && Catch::Contains("(1/1)"));
+}

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
@@ -386,7 +387,8 @@ TEST_CASE("locate: a download with the wrong sha256 leaves nothing behind", "[da
                                         Contains("NOEIRA_DATA"));
   CHECK(found.error().message.find('\n') == std::string::npos);
   CHECK_FALSE(fs::exists(dir / "cache" / rel));
-  CHECK_FALSE(has_part_file(dir / "cache"));
+  // The folders made for the download go with it (a failed lookup leaves no folder).
+  CHECK_FALSE(fs::exists(dir / "cache"));
 }
 
 TEST_CASE("locate: nothing found with downloads on tries them, or says this build has none",
@@ -410,6 +412,40 @@ TEST_CASE("locate: nothing found with downloads on tries them, or says this buil
   } else {
     CHECK_THAT(msg, Contains("no download support") && Contains("GPU bundle"));
     CHECK_FALSE(fs::exists(dir / "cache"));  // no cache folder made for a download it cannot do
+  }
+}
+
+namespace {
+
+// Every path under `root`, sorted: what a data directory holds.
+std::vector<std::string> tree(const fs::path& root) {
+  std::vector<std::string> out;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(root))
+    out.push_back(fs::relative(e.path(), root).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("A failed data lookup leaves the data directory as it was", "[datasets]") {
+  // As when NOEIRA_DATA points at ../shared/data and a data set is missing with no network:
+  // NOEIRA_DATA is then also the cache, and a failed download made empty mnist/ and
+  // tinyshakespeare/ folders in it.
+  TempDir dir;
+  const fs::path data = dir / "data";
+  write_bytes(data / "other" / "kept.bin", {'k'});
+  const std::vector<std::string> before = tree(data);
+  ScopedEnv env("NOEIRA_DATA", data.c_str());
+  for (bool allow : {true, false}) {
+    DataSource source;
+    source.allow_download = allow;
+    // A URL that fails (no such file), and a set nested two folders deep.
+    auto found = locate(DataFile{"missing-set/sub/file.gz", std::string(64, '0'),
+                                 {"file://" + (dir / "remote" / "absent.gz").string()}},
+                        source);
+    REQUIRE_FALSE(found.ok());
+    CHECK(tree(data) == before);
   }
 }
 
