@@ -19,7 +19,8 @@ CATEGORIES = ("gemm", "convolution", "attention", "normalisation", "activation",
 # and autograd's "evaluate_function: " / "Backward0" wrappers removed, lower-cased.
 _TABLE = [
     (r"log_softmax|nll_loss|cross_entropy|mse_loss|(^|_)loss", "loss"),
-    (r"scaled_dot_product|flash_attention|efficient_attention|softmax|attention", "attention"),
+    (r"scaled_dot_product|flash_attention|efficient_attention|softmax|attention|masked_fill",
+     "attention"),
     (r"(^|_)(mm|addmm|bmm|baddbmm|matmul|linear|_addmm_activation|mkldnn_linear|dot|mv|"
      r"addmv|mkldnn_matmul)($|_)", "gemm"),
     (r"extern_kernels\.(mm|addmm|bmm)", "gemm"),
@@ -35,7 +36,7 @@ _TABLE = [
      r"^select$|^to$|_to_copy|pin_memory|^uniform", "data"),
     (r"copy|clone|contiguous|^t$|transpose|permute|view|reshape|expand|as_strided|^empty|"
      r"zeros|^zero_|fill_|^ones|split|chunk|unsqueeze|squeeze|flatten|detach|^alias|"
-     r"^resize|^set_|cast|_unsafe_view|^item|_local_scalar_dense|^full|^lift", "copy"),
+     r"^resize|^set_|cast|_unsafe_view|^item|_local_scalar_dense|^full|^lift|pad", "copy"),
 ]
 _COMPILED = [(re.compile(p), c) for p, c in _TABLE]
 # Ranges that carry no work of their own: their self time is the Python and dispatcher

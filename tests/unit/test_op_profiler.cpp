@@ -73,7 +73,7 @@ TEST_CASE("ProfilingOps forwards every call and records only inside profiled ste
   REQUIRE(prof.events().size() == 2);
   CHECK(std::string(prof.events()[0].op) == "act_forward");
   CHECK(prof.events()[1].category == OpCategory::kActivation);
-  CHECK(prof.call_shapes()[0] == "x:fp32[3] y:fp32[3]");
+  CHECK(prof.call_shapes()[0] == "x:f32[3] y:f32[3]");
   const ProfileSideRecord side = our_breakdown(prof, "noeira:eager");
   CHECK(side.steps == 1);
   CHECK(side.attributed_ms <= side.step_ms);
