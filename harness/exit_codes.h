@@ -8,7 +8,9 @@ namespace noeira {
 inline constexpr int kExitOk = 0;
 // The work failed: bad data, a failed run, a parity failure; compare found a regression.
 inline constexpr int kExitFailure = 1;
-// Unusable input: bad arguments, files given on the command line unreadable or invalid.
+// Unusable input: bad arguments, files given on the command line unreadable or invalid;
+// writing into the repository's results/ from a dirty tree without --allow-dirty
+// (harness/env/publish_guard.h).
 inline constexpr int kExitUsage = 2;
 // Stopped by a signal: 128 + its number, as a shell reports a process the signal ended
 // (130 for Ctrl-C), so scripts read a clean stop the same way.

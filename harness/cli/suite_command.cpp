@@ -13,7 +13,8 @@ std::function<int()> add_suite_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "suite",
       "The published comparison: every model's variant matrix and the twin (one run each), "
-      "then one report (markdown + HTML) whose first table is ours vs the twin per model");
+      "then one report (markdown + HTML): the environment every run shares, then ours vs the "
+      "twin per model, with ratio and memory charts");
   cmd->add_option("--models", o->models,
                   "Models in table order (default: gpt, resnet20, cifar-cnn, mlp, conv2d-mnist, "
                   "vit on a GPU; gpt-tiny, resnet20, cifar-cnn, mlp, conv2d-mnist, vit-tiny on a "
@@ -40,13 +41,22 @@ std::function<int()> add_suite_command(CLI::App& app) {
                   "Each run's order: interleaved (ours and the twin's alternate seed by seed) "
                   "or blocked (the old order)")
       ->check(CLI::IsMember({"interleaved", "blocked"}))->capture_default_str();
-  cmd->add_option("--out-dir", o->out_dir,
+  CLI::Option* out_dir = cmd->add_option("--out-dir", o->out_dir,
                   "Directory for suite.json, the results, logs/ and report.{md,html} "
-                  "(default noeira-suite-<target>)");
+                  "(default noeira-suite-<target>); inside the repository's results/ it is "
+                  "refused from a dirty tree unless --allow-dirty");
+  CLI::Option* publish = cmd->add_flag("--publish", o->publish,
+                  "Write into results/<machine>/ of the checkout holding the current directory "
+                  "(e.g. results/intel-fam6-m207-2core, results/nvidia-h200)")
+      ->excludes(out_dir);
+  cmd->add_flag("--allow-dirty", o->allow_dirty,
+                "Write into the repository's results/ even from a dirty tree (uncommitted "
+                "changes); the report then says so. Without it that is refused (exit 2)");
   cmd->add_option("--resume", o->resume,
                   "Finish an interrupted suite in this directory (its own options; finished "
                   "runs are kept)")
-      ->excludes("--out-dir");
+      ->excludes(out_dir)
+      ->excludes(publish);
   return [cmd, o]() {
     if (!cmd->parsed()) return kNotThisCommand;
     install_interrupt_handlers();  // Ctrl-C: the current run keeps its finished seeds

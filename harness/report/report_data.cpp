@@ -9,7 +9,6 @@
 
 #include "harness/report/number_format.h"
 #include "harness/report/report_resources.h"
-#include "harness/results/partial_results.h"
 
 namespace noeira {
 
@@ -18,38 +17,6 @@ namespace {
 // Our variants, then the twin's modes: the column order of every table.
 constexpr std::array<std::string_view, 7> kVariantOrder = {
     "eager", "graph", "bf16", "bf16+graph", "twin:eager", "twin:compiled", "twin:graphs"};
-
-ReportContext context_of(const LoadedResults& f) {
-  const ContextRecord& c = f.results.context;
-  ReportContext rc;
-  rc.source = f.path;
-  rc.created = f.results.created_utc;
-  rc.partial = partial_summary(f.results);
-  rc.host = c.host.cpu_model + " (" + std::to_string(c.host.cores) + " cores, " + c.host.os + ")";
-  const DeviceRecord& dev = c.device;
-  if (dev.available) {
-    rc.device = dev.name;
-    for (const auto& [key, value] : {std::pair{"sm", &dev.sm}, {"driver", &dev.driver}, {"runtime", &dev.runtime}})
-      if (!value->empty()) rc.device += std::string(", ") + key + " " + *value;
-  } else {
-    rc.device = "none (" + dev.reason + ")";
-  }
-  rc.git = c.git_sha.substr(0, 12);  // as `git log --oneline` abbreviates it
-  if (rc.git.empty()) rc.git = "unknown";
-  if (c.git_dirty) rc.git += " (dirty)";
-  rc.torch = c.twin.available ? "torch " + c.twin.torch_version.value_or("")
-                              : "twin unavailable (" + c.twin.reason.value_or("") + ")";
-  rc.command_line = c.command_line;
-  const BuildRecord& build = c.build;
-  if (build.has_openblas)
-    rc.cpu_kernels = "OpenBLAS " + build.openblas_core;
-  if (build.has_onednn)
-    rc.cpu_kernels += (rc.cpu_kernels.empty() ? "" : ", ") + std::string("oneDNN ") +
-                      build.onednn_version + " " + build.onednn_isa;
-  rc.warnings = c.warnings.value_or(std::vector<std::string>{});
-  rc.probes = c.probes;
-  return rc;
-}
 
 std::vector<double> losses_of(const VariantRecord& v) {
   std::vector<double> out;
@@ -81,6 +48,12 @@ ReportCell cell_of(const VariantRecord& v, int64_t cores) {
     return c;
   }
   c.losses = losses_of(v);
+  c.resources = variant_resources(v);
+  for (const RunRecord& r : v.runs)
+    if (r.memory && !r.memory->plan_bytes.empty()) {
+      c.plan_bytes = r.memory->plan_bytes;
+      break;
+    }
   if (v.clocks) c.clock_warning = v.clocks->warning;
   c.top1 = v.summary.test_top1;
   c.loss = v.summary.test_loss;
@@ -108,7 +81,7 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
   ReportData d;
   std::set<std::string> names, timers;
   for (const LoadedResults& f : files) {
-    d.contexts.push_back(context_of(f));
+    d.contexts.push_back(report_context(f.path, f.results));
     const ConfigRecord& config = f.results.config;
     for (const BenchmarkRecord& b : f.results.benchmarks) {
       ReportRow row{.label = b.model + " (" + config.target + ", " + config.dtype + ")",

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/report_context.h"
 #include "harness/report/text_table.h"
 #include "harness/results/records.h"
 #include "harness/run/variant_ratio.h"
@@ -39,6 +40,10 @@ struct ReportCell {
   double cv = 0;
   LoadSeen load;
   int64_t cores = 0;
+  // Peak memory over the runs (harness/results/resource_records.h; empty in older files)
+  // and the first run's memory plan, bytes per category (ours).
+  VariantResources resources;
+  std::map<std::string, int64_t> plan_bytes;
 };
 
 struct ReportRow {
@@ -51,14 +56,6 @@ struct ReportRow {
   Optional<PeakFlops> peak_flops;
 };
 
-struct ReportContext {
-  std::string source, created, host, device, git, torch, command_line;
-  std::string cpu_kernels;            // "oneDNN 2.6.3 avx512_core_bf16" (older files: "OpenBLAS Prescott, ..."); "" if unrecorded
-  std::vector<std::string> warnings;  // context.warnings (older files: none)
-  std::string partial;                // partial_summary: what a stopped run lacks; "" when complete
-  Optional<nlohmann::json> probes;    // context.probes (harness/env/baseline_probe.h); absent in older files
-};
-
 struct ReportData {
   std::vector<ReportContext> contexts;  // one per file
   std::vector<ReportRow> rows;          // one per benchmark, in file order
@@ -68,6 +65,9 @@ struct ReportData {
   // (header first), empty when no file recorded them; how each was measured.
   TableRows resources;
   std::vector<std::string> resource_notes;
+  // Set by the command that writes the report (harness/env/publish_guard.h): what
+  // --allow-dirty let through, shown as warnings in the environment block.
+  std::vector<std::string> publish_warnings;
 };
 
 ReportData build_report_data(const std::vector<LoadedResults>& files);

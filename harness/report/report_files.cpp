@@ -1,8 +1,11 @@
 #include "harness/report/report_files.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "harness/cli/cli_options.h"
+#include "harness/env/publish_guard.h"
 #include "harness/exit_codes.h"
 #include "harness/report/report_data.h"
 #include "harness/report/report_html.h"
@@ -19,7 +22,19 @@ int run_report(const ReportOptions& o) {
     if (!r) return report_error(r.error().message, kExitUsage);
     files.push_back({path, std::move(r).value()});
   }
-  const ReportData data = build_report_data(files);
+  // Into the repository's results/: not from a dirty tree, unless --allow-dirty.
+  std::vector<std::string> publish_warnings;
+  for (const std::string& out : {o.md_path, o.html_path}) {
+    if (out.empty()) continue;
+    Result<std::vector<std::string>> guard =
+        guard_publish(std::filesystem::absolute(out).parent_path(), o.allow_dirty);
+    if (!guard) return report_error(guard.error().message, kExitUsage);
+    for (const std::string& w : *guard)
+      if (std::find(publish_warnings.begin(), publish_warnings.end(), w) == publish_warnings.end())
+        publish_warnings.push_back(w);
+  }
+  ReportData data = build_report_data(files);
+  data.publish_warnings = publish_warnings;
   const std::string markdown = render_markdown(data);
   std::fwrite(markdown.data(), 1, markdown.size(), stdout);
   std::fflush(stdout);  // before any note on stderr, so the two never interleave

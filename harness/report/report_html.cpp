@@ -3,6 +3,8 @@
 #include <set>
 
 #include "harness/report/html_escape.h"
+#include "harness/report/report_charts.h"
+#include "harness/report/report_environment.h"
 #include "harness/report/report_resources.h"
 #include "harness/report/report_tables.h"
 #include "harness/report/svg_charts.h"
@@ -20,20 +22,13 @@ th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: ta
 .partial { background: #fff3cd; border: 1px solid #e0b400; padding: 0.4em 0.6em; }
 .notes { font-size: 0.85em; color: #555; } .notes p { margin: 0.15em 0; }
 section.model { border-top: 1px solid #ddd; margin-top: 1.5em; }
-svg { display: block; margin: 0.5em 0; }
+svg { display: block; margin: 0.5em 0; max-width: 100%; height: auto; }
+.warning { background: #fde2e1; border: 1px solid #d62728; padding: 0.4em 0.6em; }
+table.env th { text-align: left; font-weight: 600; white-space: nowrap; }
 )";
 
-// One color per variant column; ours cool, the twin's warm.
-std::string color_for(const std::string& variant, const ReportData& d) {
-  static const char* kPalette[] = {"#1f77b4", "#2ca02c", "#9467bd", "#17becf",
-                                   "#ff7f0e", "#d62728", "#8c564b", "#7f7f7f"};
-  size_t i = 0;
-  while (i < d.columns.size() && d.columns[i] != variant) ++i;
-  return kPalette[i % (sizeof kPalette / sizeof kPalette[0])];
-}
-
-std::string table_html(const ReportTable& t) {
-  std::string out = "<h2>" + html_escape(t.title) + "</h2>\n<table>\n<tr>";
+std::string table_html(const ReportTable& t, const char* heading = "h2") {
+  std::string out = std::string("<") + heading + ">" + html_escape(t.title) + "</" + heading + ">\n<table>\n<tr>";
   for (const std::string& h : t.rows[0]) out += "<th>" + html_escape(h) + "</th>";
   out += "</tr>\n";
   for (size_t r = 1; r < t.rows.size(); ++r) {
@@ -53,6 +48,26 @@ std::string table_html(const ReportTable& t) {
   return out;
 }
 
+// Once, at the top: what every file shares, what differs by file, the warnings, the probes.
+std::string environment_html(const ReportData& d) {
+  const EnvironmentBlock b = environment_block(d);
+  std::string out = "<section class=\"environment\">\n<h2>Environment</h2>\n<p class=\"notes\">" +
+                    html_escape(b.files) + "</p>\n";
+  for (const std::string& w : b.dirty)
+    out += "<p class=\"warning\"><strong>WARNING</strong> " + html_escape(w) + "</p>\n";
+  if (!b.shared.empty()) {
+    out += "<table class=\"env\">\n";
+    for (const EnvField& f : b.shared)
+      out += "<tr><th>" + html_escape(f.name) + "</th><td>" + html_escape(f.value) + "</td></tr>\n";
+    out += "</table>\n";
+  }
+  if (!b.same_note.empty()) out += "<p class=\"notes\">" + html_escape(b.same_note) + "</p>\n";
+  if (!b.per_file.rows.empty()) out += table_html(b.per_file, "h3");
+  for (const std::string& w : b.warnings) out += "<p class=\"partial\">warning: " + html_escape(w) + "</p>\n";
+  if (!b.probes.rows.empty()) out += table_html(b.probes, "h3");
+  return out + "</section>\n";
+}
+
 std::string model_section(const ReportRow& row, const ReportData& d) {
   std::vector<BarItem> bars;
   std::vector<LineSeries> curves;
@@ -63,7 +78,7 @@ std::string model_section(const ReportRow& row, const ReportData& d) {
     const ReportCell& c = it->second;
     BarItem b;
     b.label = name;
-    b.color = color_for(name, d);
+    b.color = variant_color(name, d);
     b.measured = c.state == ReportCell::State::kMeasured;
     b.missing_text = step_time_text(c, false);
     b.median = c.median_ms;
@@ -96,27 +111,15 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
       std::string(kStyle) + "</style>\n</head>\n<body>\n<h1>noeira-bench report</h1>\n";
   for (const std::string& l : partial_lines(d))
     out += "<p class=\"partial\"><strong>PARTIAL</strong> " + html_escape(l) + "</p>\n";
+  out += environment_html(d);
   if (summary) out += table_html(*summary);
-  if (picks && !picks->empty()) {
-    // One bar per model: ours / twin (below 1: ours is faster).
-    std::vector<BarItem> bars;
-    for (const SummaryPick& p : *picks) {
-      const double r = p.ours_ms / p.twin_ms;
-      // The whisker: the ratio's 95% interval (none without one).
-      const double lo = p.interval ? p.interval->lo : r, hi = p.interval ? p.interval->hi : r;
-      bars.push_back({p.label + " (" + p.ours_variant + " / " + p.twin_variant + ")" + (p.noisy ? " noisy" : ""),
-                      r <= 1.0 ? "#2ca02c" : "#d62728", true, "", r, lo, hi});
-    }
-    out += "<p class=\"notes\">Step time ratio, ours / twin (green: ours faster; whisker: its 95% "
-           "bootstrap interval)</p>\n";
-    out += svg_bar_chart(bars, "ours / twin median step time (1 = parity)", "x");
-  }
-  out += table_html(context_table(d));
-  if (const ReportTable probes = probe_table(d); !probes.rows.empty()) out += table_html(probes);
+  if (picks) out += ratio_chart_html(ratio_points(*picks), "Ours / twin per model (the best of each side)");
   out += table_html(step_time_table(d));
   if (const ReportTable ratios = ratio_table(d); !ratios.rows.empty()) out += table_html(ratios);
+  out += ratio_chart_html(ratio_points(d), "Step-time ratio per variant, ours / twin");
   out += table_html(accuracy_table(d));
   if (const ReportTable r = resources_table(d); !r.rows.empty()) out += table_html(r);  // memory, time to target, energy
+  out += memory_charts_html(d);
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {
     out += "<h2>Agreement with the twin</h2>\n<ul>\n";

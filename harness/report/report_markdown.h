@@ -6,9 +6,10 @@
 
 namespace noeira {
 
-// The report as GitHub-flavoured markdown: context, step-time table, accuracy table,
-// parity and seed-agreement lines.
-// summary (the suite's first table), when given, comes first.
+// The report as GitHub-flavoured markdown: the environment block (what every file shares,
+// once; what differs, per file; warnings; baseline probes), step-time, ratio, accuracy
+// and resource tables, parity and seed-agreement lines. summary (the suite's first
+// table), when given, comes right after the environment block.
 std::string render_markdown(const ReportData& d, const ReportTable* summary = nullptr);
 
 }  // namespace noeira

@@ -4,7 +4,6 @@
 #include <functional>
 #include <utility>
 
-#include "harness/env/baseline_probe.h"
 #include "harness/report/number_format.h"
 #include "harness/run/ratio_interval.h"
 
@@ -152,47 +151,6 @@ ReportTable ratio_table(const ReportData& d) {
 ReportTable accuracy_table(const ReportData& d) {
   ReportTable t = variant_table(d, "Test top-1 accuracy (%, mean ± std over seeds)", top1_text);
   t.footnotes.clear();  // the step-time table already explains n/a and failed cells
-  return t;
-}
-
-ReportTable context_table(const ReportData& d) {
-  ReportTable t;
-  t.title = "Runs";
-  t.rows.push_back({"file", "created (UTC)", "host", "CPU kernels", "device", "git", "twin"});
-  t.right_aligned.assign(7, false);
-  for (const ReportContext& c : d.contexts) {
-    t.rows.push_back({c.source, c.created, c.host, c.cpu_kernels.empty() ? "-" : c.cpu_kernels,
-                      c.device, c.git, c.torch});
-    // Warnings about the machine (a library on a fallback kernel set) under the table.
-    for (const std::string& w : c.warnings)
-      t.footnotes.push_back("warning: " + (d.contexts.size() > 1 ? c.source + ": " : "") + w);
-  }
-  return t;
-}
-
-ReportTable probe_table(const ReportData& d) {
-  ReportTable t;
-  t.title = "Baseline probes (best of repetitions, before timing; warnings above)";
-  auto num = [](const std::optional<double>& v) { return v ? format_number("%.1f", *v) : std::string("-"); };
-  for (const ReportContext& c : d.contexts) {
-    if (!c.probes) continue;
-    if (t.rows.empty()) {
-      t.rows.push_back({"file", "side", "threads", "fp32 GEMM GFLOP/s", "bf16 GEMM GFLOP/s", "stream GB/s",
-                        "math"});
-      t.right_aligned = {false, false, true, true, true, true, false};
-    }
-    for (const ProbeRow& r : probe_rows(*c.probes)) {
-      if (r.failed)
-        t.rows.push_back({c.source, r.side, "-", "-", "-", "-", "probe failed: " + r.error});
-      else
-        t.rows.push_back({c.source, r.side, r.threads ? std::to_string(*r.threads) : "device",
-                          num(r.gemm_fp32_gflops), num(r.gemm_bf16_gflops), num(r.stream_gbs), r.math});
-    }
-    if (const std::optional<PeakEstimate> peak = probe_peak(*c.probes))
-      t.footnotes.push_back((d.contexts.size() > 1 ? c.source + ": " : "") + "CPU peak estimate per core: fp32 " +
-                            format_number("%.1f", peak->fp32_gflops_per_core) + ", bf16 " +
-                            format_number("%.1f", peak->bf16_gflops_per_core) + " GFLOP/s (" + peak->basis + ")");
-  }
   return t;
 }
 

@@ -1,5 +1,6 @@
-// The report's two comparison tables (step time, test top-1) with their footnotes,
-// shared by the markdown and HTML renderers.
+// The report's comparison tables (step time, ratios, test top-1) with their footnotes,
+// shared by the markdown and HTML renderers (the environment block's tables:
+// harness/report/report_environment.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -24,11 +25,6 @@ ReportTable step_time_table(const ReportData& d);
 ReportTable ratio_table(const ReportData& d);
 // Test top-1 %, mean ± std over seeds.
 ReportTable accuracy_table(const ReportData& d);
-// The context of each file, one row per file.
-ReportTable context_table(const ReportData& d);
-// The baseline probes of each file that has them (schema 2), one row per side and thread
-// count; no rows when none has.
-ReportTable probe_table(const ReportData& d);
 // Parity and seed-agreement lines of every row that has them.
 std::vector<std::string> agreement_lines(const ReportData& d);
 

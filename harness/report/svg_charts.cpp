@@ -2,54 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "harness/report/html_escape.h"
 #include "harness/report/number_format.h"
+#include "harness/report/svg_primitives.h"
 
 namespace noeira {
 
-namespace {
-
-std::string px(double v) { return format_number("%.1f", v); }
-
-// A "nice" tick spacing (1, 2 or 5 times a power of ten) giving about `ticks` ticks.
-double nice_step(double range, int ticks) {
-  if (!(range > 0.0)) return 1.0;
-  const double raw = range / ticks;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / magnitude;
-  return (f < 1.5 ? 1.0 : f < 3.0 ? 2.0 : f < 7.0 ? 5.0 : 10.0) * magnitude;
-}
-
-std::string tick_label(double v, double step) {
-  // Enough decimals to tell adjacent ticks apart.
-  const int decimals = step >= 1.0 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
-  char fmt[16];
-  std::snprintf(fmt, sizeof fmt, "%%.%df", std::min(decimals, 6));
-  return format_number(fmt, std::abs(v) < step * 1e-9 ? 0.0 : v);
-}
-
-std::string text(double x, double y, const std::string& s, const char* anchor = "start",
-                 const char* extra = "") {
-  return "<text x=\"" + px(x) + "\" y=\"" + px(y) + "\" text-anchor=\"" + anchor + "\"" + extra +
-         ">" + html_escape(s) + "</text>\n";
-}
-
-std::string line(double x1, double y1, double x2, double y2, const std::string& stroke,
-                 const char* extra = "") {
-  return "<line x1=\"" + px(x1) + "\" y1=\"" + px(y1) + "\" x2=\"" + px(x2) + "\" y2=\"" + px(y2) +
-         "\" stroke=\"" + html_escape(stroke) + "\"" + extra + "/>\n";
-}
-
-std::string svg_open(double w, double h, const std::string& title) {
-  return "<svg width=\"" + px(w) + "\" height=\"" + px(h) + "\" viewBox=\"0 0 " + px(w) + " " +
-         px(h) + "\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\"><title>" +
-         html_escape(title) + "</title>\n";
-}
-
-}  // namespace
+using svg::line;
+using svg::nice_step;
+using svg::px;
+using svg::text;
+using svg::tick_label;
 
 std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& axis_label,
                           const std::string& unit) {
@@ -67,7 +32,7 @@ std::string svg_bar_chart(const std::vector<BarItem>& bars, const std::string& a
   const double x_max = std::max(step, std::ceil(max_v / step) * step);
   auto x = [&](double v) { return kLeft + kPlot * std::clamp(v / x_max, 0.0, 1.0); };
 
-  std::string s = svg_open(width, height, axis_label);
+  std::string s = svg::open(width, height, axis_label);
   const double axis_y = kTop + kRow * static_cast<double>(bars.size());
   for (double v = 0.0; v <= x_max * (1 + 1e-9); v += step) {
     s += line(x(v), kTop, x(v), axis_y, "#e5e5e5");
@@ -113,7 +78,7 @@ std::string svg_line_chart(const std::vector<LineSeries>& series, const std::str
     for (double v : l.y)
       if (std::isfinite(v) && (!log_y || v > 0.0)) lo = std::min(lo, v), hi = std::max(hi, v);
   }
-  std::string s = svg_open(width, height, y_label + " by " + x_label);
+  std::string s = svg::open(width, height, y_label + " by " + x_label);
   if (n_max == 0 || !std::isfinite(lo)) {
     s += text(kLeft + kPlot / 2, kTop + kHeight / 2, "no data", "middle", " fill=\"#888\"");
     return s + "</svg>\n";
@@ -153,7 +118,7 @@ std::string svg_line_chart(const std::vector<LineSeries>& series, const std::str
   s += line(kLeft, kTop + kHeight, kLeft + kPlot, kTop + kHeight, "#444");
   s += text(kLeft + kPlot / 2, height - 6, x_label, "middle");
   s += text(14, kTop + kHeight / 2, y_label, "middle",
-            (" transform=\"rotate(-90 14 " + px(kTop + kHeight / 2) + ")\"").c_str());
+            " transform=\"rotate(-90 14 " + px(kTop + kHeight / 2) + ")\"");
 
   for (size_t k = 0; k < series.size(); ++k) {
     const LineSeries& l = series[k];

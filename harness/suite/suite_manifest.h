@@ -27,6 +27,8 @@ struct SuiteOptions {
   double twin_timeout = 900;
   std::string order = "interleaved";  // each run's --order (harness/run/run_order.h)
   std::string out_dir, resume;  // command line only: not in the manifest
+  bool publish = false;         // results/<machine>/ of the checkout (harness/env/publish_guard.h)
+  bool allow_dirty = false;     // write into results/ from a dirty tree anyway
 };
 
 // One `run` of the suite.

@@ -11,6 +11,8 @@
 
 #include "harness/exit_codes.h"
 #include "harness/cli/cli_options.h"
+#include "harness/env/host_info.h"
+#include "harness/env/publish_guard.h"
 #include "harness/run/interrupt.h"
 #include "harness/report/report_data.h"
 #include "harness/report/report_html.h"
@@ -127,7 +129,8 @@ Status set_aside_partial(const fs::path& dir, const SuiteEntry& e) {
   return {};
 }
 
-int write_report(const fs::path& dir, const std::vector<SuiteEntry>& entries) {
+int write_report(const fs::path& dir, const std::vector<SuiteEntry>& entries,
+                 const std::vector<std::string>& publish_warnings) {
   std::vector<LoadedResults> files;
   std::vector<SummaryEntry> rows;
   for (const SuiteEntry& e : entries) {
@@ -147,7 +150,8 @@ int write_report(const fs::path& dir, const std::vector<SuiteEntry>& entries) {
     }
     rows.push_back(s);
   }
-  const ReportData data = build_report_data(files);
+  ReportData data = build_report_data(files);
+  data.publish_warnings = publish_warnings;
   std::vector<SummaryPick> picks;
   const ReportTable summary = summary_table(rows, data, &picks);
   const std::string md = render_markdown(data, &summary);
@@ -190,10 +194,19 @@ int run_suite(const SuiteOptions& cli) {
     if (!planned) return report_error(planned.error().message, kExitUsage);
     entries = std::move(planned).value();
     dir = o.out_dir.empty() ? fs::path("noeira-suite-" + o.target) : fs::path(o.out_dir);
+    if (o.publish) {
+      Result<fs::path> published = publish_dir(machine_slug(host_info(), device_info(), o.target == "gpu"));
+      if (!published) return report_error(published.error().message, kExitUsage);
+      dir = std::move(published).value();
+    }
     if (fs::exists(dir / "suite.json"))
       return report_error((dir / "suite.json").string() + " exists: resume it with --resume " +
                               dir.string() + " or choose another --out-dir", kExitUsage);
   }
+  // Into the repository's results/: not from a dirty tree, unless --allow-dirty.
+  Result<std::vector<std::string>> publish_warnings = guard_publish(dir, cli.allow_dirty);
+  if (!publish_warnings) return report_error(publish_warnings.error().message, kExitUsage);
+  for (const std::string& w : *publish_warnings) std::printf("warning: %s\n", w.c_str());
   std::error_code ec;
   fs::create_directories(dir / "logs", ec);
   if (ec) return report_error("cannot create " + (dir / "logs").string() + ": " + ec.message(), kExitFailure);
@@ -263,7 +276,7 @@ int run_suite(const SuiteOptions& cli) {
     if (Status s = write_suite_manifest(dir, m); !s)
       return report_error(s.error().message, kExitFailure);
   }
-  const int rc = write_report(dir, entries);
+  const int rc = write_report(dir, entries, *publish_warnings);
   if (rc != kExitOk) return rc;
   if (interrupt_requested()) {
     std::printf("suite stopped by %s: resume it with noeira-bench suite --resume %s\n",
