@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 
@@ -84,6 +85,19 @@ TEST_CASE("profile --trace: ours and the twin's Chrome traces are valid and cove
     INFO((c ? "" : c.error().message));
     REQUIRE(c);
     CHECK(c->steps == 3);
+  }
+
+  SECTION("the report draws a stacked bar per side") {
+    const auto html = dir / "report.html";
+    const CommandResult rep = run_bench("report '" + out.string() + "' --html '" + html.string() + "'");
+    INFO(rep.output);
+    REQUIRE(rep.exit_code == 0);
+    std::ifstream in(html);
+    const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_THAT(page, Catch::Contains("ms per step by op category"));
+    CHECK_THAT(page, Catch::Contains("noeira:eager"));
+    CHECK_THAT(page, Catch::Contains("twin:eager"));
+    CHECK_THAT(page, Catch::Contains("unattributed"));
   }
 }
 
