@@ -32,8 +32,8 @@ struct LossStats {
 class Ops {
  public:
   virtual ~Ops() = default;
-#define NOEIRA_OP(ret, name, params) virtual ret name params = 0;
-#define NOEIRA_QUERY(ret, name, params) virtual ret name params const = 0;
+#define NOEIRA_OP(ret, name, params, args) virtual ret name params = 0;
+#define NOEIRA_QUERY(ret, name, params, args) virtual ret name params const = 0;
 #include "kernels/op_list.inc"
 };
 

@@ -32,6 +32,7 @@ TrainerConfig common_config(const Recipe& recipe, const TrainerOptions& o) {
   cfg.label_smoothing = static_cast<float>(recipe.label_smoothing);
   cfg.use_train_cuda_graph = o.use_train_cuda_graph;
   cfg.device_timers = o.device_timers;
+  cfg.op_profiler = o.op_profiler;
   cfg.amp = o.amp;
   cfg.model_name = recipe.name;
   cfg.recipe = recipe.json;

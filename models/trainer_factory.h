@@ -35,6 +35,9 @@ struct TrainerOptions {
   // (A multistep schedule's milestones are in the recipe's epochs or steps, whatever the
   // run's length.)
   int64_t total_steps = 0;
+  // noeira-bench profile: the ops are called through ProfilingOps recording into this
+  // (kernels/profiling/op_profiler.h; not owned). Null: no profiling, no cost.
+  OpProfiler* op_profiler = nullptr;
 };
 
 // Training steps per epoch of a recipe on a data set (the last partial batch dropped

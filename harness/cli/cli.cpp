@@ -12,6 +12,7 @@
 #include "harness/cli/cli_options.h"
 #include "harness/cli/compare_command.h"
 #include "harness/cli/fetch_data_command.h"
+#include "harness/cli/profile_command.h"
 #include "harness/cli/micro_command.h"
 #include "harness/cli/report_command.h"
 #include "harness/cli/suite_command.h"
@@ -98,6 +99,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_suite_command(app));
   commands.push_back(add_micro_command(app));
   commands.push_back(add_fetch_data_command(app));
+  commands.push_back(add_profile_command(app, command_line));
   const std::string first = args.size() > 1 ? args[1] : "";
   const auto known = app.get_subcommands([&](const CLI::App* c) { return c->check_name(first); });
   if (!first.empty() && first[0] != '-' && known.empty())

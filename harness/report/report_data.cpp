@@ -94,7 +94,8 @@ ReportData build_report_data(const std::vector<LoadedResults>& files) {
                     .parity = b.parity,
                     .seed_agreement = b.seed_agreement,
                     .flops_per_step = b.flops_per_step,
-                    .peak_flops = b.peak_flops};
+                    .peak_flops = b.peak_flops,
+                    .profile = b.profile};
       for (const VariantRecord& v : b.variants) {
         ReportCell c = cell_of(v, f.results.context.host.cores);
         if (c.state == ReportCell::State::kMeasured) timers.insert(c.timer);

@@ -54,6 +54,7 @@ struct ReportRow {
   Nullable<SeedAgreementRecord> seed_agreement;
   Optional<double> flops_per_step;  // of the benchmark, where recorded
   Optional<PeakFlops> peak_flops;
+  Optional<ProfileRecord> profile;  // a `noeira-bench profile` file's breakdown
 };
 
 struct ReportData {

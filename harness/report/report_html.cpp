@@ -7,6 +7,7 @@
 #include "harness/report/report_environment.h"
 #include "harness/report/report_resources.h"
 #include "harness/report/report_tables.h"
+#include "harness/report/report_profile.h"
 #include "harness/report/svg_charts.h"
 
 namespace noeira {
@@ -120,6 +121,7 @@ std::string render_html(const ReportData& d, const ReportTable* summary,
   out += table_html(accuracy_table(d));
   if (const ReportTable r = resources_table(d); !r.rows.empty()) out += table_html(r);  // memory, time to target, energy
   out += memory_charts_html(d);
+  out += profile_html(d);  // noeira-bench profile files
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {
     out += "<h2>Agreement with the twin</h2>\n<ul>\n";

@@ -1,6 +1,7 @@
 #include "harness/report/report_markdown.h"
 
 #include "harness/report/report_environment.h"
+#include "harness/report/report_profile.h"
 #include "harness/report/report_resources.h"
 #include "harness/report/report_tables.h"
 
@@ -50,6 +51,7 @@ std::string render_markdown(const ReportData& d, const ReportTable* summary) {
   if (const ReportTable ratios = ratio_table(d); !ratios.rows.empty()) out += section(ratios);
   out += section(accuracy_table(d));
   if (const ReportTable r = resources_table(d); !r.rows.empty()) out += section(r);  // memory, time to target, energy
+  out += profile_markdown(d);  // noeira-bench profile files
   const std::vector<std::string> lines = agreement_lines(d);
   if (!lines.empty()) {
     out += "## Agreement with the twin\n\n";

@@ -21,6 +21,7 @@
 
 #include "harness/env/cpu_load.h"
 #include "harness/env/gpu_clocks.h"
+#include "harness/results/profile_records.h"
 #include "harness/results/resource_records.h"
 
 namespace noeira {
@@ -199,6 +200,8 @@ struct BenchmarkRecord {
   Optional<int64_t> tokens_per_step;  // a family whose FLOPs are counted per token
   Optional<double> flops_per_step;
   Optional<PeakFlops> peak_flops;
+  // noeira-bench profile: where the step's time goes, ours and the twin's.
+  Optional<ProfileRecord> profile;
 
   const VariantRecord* variant(std::string_view name) const;
   VariantRecord* variant(std::string_view name);

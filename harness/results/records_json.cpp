@@ -274,6 +274,7 @@ void to_json(json& j, const BenchmarkRecord& b) {
     if (b.peak_flops->fp32) p["fp32"] = *b.peak_flops->fp32;
     if (b.peak_flops->bf16) p["bf16"] = *b.peak_flops->bf16;
   }
+  if (b.profile) j["profile"] = profile_json(*b.profile);
 }
 
 void from_json(const json& j, BenchmarkRecord& b) {
@@ -287,6 +288,7 @@ void from_json(const json& j, BenchmarkRecord& b) {
   b.tokens_per_step = integer(j, "tokens_per_step");
   if (const auto f = number(j, "flops_per_step")) b.flops_per_step = *f;
   if (const json* p = field(j, "peak_flops"); p && p->is_object()) b.peak_flops = peak_from(*p);
+  if (const json* p = field(j, "profile"); p && p->is_object()) b.profile = profile_from(*p);
 }
 
 }  // namespace noeira

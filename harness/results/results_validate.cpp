@@ -336,6 +336,8 @@ Status check_benchmark(const json& b, const std::string& path) {
   NOEIRA_TRY(require(b, path, "seed_agreement", Type::kObject, Null::kYes));
   if (!b.at("seed_agreement").is_null())
     NOEIRA_TRY(check_seed_agreement(b.at("seed_agreement"), member(path, "seed_agreement")));
+  if (b.contains("profile") && !b.at("profile").is_null())
+    NOEIRA_TRY(check_profile(b.at("profile"), member(path, "profile")));
   return {};
 }
 

@@ -22,6 +22,7 @@
 #include "harness/results/partial_results.h"
 #include "harness/results/results.h"
 #include "harness/results/summary.h"
+#include "harness/run/results_context.h"
 #include "harness/run/run_order.h"
 #include "harness/run/resource_table.h"
 #include "harness/run/run_table.h"
@@ -40,25 +41,13 @@ ResultsRecord results_document(const RunOptions& o, const std::string& target,
                                const std::vector<uint64_t>& seeds, int64_t total_steps,
                                int64_t warmup, const TwinContext& twin,
                                const nlohmann::json& probes) {
-  const nlohmann::json build = build_info();
-  const nlohmann::json host = host_info();
-  std::vector<std::string> warnings = environment_warnings(host, build);
-  for (std::string& w : probe_warnings(probes)) warnings.push_back(std::move(w));
   ResultsRecord r;
   r.schema_version = kResultsSchemaVersion;
   r.tool = "noeira-bench";
   r.tool_version = "0.1.0";
   r.created_utc = utc_timestamp();
+  r.context = measurement_context(o.command_line, twin, probes);
   ContextRecord& c = r.context;
-  c.command_line = o.command_line;
-  c.build = build_record(build);
-  c.git_sha = c.build.git_sha;
-  c.git_dirty = c.build.git_dirty;
-  c.host = host_record(host);
-  c.device = device_record(device_info());
-  c.twin = twin;
-  c.probes = probes;
-  c.warnings = warnings;
   c.run_order = o.order;
   r.config = {target, o.dtype, seeds, total_steps, warmup, o.threads, o.quick,
               {o.min_samples, o.max_noise, o.max_seconds}};

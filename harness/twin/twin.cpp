@@ -115,6 +115,8 @@ TwinOutcome run_twin(const TwinRequest& q) {
   if (!q.target_metric.empty())
     argv.insert(argv.end(), {"--target-metric", q.target_metric, "--target-score", json_number(q.target_score)});
   if (q.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(q.threads)});
+  if (q.profile_steps > 0) argv.insert(argv.end(), {"--profile", std::to_string(q.profile_steps)});
+  if (!q.profile_trace.empty()) argv.insert(argv.end(), {"--profile-trace", q.profile_trace.string()});
   if (q.init_checkpoint) argv.insert(argv.end(), {"--init-checkpoint", q.init_checkpoint->string()});
   if (q.ranks > 1)
     argv.insert(argv.end(), {"--ranks", std::to_string(q.ranks), "--zero", std::to_string(q.zero)});

@@ -52,6 +52,10 @@ struct TwinRequest {
   // Time to target: --target-metric/--target-score when the metric is set.
   std::string target_metric;
   double target_score = 0;
+  // noeira-bench profile: torch.profiler over this many steps after the warm-up
+  // (reply's "profile"), and its Chrome trace ("" = none).
+  int64_t profile_steps = 0;
+  std::filesystem::path profile_trace;
 };
 
 // The fields of a training reply the harness reads (reference/twin, schema noeira-twin/1).

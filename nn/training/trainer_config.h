@@ -11,6 +11,7 @@
 
 #include "kernels/device.h"
 #include "kernels/ops.h"
+#include "kernels/profiling/op_profiler.h"
 #include "nn/amp.h"
 #include "nn/init.h"
 #include "nn/loss.h"
@@ -37,6 +38,9 @@ struct TrainerConfig {
   bool graph_fallback = false;   // if capture fails: run eager (true) or fail create (false)
   // Device step timers to create before any capture (CUPTI must be enabled first).
   std::vector<DeviceTimerKind> device_timers;
+  // Per-op attribution (noeira-bench profile): the ops are called through ProfilingOps,
+  // which records each call with this profiler (not owned). Null: called directly.
+  OpProfiler* op_profiler = nullptr;
   std::string model_name;        // goes into checkpoints
   nlohmann::json recipe;         // hashed into checkpoints; resuming checks it
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/profiling/profiling_ops.h"
+
 namespace noeira {
 
 TrainerCore::~TrainerCore() = default;
@@ -16,6 +18,10 @@ Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg
   Result<Backend> b = make_backend(cfg.device, cfg.threads);
   if (!b) return b.error();
   backend_ = std::move(b).value();
+  if (cfg_.op_profiler) {
+    NOEIRA_TRY(cfg_.op_profiler->attach(*backend_.stream));
+    backend_.ops = std::make_unique<ProfilingOps>(std::move(backend_.ops), *cfg_.op_profiler);
+  }
   if (cfg_.batch <= 0) return make_error("batch must be positive");
   if (cfg_.amp == BF16Policy && !backend_.ops->supports_bf16())
     return make_error("--dtype bf16: the " + backend_.description +
@@ -208,7 +214,11 @@ void TrainerCore::enqueue_step() {
   Ops& ops = *backend_.ops;
   Context& ctx = *ctx_;
   ctx.set_training(true);
-  backend_.stream->fill_zero(arenas_.memory(MemCategory::kGrads), plan_.bytes(MemCategory::kGrads));
+  {
+    const size_t grad_bytes = plan_.bytes(MemCategory::kGrads);
+    ProfiledCall zero(cfg_.op_profiler, "fill_zero", OpCost{0, static_cast<double>(grad_bytes)});
+    backend_.stream->fill_zero(arenas_.memory(MemCategory::kGrads), grad_bytes);
+  }
   const Batch batch = build_batch();
   sync_->begin_step();
   const Tensor out = model_->forward(ctx, batch.inputs);

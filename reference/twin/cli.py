@@ -73,6 +73,12 @@ def parse_args(argv):
                     help="gpt family, data parallel: 0 = DDP, 1 = DDP + "
                          "ZeroRedundancyOptimizer (ZeRO-1); default 0 with --ranks > 1; "
                          "given with --ranks 1, one rank still runs the distributed path")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="torch.profiler over N steps after the warm-up: result['profile'] "
+                         "holds each category's ms per step, the top ops and the names no "
+                         "category knows (twin/profile.py)")
+    ap.add_argument("--profile-trace", default=None, metavar="FILE",
+                    help="with --profile: torch.profiler's Chrome trace of those steps")
     ap.add_argument("--target-metric", default=None, choices=["test_top1", "val_loss"],
                     help="time to target: the score (test top-1 %%, or the gpt family's "
                          "validation loss) whose --target-score ends the clock that starts at "

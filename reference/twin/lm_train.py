@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 import philox
 
+from .profile import StepProfiler
 from .common import TwinError, cpu_load_snapshot, cpu_window, log
 from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
 from .resources import EnergyWindow, memory_record
@@ -153,6 +154,8 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
     # against the target until it is reached; energy over the timed steps, evaluations out.
     clock = getattr(args, "target_clock", None) if ctx is None else None
     energy = EnergyWindow(device, torch)
+    profiler = StepProfiler(torch, getattr(args, "profile", 0), args.warmup, cuda,
+                            getattr(args, "profile_trace", None))
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
     load_t0 = cpu_load_snapshot() if args.warmup == 0 else None
     if args.warmup == 0:
@@ -167,6 +170,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
             energy.start()
         if mark_step is not None:
             mark_step()
+        profiler.begin(i)
         t = time.perf_counter()
         if cuda:
             ev_start[i].record()
@@ -176,6 +180,7 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
             loss = step(i)
             host_ms[i] = (time.perf_counter() - t) * 1e3
         losses[i].copy_(loss.detach())
+        profiler.end(i)
         if i == 0 and args.mode != "eager":
             if cuda:
                 torch.cuda.synchronize()
@@ -204,6 +209,8 @@ def train_and_evaluate_lm(args, cfg, result, model, fwd, params, optimizer, auto
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
     result["cpu_window"] = cpu_window(load_t0, cpu_load_snapshot())
+    if profiler.n:
+        result["profile"] = profiler.result()
     energy.stop()
     if compile_s is not None:
         log(f"compile: {compile_s:.1f} s (step 0" + (", inside the warm-up)" if args.warmup

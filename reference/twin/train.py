@@ -11,6 +11,7 @@ import torch
 
 import philox
 
+from .profile import StepProfiler
 from .common import TwinError, cpu_load_snapshot, cpu_window, log
 from .compiled import compile_stats, compile_step, set_lr, use_tensor_lr
 from .resources import EnergyWindow, memory_record
@@ -94,6 +95,8 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
     # the target is reached, left out of the step times, the wall time and the energy.
     clock = getattr(args, "target_clock", None)
     energy = EnergyWindow(device, torch)
+    profiler = StepProfiler(torch, getattr(args, "profile", 0), args.warmup, cuda,
+                            getattr(args, "profile_trace", None))
     eval_s_timed = 0.0
     wall_t0 = time.perf_counter() if args.warmup == 0 else None
     load_t0 = cpu_load_snapshot() if args.warmup == 0 else None
@@ -123,6 +126,7 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
                 x_src = augmenter.epoch(e)
         if mark_step is not None:
             mark_step()
+        profiler.begin(i)
         t = time.perf_counter()
         if cuda:
             ev_start[i].record()
@@ -132,6 +136,7 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
             loss = step(x_src, idx, i)
             host_ms[i] = (time.perf_counter() - t) * 1e3
         losses[i].copy_(loss.detach())
+        profiler.end(i)
         if i == 0 and args.mode != "eager":
             # The first call compiles. One sync here (inside the warm-up when warmup >= 1)
             # measures it on the host clock; event times of later steps are unaffected.
@@ -142,6 +147,8 @@ def train_and_evaluate(args, recipe, result, model, optimizer, loss_fn, autocast
         torch.cuda.synchronize()
     wall_t1 = time.perf_counter()
     result["cpu_window"] = cpu_window(load_t0, cpu_load_snapshot())
+    if profiler.n:
+        result["profile"] = profiler.result()
     energy.stop()
     if compile_s is not None:
         log(f"compile: {compile_s:.1f} s (step 0, inside the warm-up)" if args.warmup >= 1
