@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "kernels/common/bf16.h"
 
 namespace noeira {
 
@@ -80,11 +81,17 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
   // BF16Policy happens in the gather.
   batch_x_ = plan_.reserve(MemCategory::kActivations, sample_shape_.with_batch(cfg_.batch), flow);
   batch_y_ = plan_.reserve(MemCategory::kActivations, target_shape_.with_batch(cfg_.batch), tdt);
+  // Under BF16Policy the resident images are kept in bf16, rounded once on the host as
+  // the gather's boundary cast would round them (kernels/common/bf16.h): the same bits at
+  // half the bytes. The augmenter reads and writes fp32, so augmented training images
+  // stay fp32 (their gather casts).
+  const DType test_dtype = cfg_.amp == BF16Policy ? DType::kBF16 : DType::kF32;
+  const DType train_dtype = cfg_.augment ? DType::kF32 : test_dtype;
   train_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(train_count_),
-                           DType::kF32);
+                           train_dtype);
   train_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(train_count_), tdt);
   test_x_ = plan_.reserve(MemCategory::kDataset, sample_shape_.with_batch(test_count_),
-                          DType::kF32);
+                          test_dtype);
   test_y_ = plan_.reserve(MemCategory::kDataset, target_shape_.with_batch(test_count_), tdt);
   if (cfg_.augment) {
     augmenter_ = std::make_unique<Augmenter>(*cfg_.augment);
@@ -115,7 +122,13 @@ Status DatasetTrainer::build(const TensorDataset& train, const TensorDataset& te
 
 void DatasetTrainer::upload(const TensorDataset& d, const Slot& x, const Slot& y) {
   Stream& stream = *backend_.stream;
-  stream.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
+  if (x.dtype == DType::kBF16) {
+    std::vector<bf16_t> rounded(d.x.size());
+    for (size_t i = 0; i < d.x.size(); ++i) rounded[i] = f32_to_bf16(d.x[i]);
+    stream.copy_to_device(arenas_.ptr(x), rounded.data(), rounded.size() * sizeof(bf16_t));
+  } else {
+    stream.copy_to_device(arenas_.ptr(x), d.x.data(), d.x.size() * sizeof(float));
+  }
   if (cfg_.task == Task::kClassification)
     stream.copy_to_device(arenas_.ptr(y), d.labels.data(), d.labels.size() * sizeof(int32_t));
   else
@@ -170,11 +183,12 @@ EvalStats DatasetTrainer::evaluate() {
   const int64_t row = sample_shape_.numel();
   for (int64_t first = 0; first < test_count_; first += cfg_.batch) {
     const int64_t rows = std::min(cfg_.batch, test_count_ - first);
-    // Zero-copy: the batch is a view into the resident test set (cast into the
-    // bf16 input buffer under BF16Policy, the same boundary cast training does).
+    // Zero-copy: the batch is a view into the resident test set (already bf16 under
+    // BF16Policy: the boundary cast was done once, at upload).
     Tensor x = arenas_.view(test_x_, rows);
-    x.data = arenas_.as<float>(test_x_) + first * row;
-    if (cfg_.amp == BF16Policy) {
+    x.data = static_cast<char*>(arenas_.ptr(test_x_)) +
+             static_cast<size_t>(first * row) * dtype_size(test_x_.dtype);
+    if (x.dtype != flow_dtype(cfg_.amp)) {
       const Tensor xb = arenas_.view(batch_x_, rows);
       ops.cast(x, xb);
       x = xb;
