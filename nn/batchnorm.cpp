@@ -17,6 +17,7 @@ Shape BatchNorm2d::plan(PlanContext& pc, const Shape& in) {
   running_var_ = pc.params.add_buffer(pc.plan, pc.prefix + "running_var", Shape{c}, 1.0f);
   save_mean_ = pc.plan.reserve(MemCategory::kActivations, Shape{c}, DType::kF32);
   save_invstd_ = pc.plan.reserve(MemCategory::kActivations, Shape{c}, DType::kF32);
+  pc.need_cross_rank_doubles(4 * c);  // this rank's (C, 2) sums, then the ranks' total
   if (pc.ops) {
     pc.need_workspace(pc.ops->batchnorm_workspace_bytes(shape(pc.batch)));
     if (pc.tail_rows > 0) pc.need_workspace(pc.ops->batchnorm_workspace_bytes(shape(pc.tail_rows)));
@@ -31,7 +32,9 @@ Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
   x_ = x;
   const NormShape s = shape(x.rows());
   Tensor y = ctx.view(y_, x.rows());  // (B, C, H, W)
-  if (ctx.training())
+  if (ctx.training() && ctx.cross_rank_sum())
+    forward_synced(ctx, *ctx.cross_rank_sum(), x, y);
+  else if (ctx.training())
     ctx.ops().batchnorm_forward_train(s, x, ctx.f32(gamma_.value), ctx.f32(beta_.value), hyper_,
                                       y, ctx.f32(save_mean_), ctx.f32(save_invstd_),
                                       ctx.f32(running_mean_), ctx.f32(running_var_),
@@ -45,10 +48,45 @@ Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
 // Follows a training forward: dgamma, dbeta (C) accumulate; dx only when planned.
 Tensor BatchNorm2d::backward(Context& ctx, const Tensor& dy) {
   Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
+  if (ctx.cross_rank_sum()) {
+    backward_synced(ctx, *ctx.cross_rank_sum(), dy, dx);
+    return dx;
+  }
   ctx.ops().batchnorm_backward(shape(x_.rows()), dy, x_, ctx.f32(gamma_.value),
                                ctx.f32(save_mean_), ctx.f32(save_invstd_), dx,
                                ctx.f32(gamma_.grad), ctx.f32(beta_.grad), ctx.workspace());
   return dx;
+}
+
+// The cross-rank buffer: this rank's sums (C, 2), then their sum over the ranks (C, 2);
+// every rank has x_.rows() rows, so a channel's total covers ranks times this rank's values.
+void BatchNorm2d::forward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& x,
+                                 const Tensor& y) {
+  const NormShape s = shape(x.rows());
+  double* local = ctx.cross_rank_doubles();
+  double* total = local + 2 * s.channels;
+  ctx.ops().batchnorm_stats(s, x, local, ctx.workspace());
+  ranks.sum(local, total, 2 * s.channels);
+  ctx.ops().batchnorm_forward_from_stats(s, x, total, s.per_channel() * ranks.ranks(),
+                                         ctx.f32(gamma_.value), ctx.f32(beta_.value), hyper_, y,
+                                         ctx.f32(save_mean_), ctx.f32(save_invstd_),
+                                         ctx.f32(running_mean_), ctx.f32(running_var_),
+                                         ctx.workspace());
+}
+
+void BatchNorm2d::backward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& dy,
+                                  const Tensor& dx) {
+  const NormShape s = shape(x_.rows());
+  double* local = ctx.cross_rank_doubles();
+  double* total = local + 2 * s.channels;
+  ctx.ops().batchnorm_backward_stats(s, dy, x_, ctx.f32(save_mean_), ctx.f32(save_invstd_), local,
+                                     ctx.workspace());
+  ranks.sum(local, total, 2 * s.channels);
+  ctx.ops().batchnorm_backward_from_stats(s, dy, x_, ctx.f32(gamma_.value), ctx.f32(save_mean_),
+                                          ctx.f32(save_invstd_), local, total,
+                                          s.per_channel() * ranks.ranks(), dx,
+                                          ctx.f32(gamma_.grad), ctx.f32(beta_.grad),
+                                          ctx.workspace());
 }
 
 }  // namespace noeira

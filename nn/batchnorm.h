@@ -4,6 +4,13 @@
 // gamma ("weight", starts at 1) and beta ("bias", starts at 0) are fp32 parameters; the
 // running statistics are fp32 buffers saved in checkpoints; the output keeps the input's
 // dtype, the statistics are computed in double/fp32 whatever it is.
+//
+// Synchronised over ranks (data parallelism: the Context carries a CrossRankSum): training
+// adds its channel sums over the ranks before it normalises, forward (sum x, sum x^2) and
+// backward (sum dy, sum dy * xhat), so N ranks of B rows each normalise and back-propagate
+// as one process with N * B rows (every rank has B rows). dgamma and dbeta take this rank's
+// own sums: the gradient sync averages the ranks' gradients. On one process the fused ops
+// run, as before.
 #pragma once
 #include "kernels/common/image_shapes.h"
 #include "kernels/common/norm.h"
@@ -21,6 +28,8 @@ class BatchNorm2d : public Module {
 
  private:
   NormShape shape(int64_t rows) const { return NormShape{rows, shape_.channels, shape_.spatial}; }
+  void forward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& x, const Tensor& y);
+  void backward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& dy, const Tensor& dx);
 
   BatchNormHyper hyper_;
   NormShape shape_;

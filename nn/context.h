@@ -3,6 +3,7 @@
 #pragma once
 #include "kernels/ops.h"
 #include "kernels/stream.h"
+#include "nn/cross_rank_sum.h"
 #include "nn/layer_hooks.h"
 #include "nn/memory_plan.h"
 
@@ -37,6 +38,16 @@ class Context {
   // Per-layer calls of a sharding trainer (nn/layer_hooks.h); null on one process.
   LayerHooks* hooks() const { return hooks_; }
   void set_hooks(LayerHooks* h) { hooks_ = h; }
+  // Sums over the ranks (nn/cross_rank_sum.h) and the buffer planned for them
+  // (PlanContext::need_cross_rank_doubles): null on one process.
+  CrossRankSum* cross_rank_sum() const { return cross_rank_sum_; }
+  double* cross_rank_doubles() const {
+    return cross_rank_.valid() ? arenas_.as<double>(cross_rank_) : nullptr;
+  }
+  void set_cross_rank_sum(CrossRankSum* sum, const Slot& buffer) {
+    cross_rank_sum_ = sum;
+    cross_rank_ = buffer;
+  }
 
  private:
   Ops& ops_;
@@ -48,6 +59,8 @@ class Context {
   uint64_t seed_ = 0;
   bool training_ = true;
   LayerHooks* hooks_ = nullptr;
+  CrossRankSum* cross_rank_sum_ = nullptr;
+  Slot cross_rank_;
 };
 
 }  // namespace noeira

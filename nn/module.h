@@ -41,11 +41,16 @@ struct PlanContext {
   // products (Linear, Conv2d, the attention core, the tied head); null = not counted.
   // A training step is about 3x the forward (the backward computes two products per one).
   double* forward_flops = nullptr;
+  // The largest cross-rank buffer (doubles) a module needs (nn/cross_rank_sum.h: synchronised
+  // BatchNorm's channel statistics); null = not collected. Trainers over several ranks
+  // reserve it; on one process nothing uses it.
+  int64_t* cross_rank_doubles = nullptr;
 
   PlanContext child(const std::string& name, bool needs_grad, DType in) const {
     // An unnamed child shares its parent's prefix (GPT's embedding: "wte.weight").
     PlanContext c{plan, params, batch, needs_grad, name.empty() ? prefix : prefix + name + ".",
-                  amp, in, scratch_f32, ops, workspace_bytes, tail_rows, forward_flops};
+                  amp, in, scratch_f32, ops, workspace_bytes, tail_rows, forward_flops,
+                  cross_rank_doubles};
     return c;
   }
   void add_flops(double f) const {
@@ -56,6 +61,9 @@ struct PlanContext {
   }
   void need_workspace(size_t bytes) const {
     if (workspace_bytes && bytes > *workspace_bytes) *workspace_bytes = bytes;
+  }
+  void need_cross_rank_doubles(int64_t n) const {
+    if (cross_rank_doubles && n > *cross_rank_doubles) *cross_rank_doubles = n;
   }
   // The module being planned, for PlanError messages: "layer1.0.conv1 (Conv2d)", or just
   // the kind at the top level.

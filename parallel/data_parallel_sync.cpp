@@ -1,6 +1,7 @@
 #include "parallel/data_parallel_sync.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 
@@ -58,6 +59,10 @@ Status DataParallelSync::plan(SyncTarget& t) {
   sumsq_all_ = plan_.reserve_bytes(MemCategory::kScalars, bytes(N * n_params, sizeof(double)));
   coef_ = plan_.reserve_bytes(MemCategory::kScalars, sizeof(float));
   comm_scratch_ = plan_.reserve_bytes(MemCategory::kWorkspace, comm_->scratch_bytes(slice()));
+  rank_sum_doubles_ = N > 1 ? t.cross_rank_doubles : 0;
+  if (rank_sum_doubles_ > 0)
+    rank_gather_ = plan_.reserve_bytes(MemCategory::kWorkspace,
+                                       bytes(N * rank_sum_doubles_, sizeof(double)));
   return {};
 }
 
@@ -70,6 +75,19 @@ void DataParallelSync::bind(SyncTarget& t) {
   stream_->copy_to_device(arenas_->ptr(segments_slot_), segments_.data(),
                        segments_.size() * sizeof(int64_t));
   comm_->bind_scratch(comm_scratch_.valid() ? arenas_->ptr(comm_scratch_) : nullptr);
+}
+
+// Every rank's n doubles gathered rank-major, then added in rank order on every rank.
+void DataParallelSync::sum(const double* in, double* out, int64_t n) {
+  if (n > rank_sum_doubles_) {  // a programming error: a module asked more than it planned
+    std::fprintf(stderr, "noeira: internal error: a sum over ranks of %lld doubles, %lld planned\n",
+                 static_cast<long long>(n), static_cast<long long>(rank_sum_doubles_));
+    comm_->abort(1);
+  }
+  double* all = arenas_->as<double>(rank_gather_);  // (N, n)
+  comm_->all_gather_bytes(in, all, n * static_cast<int64_t>(sizeof(double)));
+  comm_->join();
+  ops_->sum_over_ranks(all, comm_->size(), n, out);
 }
 
 void DataParallelSync::begin_step() {

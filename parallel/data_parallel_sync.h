@@ -22,6 +22,13 @@
 //   stage 3 (ZeRO-3): also the parameters sharded: each layer's parameters all-gathered
 //     into a window before its forward and again before its backward (P + P + P); the
 //     optimizer updates the slice, which is all the rank keeps.
+// Synchronised BatchNorm (nn/batchnorm.h): the sync is also the CrossRankSum a Context
+// carries when N > 1. A sum over ranks all-gathers every rank's doubles (rank-major, the
+// engine's all_gather_bytes) and adds them in rank order 0..N-1 (Ops::sum_over_ranks), so
+// every rank gets the same bits, fixed by N alone; MPI blocks, NCCL enqueues the gather on
+// its communication stream and joins (no host synchronisation). Not counted in
+// comm_bytes_per_step (a few KB per step, like the clipping statistics).
+//
 // Engines: MPI on the CPU backend, NCCL on the CUDA one (parallel/nccl_communicator.h; the
 // buckets' exchanges overlap the backward on a communication stream).
 //
@@ -37,13 +44,13 @@
 
 namespace noeira {
 
-class DataParallelSync final : public GradientSync {
+class DataParallelSync final : public GradientSync, public CrossRankSum {
  public:
   // comm outlives the sync (and its trainer). zero_stage: 0 (DDP), 1, 2 or 3; an Error
   // for another.
   static Result<std::unique_ptr<DataParallelSync>> create(Communicator& comm, int zero_stage);
 
-  int ranks() const override { return comm_->size(); }
+  int ranks() const override { return comm_->size(); }  // GradientSync's and CrossRankSum's
   int rank() const override { return comm_->rank(); }
   int zero_stage() const { return zero_; }
   Communicator& communicator() const { return *comm_; }
@@ -65,6 +72,8 @@ class DataParallelSync final : public GradientSync {
   bool optimizer_clips() const override { return false; }  // Ops::clip_slice does it
   Status check(const TrainerConfig& cfg) const override;
   Status attach(Stream& stream) override { return comm_->attach(stream); }
+  CrossRankSum* cross_rank_sum() override { return comm_->size() > 1 ? this : nullptr; }
+  void sum(const double* in, double* out, int64_t n) override;
   Status plan(SyncTarget& t) override;
   void bind(SyncTarget& t) override;
   void begin_step() override;
@@ -97,6 +106,9 @@ class DataParallelSync final : public GradientSync {
   // (n_params + 1) int64 offsets; (n_params) and (N, n_params) doubles; one float; the
   // engine's scratch.
   Slot segments_slot_, sumsq_own_, sumsq_all_, coef_, comm_scratch_;
+  // Cross-rank sums: (N, rank_sum_doubles_) doubles, every rank's values gathered.
+  int64_t rank_sum_doubles_ = 0;
+  Slot rank_gather_;
 };
 
 }  // namespace noeira

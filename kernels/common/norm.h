@@ -39,6 +39,13 @@ NOEIRA_HD void update_running(float& running_mean, float& running_var, double su
   running_var = static_cast<float>((1.0 - h.momentum) * running_var + h.momentum * unbiased);
 }
 
+// A channel's two sums in double: (sum x, sum x^2) forward, (sum dy, sum dy * xhat)
+// backward. Synchronised BatchNorm adds them over the ranks before using them; the ops
+// pass them as (C, 2) doubles, (a, b) per channel.
+struct ChannelSums {
+  double a, b;
+};
+
 // y = (x - mean) * invstd * gamma + beta.
 NOEIRA_HD float batchnorm_apply(float x, float mean, float invstd, float gamma, float beta) {
   return (x - mean) * invstd * gamma + beta;
@@ -50,13 +57,25 @@ NOEIRA_HD float batchnorm_eval(float x, float running_mean, float running_var, f
   return (x - running_mean) / sqrtf(running_var + eps) * gamma + beta;
 }
 
+// The normalised input, in fp32 (what backward's sums and dx use).
+NOEIRA_HD float batchnorm_xhat(float x, float mean, float invstd) { return (x - mean) * invstd; }
+
+// The means backward needs from a channel's gradient sums over n values, rounded to fp32.
+struct GradMeans {
+  float dy, dy_xhat;
+};
+NOEIRA_HD GradMeans grad_means(double sum_dy, double sum_dy_xhat, int64_t n) {
+  const double dn = static_cast<double>(n);
+  return GradMeans{static_cast<float>(sum_dy / dn), static_cast<float>(sum_dy_xhat / dn)};
+}
+
 // Backward of training-mode BatchNorm for one element, given the channel's sums over its n
 // values: sum_dy = sum(dy), sum_dy_xhat = sum(dy * xhat), xhat = (x - mean) * invstd:
 //   dx = gamma * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n).
 // dgamma += sum_dy_xhat and dbeta += sum_dy are the channel's parameter gradients.
 NOEIRA_HD float batchnorm_dx(float dy, float x, float mean, float invstd, float gamma,
                              float mean_dy, float mean_dy_xhat) {
-  const float xhat = (x - mean) * invstd;
+  const float xhat = batchnorm_xhat(x, mean, invstd);
   return gamma * invstd * (dy - mean_dy - xhat * mean_dy_xhat);
 }
 

@@ -1,7 +1,13 @@
 // CpuOps' BatchNorm2d (contracts: kernels/op_list.inc; math: kernels/common/norm.h). x is
 // (B, C, S); a channel's values sit in B runs of S. Training sums each channel in double
 // in the order b, then s, one channel per iteration of the parallel loop, so the bits do
-// not depend on the thread count. No workspace.
+// not depend on the thread count. The fused ops (batchnorm_forward_train,
+// batchnorm_backward) and the split ones of synchronised BatchNorm (batchnorm_stats ->
+// a sum over ranks -> batchnorm_forward_from_stats; batchnorm_backward_stats ->
+// batchnorm_backward_from_stats) run the same per-channel functions below, so a split
+// pass over one rank gives the fused pass's bits. No workspace.
+#include <string>
+
 #include "kernels/common/bf16.h"
 #include "kernels/common/norm.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -11,33 +17,112 @@ namespace noeira {
 
 namespace {
 
+// Channel c's sum and sum of squares of x, in double, b then s.
+template <class T>
+ChannelSums channel_sums(const NormShape& s, const T* x, int64_t c) {
+  const int64_t C = s.channels, S = s.spatial;
+  double sum = 0.0, sumsq = 0.0;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const T* xc = x + (b * C + c) * S;
+    for (int64_t i = 0; i < S; ++i) {
+      const double v = load_f32(xc[i]);
+      sum += v;
+      sumsq += v * v;
+    }
+  }
+  return {sum, sumsq};
+}
+
+// Channel c of the training forward from its sums over n values: save the statistics,
+// update the running ones, write y.
+template <class T>
+void channel_forward(const NormShape& s, const T* x, int64_t c, ChannelSums sums, int64_t n,
+                     const float* gamma, const float* beta, const BatchNormHyper& h, T* y,
+                     float* save_mean, float* save_invstd, float* running_mean,
+                     float* running_var) {
+  const int64_t C = s.channels, S = s.spatial;
+  const ChannelStats st = channel_stats(sums.a, sums.b, n, h.eps);
+  save_mean[c] = st.mean;
+  save_invstd[c] = st.invstd;
+  update_running(running_mean[c], running_var[c], sums.a, sums.b, n, h);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const T* xc = x + (b * C + c) * S;
+    T* yc = y + (b * C + c) * S;
+    for (int64_t i = 0; i < S; ++i)
+      store_f32(yc[i], batchnorm_apply(load_f32(xc[i]), st.mean, st.invstd, gamma[c], beta[c]));
+  }
+}
+
+// Channel c's sums of dy and dy * xhat, in double, in the forward's order.
+template <class T>
+ChannelSums channel_grad_sums(const NormShape& s, const T* dy, const T* x, int64_t c,
+                              float mean, float invstd) {
+  const int64_t C = s.channels, S = s.spatial;
+  double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t at = (b * C + c) * S;
+    for (int64_t i = 0; i < S; ++i) {
+      const float g = load_f32(dy[at + i]);
+      sum_dy += g;
+      sum_dy_xhat += static_cast<double>(g) * batchnorm_xhat(load_f32(x[at + i]), mean, invstd);
+    }
+  }
+  return {sum_dy, sum_dy_xhat};
+}
+
+// Channel c's dx from the gradient sums over n values.
+template <class T>
+void channel_dx(const NormShape& s, const T* dy, const T* x, int64_t c, float mean,
+                float invstd, float gamma, ChannelSums grad, int64_t n, T* dx) {
+  const int64_t C = s.channels, S = s.spatial;
+  const GradMeans m = grad_means(grad.a, grad.b, n);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t at = (b * C + c) * S;
+    for (int64_t i = 0; i < S; ++i)
+      store_f32(dx[at + i], batchnorm_dx(load_f32(dy[at + i]), load_f32(x[at + i]), mean, invstd,
+                                         gamma, m.dy, m.dy_xhat));
+  }
+}
+
+// The split ops' count covers at least this rank's values (a programming error otherwise).
+void check_count(const char* op, const NormShape& s, int64_t count) {
+  if (s.elems() != 0 && count < s.per_channel())
+    cpu_op_failed(op, Error{"count " + std::to_string(count) + " is below this rank's " +
+                            std::to_string(s.per_channel()) + " values per channel"});
+}
+
+// stats (C, 2) <-> ChannelSums.
+ChannelSums sums_at(const double* stats, int64_t c) { return {stats[2 * c], stats[2 * c + 1]}; }
+void put_sums(double* stats, int64_t c, ChannelSums v) {
+  stats[2 * c] = v.a;
+  stats[2 * c + 1] = v.b;
+}
+
 template <class T>
 void bn_train_impl(int threads, const NormShape& s, const T* x, const float* gamma,
                    const float* beta, const BatchNormHyper& h, T* y, float* save_mean,
                    float* save_invstd, float* running_mean, float* running_var) {
-  const int64_t C = s.channels, S = s.spatial, n = s.per_channel();
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < C; ++c) {
-    double sum = 0.0, sumsq = 0.0;
-    for (int64_t b = 0; b < s.batch; ++b) {
-      const T* xc = x + (b * C + c) * S;
-      for (int64_t i = 0; i < S; ++i) {
-        const double v = load_f32(xc[i]);
-        sum += v;
-        sumsq += v * v;
-      }
-    }
-    const ChannelStats st = channel_stats(sum, sumsq, n, h.eps);
-    save_mean[c] = st.mean;
-    save_invstd[c] = st.invstd;
-    update_running(running_mean[c], running_var[c], sum, sumsq, n, h);
-    for (int64_t b = 0; b < s.batch; ++b) {
-      const T* xc = x + (b * C + c) * S;
-      T* yc = y + (b * C + c) * S;
-      for (int64_t i = 0; i < S; ++i)
-        store_f32(yc[i], batchnorm_apply(load_f32(xc[i]), st.mean, st.invstd, gamma[c], beta[c]));
-    }
-  }
+  for (int64_t c = 0; c < s.channels; ++c)
+    channel_forward(s, x, c, channel_sums(s, x, c), s.per_channel(), gamma, beta, h, y,
+                    save_mean, save_invstd, running_mean, running_var);
+}
+
+template <class T>
+void bn_stats_impl(int threads, const NormShape& s, const T* x, double* stats) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < s.channels; ++c) put_sums(stats, c, channel_sums(s, x, c));
+}
+
+template <class T>
+void bn_from_stats_impl(int threads, const NormShape& s, const T* x, const double* stats,
+                        int64_t count, const float* gamma, const float* beta,
+                        const BatchNormHyper& h, T* y, float* save_mean, float* save_invstd,
+                        float* running_mean, float* running_var) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < s.channels; ++c)
+    channel_forward(s, x, c, sums_at(stats, c), count, gamma, beta, h, y, save_mean,
+                    save_invstd, running_mean, running_var);
 }
 
 template <class T>
@@ -58,31 +143,38 @@ template <class T>
 void bn_backward_impl(int threads, const NormShape& s, const T* dy, const T* x,
                       const float* gamma, const float* save_mean, const float* save_invstd,
                       T* dx, float* dgamma, float* dbeta) {
-  const int64_t C = s.channels, S = s.spatial, n = s.per_channel();
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < C; ++c) {
-    const float mean = save_mean[c], invstd = save_invstd[c];
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;  // the forward's order: b, then s
-    for (int64_t b = 0; b < s.batch; ++b) {
-      const int64_t at = (b * C + c) * S;
-      for (int64_t i = 0; i < S; ++i) {
-        const float g = load_f32(dy[at + i]);
-        const float xhat = (load_f32(x[at + i]) - mean) * invstd;
-        sum_dy += g;
-        sum_dy_xhat += static_cast<double>(g) * xhat;
-      }
-    }
-    dgamma[c] += static_cast<float>(sum_dy_xhat);
-    dbeta[c] += static_cast<float>(sum_dy);
-    if (!dx) continue;
-    const float mean_dy = static_cast<float>(sum_dy / static_cast<double>(n));
-    const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / static_cast<double>(n));
-    for (int64_t b = 0; b < s.batch; ++b) {
-      const int64_t at = (b * C + c) * S;
-      for (int64_t i = 0; i < S; ++i)
-        store_f32(dx[at + i], batchnorm_dx(load_f32(dy[at + i]), load_f32(x[at + i]), mean,
-                                           invstd, gamma[c], mean_dy, mean_dy_xhat));
-    }
+  for (int64_t c = 0; c < s.channels; ++c) {
+    const ChannelSums g = channel_grad_sums(s, dy, x, c, save_mean[c], save_invstd[c]);
+    dgamma[c] += static_cast<float>(g.b);
+    dbeta[c] += static_cast<float>(g.a);
+    if (dx)
+      channel_dx(s, dy, x, c, save_mean[c], save_invstd[c], gamma[c], g, s.per_channel(), dx);
+  }
+}
+
+template <class T>
+void bn_backward_stats_impl(int threads, const NormShape& s, const T* dy, const T* x,
+                            const float* save_mean, const float* save_invstd, double* stats) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < s.channels; ++c)
+    put_sums(stats, c, channel_grad_sums(s, dy, x, c, save_mean[c], save_invstd[c]));
+}
+
+template <class T>
+void bn_backward_from_stats_impl(int threads, const NormShape& s, const T* dy, const T* x,
+                                 const float* gamma, const float* save_mean,
+                                 const float* save_invstd, const double* local,
+                                 const double* total, int64_t count, T* dx, float* dgamma,
+                                 float* dbeta) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < s.channels; ++c) {
+    const ChannelSums own = sums_at(local, c);
+    dgamma[c] += static_cast<float>(own.b);
+    dbeta[c] += static_cast<float>(own.a);
+    if (dx)
+      channel_dx(s, dy, x, c, save_mean[c], save_invstd[c], gamma[c], sums_at(total, c), count,
+                 dx);
   }
 }
 
@@ -102,6 +194,32 @@ void CpuOps::batchnorm_forward_train(const NormShape& s, ConstView x, const floa
     using T = typename decltype(storage)::type;
     bn_train_impl(threads_, s, x.as<T>(), gamma, beta, h, y.as<T>(), save_mean, save_invstd,
                   running_mean, running_var);
+  });
+}
+
+void CpuOps::batchnorm_stats(const NormShape& s, ConstView x, double* stats, void* workspace) {
+  (void)workspace;
+  const char* op = "batchnorm_stats";
+  expect_elems(op, s.elems(), {x});
+  dispatch_float(op, {x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_stats_impl(threads_, s, x.as<T>(), stats);
+  });
+}
+
+void CpuOps::batchnorm_forward_from_stats(const NormShape& s, ConstView x, const double* stats,
+                                          int64_t count, const float* gamma, const float* beta,
+                                          const BatchNormHyper& h, View y, float* save_mean,
+                                          float* save_invstd, float* running_mean,
+                                          float* running_var, void* workspace) {
+  (void)workspace;
+  const char* op = "batchnorm_forward_from_stats";
+  expect_elems(op, s.elems(), {x, y});
+  check_count(op, s, count);
+  dispatch_float(op, {y, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_from_stats_impl(threads_, s, x.as<T>(), stats, count, gamma, beta, h, y.as<T>(),
+                       save_mean, save_invstd, running_mean, running_var);
   });
 }
 
@@ -127,6 +245,34 @@ void CpuOps::batchnorm_backward(const NormShape& s, ConstView dy, ConstView x,
     using T = typename decltype(storage)::type;
     bn_backward_impl(threads_, s, dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd,
                      dx.as<T>(), dgamma, dbeta);
+  });
+}
+
+void CpuOps::batchnorm_backward_stats(const NormShape& s, ConstView dy, ConstView x,
+                                      const float* save_mean, const float* save_invstd,
+                                      double* stats, void* workspace) {
+  (void)workspace;
+  const char* op = "batchnorm_backward_stats";
+  expect_elems(op, s.elems(), {dy, x});
+  dispatch_float(op, {dy, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_backward_stats_impl(threads_, s, dy.as<T>(), x.as<T>(), save_mean, save_invstd, stats);
+  });
+}
+
+void CpuOps::batchnorm_backward_from_stats(const NormShape& s, ConstView dy, ConstView x,
+                                           const float* gamma, const float* save_mean,
+                                           const float* save_invstd, const double* local,
+                                           const double* total, int64_t count, View dx,
+                                           float* dgamma, float* dbeta, void* workspace) {
+  (void)workspace;
+  const char* op = "batchnorm_backward_from_stats";
+  expect_elems(op, s.elems(), {dy, x, dx});
+  check_count(op, s, count);
+  dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_backward_from_stats_impl(threads_, s, dy.as<T>(), x.as<T>(), gamma, save_mean,
+                                save_invstd, local, total, count, dx.as<T>(), dgamma, dbeta);
   });
 }
 

@@ -6,6 +6,12 @@
 // (channel_partials_bytes), then two floats per channel (the forward's mean and invstd;
 // the backward's mean of dy and of dy * xhat); no atomics, so the order is fixed by the
 // shape and every run repeats bit for bit.
+//
+// Synchronised BatchNorm splits each pass where the channel totals are known: the *_stats
+// ops stop after the partials, adding them in chunk order into (C, 2) doubles; the
+// *_from_stats ops start from such totals (summed over ranks in between) with the same
+// per-channel math (forward_channel, backward_channel) and apply kernels, so a split pass
+// over one rank gives the fused pass's bits.
 #include <string>
 
 #include "kernels/common/norm.h"
@@ -32,6 +38,15 @@ std::string workspace_problem(const NormShape& s, const void* workspace) {
     return "no workspace; plan batchnorm_workspace_bytes(shape) bytes and pass them";
   if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
     return "the workspace must be 16-byte aligned (the memory plan aligns to 256)";
+  return {};
+}
+
+// The split ops' count: the values a channel's summed statistics cover, at least this
+// rank's own.
+std::string count_problem(const NormShape& s, int64_t count) {
+  if (s.elems() != 0 && count < s.per_channel())
+    return "count " + std::to_string(count) + " is below this rank's " +
+           std::to_string(s.per_channel()) + " values per channel";
   return {};
 }
 
@@ -65,33 +80,74 @@ struct GradSums {
   }
 };
 
-// Per channel: mean and invstd into stats (and save_*), running statistics updated.
+// Channel c of the forward from its sums over n values: mean and invstd into stats (and
+// save_*), running statistics updated.
+__device__ void forward_channel(double2 s, int64_t c, int64_t n, const BatchNormHyper& h,
+                                float2* stats, float* save_mean, float* save_invstd,
+                                float* running_mean, float* running_var) {
+  const ChannelStats st = channel_stats(s.x, s.y, n, h.eps);
+  stats[c] = make_float2(st.mean, st.invstd);
+  if (save_mean) save_mean[c] = st.mean;
+  if (save_invstd) save_invstd[c] = st.invstd;
+  if (running_mean && running_var) update_running(running_mean[c], running_var[c], s.x, s.y, n, h);
+}
+
+// Channel c of the backward: the means of dy and dy * xhat over n values (from total) into
+// stats; dgamma += sum(dy * xhat) and dbeta += sum(dy) from own (this rank's sums).
+__device__ void backward_channel(double2 own, double2 total, int64_t c, int64_t n,
+                                 float2* stats, float* dgamma, float* dbeta) {
+  const GradMeans m = grad_means(total.x, total.y, n);
+  stats[c] = make_float2(m.dy, m.dy_xhat);
+  if (dgamma) dgamma[c] += static_cast<float>(own.y);
+  if (dbeta) dbeta[c] += static_cast<float>(own.x);
+}
+
+// (C, 2) doubles <-> double2 (the split ops' sums need only 8-byte alignment).
+__device__ double2 sums_at(const double* v, int64_t c) {
+  return make_double2(v[2 * c], v[2 * c + 1]);
+}
+
 __global__ void bn_forward_finish_kernel(const double2* partials, int64_t chunks, int64_t C,
                                          int64_t n, BatchNormHyper h, float2* stats,
                                          float* save_mean, float* save_invstd,
                                          float* running_mean, float* running_var) {
-  for (int64_t c = global_thread(); c < C; c += grid_stride()) {
-    const double2 s = channel_total(partials, c, chunks);
-    const ChannelStats st = channel_stats(s.x, s.y, n, h.eps);
-    stats[c] = make_float2(st.mean, st.invstd);
-    if (save_mean) save_mean[c] = st.mean;
-    if (save_invstd) save_invstd[c] = st.invstd;
-    if (running_mean && running_var)
-      update_running(running_mean[c], running_var[c], s.x, s.y, n, h);
-  }
+  for (int64_t c = global_thread(); c < C; c += grid_stride())
+    forward_channel(channel_total(partials, c, chunks), c, n, h, stats, save_mean, save_invstd,
+                    running_mean, running_var);
 }
 
-// Per channel: the means of dy and dy * xhat into stats; dgamma += sum(dy * xhat) and
-// dbeta += sum(dy).
+__global__ void bn_forward_from_sums_kernel(const double* sums, int64_t C, int64_t n,
+                                            BatchNormHyper h, float2* stats, float* save_mean,
+                                            float* save_invstd, float* running_mean,
+                                            float* running_var) {
+  for (int64_t c = global_thread(); c < C; c += grid_stride())
+    forward_channel(sums_at(sums, c), c, n, h, stats, save_mean, save_invstd, running_mean,
+                    running_var);
+}
+
 __global__ void bn_backward_finish_kernel(const double2* partials, int64_t chunks, int64_t C,
                                           int64_t n, float2* stats, float* dgamma,
                                           float* dbeta) {
   for (int64_t c = global_thread(); c < C; c += grid_stride()) {
     const double2 s = channel_total(partials, c, chunks);
-    const double dn = static_cast<double>(n);
-    stats[c] = make_float2(static_cast<float>(s.x / dn), static_cast<float>(s.y / dn));
-    if (dgamma) dgamma[c] += static_cast<float>(s.y);
-    if (dbeta) dbeta[c] += static_cast<float>(s.x);
+    backward_channel(s, s, c, n, stats, dgamma, dbeta);
+  }
+}
+
+__global__ void bn_backward_from_sums_kernel(const double* own, const double* total, int64_t C,
+                                             int64_t n, float2* stats, float* dgamma,
+                                             float* dbeta) {
+  for (int64_t c = global_thread(); c < C; c += grid_stride())
+    backward_channel(sums_at(own, c), sums_at(total, c), c, n, stats, dgamma, dbeta);
+}
+
+// The split ops' end: each channel's partials added in chunk order into sums (C, 2).
+__global__ void bn_channel_sums_kernel(const double2* partials, int64_t chunks, int64_t C,
+                                       double* sums) {
+  for (int64_t c = global_thread(); c < C; c += grid_stride()) {
+    const double2 s = channel_total(partials, c, chunks);
+    sums[2 * c] = s.x;
+    sums[2 * c + 1] = s.y;
   }
 }
 
@@ -172,6 +228,45 @@ cudaError_t launch_batchnorm_forward_train(cudaStream_t stream, const NormShape&
   });
 }
 
+cudaError_t launch_batchnorm_stats(cudaStream_t stream, const NormShape& s, ConstView x,
+                                   double* sums, void* workspace) {
+  const char* op = "batchnorm_stats";
+  expect_elems(op, s.elems(), {x});
+  if (s.elems() == 0) return cudaSuccess;
+  const BnWorkspace ws = bn_workspace(s, workspace);
+  const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
+  return dispatch_float(op, {x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    launch_channel_partials(stream, SumSquares<T>{x.as<T>()}, s.batch, s.channels, s.spatial,
+                            ws.partials);
+    bn_channel_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(ws.partials, chunks,
+                                                                        s.channels, sums);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_batchnorm_forward_from_stats(cudaStream_t stream, const NormShape& s,
+                                                ConstView x, const double* sums, int64_t count,
+                                                const float* gamma, const float* beta,
+                                                const BatchNormHyper& h, View y,
+                                                float* save_mean, float* save_invstd,
+                                                float* running_mean, float* running_var,
+                                                void* workspace) {
+  const char* op = "batchnorm_forward_from_stats";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {x, y});
+  if (n == 0) return cudaSuccess;
+  const BnWorkspace ws = bn_workspace(s, workspace);
+  return dispatch_float(op, {x, y}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_forward_from_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
+        sums, s.channels, count, h, ws.stats, save_mean, save_invstd, running_mean, running_var);
+    bn_apply_train_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        x.as<T>(), ws.stats, gamma, beta, y.as<T>(), n, s.channels, s.spatial);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t launch_batchnorm_forward_eval(cudaStream_t stream, const NormShape& s, ConstView x,
                                           const float* gamma, const float* beta,
                                           const float* running_mean, const float* running_var,
@@ -205,6 +300,48 @@ cudaError_t launch_batchnorm_backward(cudaStream_t stream, const NormShape& s, C
                             s.batch, s.channels, s.spatial, ws.partials);
     bn_backward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         ws.partials, chunks, s.channels, s.per_channel(), ws.stats, dgamma, dbeta);
+    if (!dx.empty())
+      bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd, ws.stats, dx.as<T>(), n,
+          s.channels, s.spatial);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_batchnorm_backward_stats(cudaStream_t stream, const NormShape& s,
+                                            ConstView dy, ConstView x, const float* save_mean,
+                                            const float* save_invstd, double* sums,
+                                            void* workspace) {
+  const char* op = "batchnorm_backward_stats";
+  expect_elems(op, s.elems(), {dy, x});
+  if (s.elems() == 0) return cudaSuccess;
+  const BnWorkspace ws = bn_workspace(s, workspace);
+  const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
+  return dispatch_float(op, {dy, x}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    launch_channel_partials(stream, GradSums<T>{dy.as<T>(), x.as<T>(), save_mean, save_invstd},
+                            s.batch, s.channels, s.spatial, ws.partials);
+    bn_channel_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(ws.partials, chunks,
+                                                                        s.channels, sums);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launch_batchnorm_backward_from_stats(cudaStream_t stream, const NormShape& s,
+                                                 ConstView dy, ConstView x, const float* gamma,
+                                                 const float* save_mean,
+                                                 const float* save_invstd, const double* local,
+                                                 const double* total, int64_t count, View dx,
+                                                 float* dgamma, float* dbeta, void* workspace) {
+  const char* op = "batchnorm_backward_from_stats";
+  const int64_t n = s.elems();
+  expect_elems(op, n, {dy, x, dx});
+  if (n == 0) return cudaSuccess;
+  const BnWorkspace ws = bn_workspace(s, workspace);
+  return dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    bn_backward_from_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
+        local, total, s.channels, count, ws.stats, dgamma, dbeta);
     if (!dx.empty())
       bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
           dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd, ws.stats, dx.as<T>(), n,
@@ -253,6 +390,54 @@ void CudaOps::batchnorm_backward(const NormShape& s, ConstView dy, ConstView x,
   check(cuda::launch_batchnorm_backward(stream_, s, dy, x, gamma, save_mean, save_invstd, dx,
                                         dgamma, dbeta, workspace),
         "batchnorm backward kernels");
+}
+
+void CudaOps::batchnorm_stats(const NormShape& s, ConstView x, double* stats, void* workspace) {
+  OpScope scope(*state_, "batchnorm_stats");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_stats(stream_, s, x, stats, workspace), "batchnorm stats kernels");
+}
+
+void CudaOps::batchnorm_forward_from_stats(const NormShape& s, ConstView x, const double* stats,
+                                           int64_t count, const float* gamma, const float* beta,
+                                           const BatchNormHyper& h, View y, float* save_mean,
+                                           float* save_invstd, float* running_mean,
+                                           float* running_var, void* workspace) {
+  OpScope scope(*state_, "batchnorm_forward_from_stats");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = count_problem(s, count); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_forward_from_stats(stream_, s, x, stats, count, gamma, beta, h, y,
+                                                  save_mean, save_invstd, running_mean,
+                                                  running_var, workspace),
+        "batchnorm forward-from-stats kernels");
+}
+
+void CudaOps::batchnorm_backward_stats(const NormShape& s, ConstView dy, ConstView x,
+                                       const float* save_mean, const float* save_invstd,
+                                       double* stats, void* workspace) {
+  OpScope scope(*state_, "batchnorm_backward_stats");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_backward_stats(stream_, s, dy, x, save_mean, save_invstd, stats,
+                                              workspace),
+        "batchnorm backward stats kernels");
+}
+
+void CudaOps::batchnorm_backward_from_stats(const NormShape& s, ConstView dy, ConstView x,
+                                            const float* gamma, const float* save_mean,
+                                            const float* save_invstd, const double* local,
+                                            const double* total, int64_t count, View dx,
+                                            float* dgamma, float* dbeta, void* workspace) {
+  OpScope scope(*state_, "batchnorm_backward_from_stats");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = count_problem(s, count); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  check(cuda::launch_batchnorm_backward_from_stats(stream_, s, dy, x, gamma, save_mean,
+                                                   save_invstd, local, total, count, dx, dgamma,
+                                                   dbeta, workspace),
+        "batchnorm backward-from-stats kernels");
 }
 
 }  // namespace noeira

@@ -38,6 +38,11 @@ constexpr std::pair<std::string_view, OpCategory> kOps[] = {
     {"batchnorm_forward_train", OpCategory::kNormalisation},
     {"batchnorm_forward_eval", OpCategory::kNormalisation},
     {"batchnorm_backward", OpCategory::kNormalisation},
+    {"batchnorm_stats", OpCategory::kNormalisation},
+    {"batchnorm_forward_from_stats", OpCategory::kNormalisation},
+    {"batchnorm_backward_stats", OpCategory::kNormalisation},
+    {"batchnorm_backward_from_stats", OpCategory::kNormalisation},
+    {"sum_over_ranks", OpCategory::kNormalisation},  // synchronised BatchNorm's statistics
     {"shortcut_forward", OpCategory::kCopy},
     {"shortcut_backward", OpCategory::kCopy},
     {"dropout", OpCategory::kActivation},

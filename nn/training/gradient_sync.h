@@ -15,6 +15,7 @@
 #include "kernels/ops.h"
 #include "kernels/stream.h"
 #include "nn/context.h"
+#include "nn/cross_rank_sum.h"
 #include "nn/memory_plan.h"
 #include "nn/module.h"
 #include "nn/training/trainer_config.h"
@@ -29,6 +30,9 @@ struct SyncTarget {
   const TrainerConfig& config;
   MemoryPlan& plan;
   int64_t padded_params = 0;  // floats of the parameter and gradient arenas, padding included
+  // The model's cross-rank buffer (doubles, PlanContext::need_cross_rank_doubles): the
+  // largest sum a CrossRankSum will be asked for.
+  int64_t cross_rank_doubles = 0;
   Arenas* arenas = nullptr;
   Ops* ops = nullptr;
   Stream* stream = nullptr;
@@ -62,6 +66,11 @@ class GradientSync {
     (void)stream;
     return {};
   }
+  // Sums over the ranks for modules that need the global batch (synchronised BatchNorm,
+  // nn/cross_rank_sum.h), usable from bind() on; null when there is one rank. The trainer
+  // asks before planning, and when there is one it plans the model's cross-rank buffer and
+  // hands both to the Context.
+  virtual CrossRankSum* cross_rank_sum() { return nullptr; }
 
   // ---- Planning and binding. ----
   // After every buffer of the trainer is reserved: the strategy's own buffers, and it may

@@ -36,6 +36,7 @@ Status TrainerCore::open(std::unique_ptr<Module> model, const TrainerConfig& cfg
 SyncTarget TrainerCore::sync_target() const {
   auto* self = const_cast<TrainerCore*>(this);
   SyncTarget t{*model_, params_, cfg_, self->plan_, padded_params_};
+  t.cross_rank_doubles = cross_rank_doubles_;
   if (ctx_) {
     t.arenas = &self->arenas_;
     t.ops = backend_.ops.get();
@@ -49,7 +50,8 @@ PlanContext TrainerCore::plan_context(int64_t tail_rows) {
   forward_flops_ = 0.0;
   return PlanContext{plan_,      params_,          cfg_.batch,          false,
                      "",         cfg_.amp,         flow_dtype(cfg_.amp), &scratch_elems_,
-                     backend_.ops.get(), &workspace_bytes_, tail_rows, &forward_flops_};
+                     backend_.ops.get(), &workspace_bytes_, tail_rows, &forward_flops_,
+                     &cross_rank_doubles_};
 }
 
 Result<Shape> TrainerCore::plan_model(PlanContext& pc, const Shape& in) {
@@ -84,6 +86,10 @@ Status TrainerCore::allocate(int64_t history) {
   if (scratch_elems_ > 0)
     scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems_}, DType::kF32);
   workspace_ = plan_.reserve_bytes(MemCategory::kWorkspace, workspace_bytes_);
+  // Synchronised modules' buffer, only when the sync sums over ranks (one process: none).
+  if (sync_->cross_rank_sum() && cross_rank_doubles_ > 0)
+    cross_rank_ = plan_.reserve_bytes(MemCategory::kWorkspace,
+                                      static_cast<size_t>(cross_rank_doubles_) * sizeof(double));
   // The backend's reduction scratch (bias_grad's partial sums on the GPU), bound below.
   reduction_bytes_ = stream.reduction_workspace_bytes();
   reduction_ws_ = plan_.reserve_bytes(MemCategory::kWorkspace, reduction_bytes_);
@@ -109,6 +115,7 @@ Status TrainerCore::allocate(int64_t history) {
     NOEIRA_TRY(stream.bind_reduction_workspace(arenas_.ptr(reduction_ws_), reduction_bytes_));
   SyncTarget t = sync_target();
   sync_->bind(t);
+  if (cross_rank_.valid()) ctx_->set_cross_rank_sum(sync_->cross_rank_sum(), cross_rank_);
   return {};
 }
 

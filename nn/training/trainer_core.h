@@ -191,6 +191,8 @@ class TrainerCore {
   Status write_checkpoint_file(const std::filesystem::path& path, const SyncTarget& target) const;
 
   int64_t scratch_elems_ = 0;
+  int64_t cross_rank_doubles_ = 0;  // PlanContext::need_cross_rank_doubles
+  Slot cross_rank_;                 // (cross_rank_doubles_) when the sync sums over ranks
   double forward_flops_ = 0.0;
   size_t workspace_bytes_ = 0;
   Slot reduction_ws_;

@@ -1,6 +1,7 @@
 // The CUDA pooling, BatchNorm, option-A shortcut, dropout, augmentation and SGD-schedule
 // ops against the CPU reference (CpuOps) on random inputs: bit for bit where both backends
 // compute every element in the same order, normwise close for BatchNorm's sums.
+// Synchronised BatchNorm's split ops: the fused CUDA ops' bits over one rank.
 #include <catch2/catch.hpp>
 
 #include "tests/support/gpu_guard.h"
@@ -338,5 +339,107 @@ TEST_CASE("cuda: sgd on buffers off 16-byte alignment (the scalar path) equals t
   }
   CHECK(max_abs_diff(gp.download(), p) <= 1e-6);
   CHECK(max_abs_diff(gbuf.download(), buf) <= 1e-6);
+#endif
+}
+
+// Synchronised BatchNorm's split ops (kernels/op_list.inc): over one rank (the stats as
+// written, count = the local values) the CUDA split pass gives the CUDA fused pass's bits,
+// and it is close to the CPU's split pass; sum_over_ranks equals the CPU bit for bit.
+TEST_CASE("cuda: batchnorm split ops (synchronised BatchNorm) over one rank are the fused "
+          "ops bit for bit and match the CPU; sum_over_ranks equals the CPU",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  uint32_t seed = 700;
+  BatchNormHyper h;
+  for (const NormShape& s : norm_shapes()) {
+    for (bool bf16 : {false, true}) {
+      INFO("batchnorm " << s.batch << "x" << s.channels << "x" << s.spatial << " bf16 " << bf16);
+      const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+      const std::vector<float> xf = random_floats(n, seed++, -1.0f, 3.0f);
+      const std::vector<float> dyf = random_floats(n, seed++);
+      const std::vector<float> gamma = random_floats(C, seed++, 0.5f, 1.5f);
+      const std::vector<float> beta = random_floats(C, seed++);
+      const std::vector<float> rm0 = random_floats(C, seed++);
+      const std::vector<float> rv0 = random_floats(C, seed++, 0.5f, 2.0f);
+      const std::vector<float> dg0 = random_floats(C, seed++), db0 = random_floats(C, seed++);
+      const auto run = [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        std::vector<T> x = stored<T>(xf), dy = stored<T>(dyf);
+        // CPU split pass (the CPU's own fused bits are checked in tests/unit).
+        std::vector<T> y(n), dx(n);
+        std::vector<double> sums(2 * C), grad_sums(2 * C);
+        std::vector<float> mean(C), invstd(C), rm = rm0, rv = rv0, dg = dg0, db = db0;
+        cpu.batchnorm_stats(s, host_view(x), sums.data(), nullptr);
+        cpu.batchnorm_forward_from_stats(s, host_view(x), sums.data(), s.per_channel(),
+                                         gamma.data(), beta.data(), h, host_view(y), mean.data(),
+                                         invstd.data(), rm.data(), rv.data(), nullptr);
+        cpu.batchnorm_backward_stats(s, host_view(dy), host_view(x), mean.data(), invstd.data(),
+                                     grad_sums.data(), nullptr);
+        cpu.batchnorm_backward_from_stats(s, host_view(dy), host_view(x), gamma.data(),
+                                          mean.data(), invstd.data(), grad_sums.data(),
+                                          grad_sums.data(), s.per_channel(), host_view(dx),
+                                          dg.data(), db.data(), nullptr);
+        // GPU: fused, then split, from the same start.
+        std::vector<std::vector<float>> pass[2];
+        for (int split = 0; split < 2; ++split) {
+          DeviceArray<float> ws(gpu, floats_for(gpu.ops->batchnorm_workspace_bytes(s)));
+          DeviceArray<T> gx(gpu, x), gdy(gpu, dy), gy(gpu, n), gdx(gpu, n);
+          DeviceArray<float> gg(gpu, gamma), gb(gpu, beta), gmean(gpu, C), ginv(gpu, C),
+              grm(gpu, rm0), grv(gpu, rv0), gdg(gpu, dg0), gdb(gpu, db0);
+          DeviceArray<double> dsums(gpu, 2 * C), dgrad_sums(gpu, 2 * C);
+          if (split) {
+            gpu.ops->batchnorm_stats(s, gx.view(), dsums.get(), ws.get());
+            gpu.ops->batchnorm_forward_from_stats(s, gx.view(), dsums.get(), s.per_channel(),
+                                                  gg.get(), gb.get(), h, gy.view(), gmean.get(),
+                                                  ginv.get(), grm.get(), grv.get(), ws.get());
+            gpu.ops->batchnorm_backward_stats(s, gdy.view(), gx.view(), gmean.get(), ginv.get(),
+                                              dgrad_sums.get(), ws.get());
+            gpu.ops->batchnorm_backward_from_stats(s, gdy.view(), gx.view(), gg.get(),
+                                                   gmean.get(), ginv.get(), dgrad_sums.get(),
+                                                   dgrad_sums.get(), s.per_channel(), gdx.view(),
+                                                   gdg.get(), gdb.get(), ws.get());
+          } else {
+            gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(),
+                                             gmean.get(), ginv.get(), grm.get(), grv.get(),
+                                             ws.get());
+            gpu.ops->batchnorm_backward(s, gdy.view(), gx.view(), gg.get(), gmean.get(),
+                                        ginv.get(), gdx.view(), gdg.get(), gdb.get(), ws.get());
+          }
+          pass[split] = {to_f32(gy.download()), to_f32(gdx.download()), gmean.download(),
+                         ginv.download(),       grm.download(),         grv.download(),
+                         gdg.download(),        gdb.download()};
+          if (split) {
+            const std::vector<double> gs = dsums.download();
+            for (size_t i = 0; i < gs.size(); ++i)
+              CHECK(gs[i] == Approx(sums[i]).epsilon(1e-9).margin(1e-9));
+          }
+        }
+        for (size_t i = 0; i < pass[0].size(); ++i) CHECK(same_bytes(pass[1][i], pass[0][i]));
+        const std::vector<std::vector<float>>& got = pass[1];
+        CHECK(rel_error(got[0], to_f32(y)) < (bf16 ? 1e-2 : 1e-5));
+        CHECK(rel_error(got[1], to_f32(dx)) < (bf16 ? 1e-2 : 1e-4));
+        CHECK(rel_error(got[2], mean) < 1e-6);
+        CHECK(rel_error(got[3], invstd) < 1e-6);
+        CHECK(rel_error(got[4], rm) < 1e-6);
+        CHECK(rel_error(got[5], rv) < 1e-6);
+        CHECK(rel_error(got[6], dg) < 1e-5);
+        CHECK(rel_error(got[7], db) < 1e-5);
+      };
+      if (bf16)
+        run(StorageTag<bf16_t>{});
+      else
+        run(StorageTag<float>{});
+    }
+  }
+  // Rank order matters in double: 1e17 + 1 - 1e17 is 0 from rank 0 on, 1 otherwise.
+  const std::vector<double> all = {1e17, 3.0, 0.5, 1.0, -1e17, 0.25, -1e17, 2.0, 0.125};
+  std::vector<double> want(3);
+  cpu.sum_over_ranks(all.data(), 3, 3, want.data());
+  DeviceArray<double> gall(gpu, all), gout(gpu, 3);
+  gpu.ops->sum_over_ranks(gall.get(), 3, 3, gout.get());
+  CHECK(gout.download() == want);
 #endif
 }

@@ -33,6 +33,9 @@ struct RigOptions {
   int64_t tail_rows = 0;  // PlanContext::tail_rows
   bool input_needs_grad = true;
   uint64_t seed = 0;  // Context::seed (Dropout)
+  // Sums over ranks for synchronised modules (BatchNorm); its buffer is planned as a
+  // trainer plans it. Null: one process.
+  CrossRankSum* cross_rank_sum = nullptr;
 };
 
 class ModuleRig {
@@ -44,8 +47,10 @@ class ModuleRig {
     params_.set_low_precision_copies(bf16);
     int64_t scratch_elems = 0;
     size_t workspace_bytes = 0;
+    int64_t cross_rank_doubles = 0;
     PlanContext pc{plan_, params_, batch, opt.input_needs_grad, "", opt.amp, opt.in_dtype,
                    &scratch_elems, &ops_, &workspace_bytes, opt.tail_rows};
+    pc.cross_rank_doubles = &cross_rank_doubles;
     out_ = module_->plan(pc, in);
     const bool ids = opt.in_dtype == DType::kI32;
     x_ = plan_.reserve(MemCategory::kActivations, in.with_batch(batch),
@@ -60,10 +65,14 @@ class ModuleRig {
     if (scratch_elems > 0)
       scratch_ = plan_.reserve(MemCategory::kWorkspace, Shape{scratch_elems}, DType::kF32);
     workspace_ = plan_.reserve_bytes(MemCategory::kWorkspace, workspace_bytes);
+    if (opt.cross_rank_sum && cross_rank_doubles > 0)
+      cross_rank_ = plan_.reserve_bytes(MemCategory::kWorkspace,
+                                        static_cast<size_t>(cross_rank_doubles) * sizeof(double));
     arenas_ = std::move(Arenas::allocate(plan_, alloc_).value());
     ctx_ = std::make_unique<Context>(ops_, stream_, arenas_, counters_, scratch_, workspace_,
                                      opt.seed);
     ctx_->set_training(opt.training);
+    if (cross_rank_.valid()) ctx_->set_cross_rank_sum(opt.cross_rank_sum, cross_rank_);
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (const ParamInfo& p : params_.all())
@@ -180,7 +189,7 @@ class ModuleRig {
   MemoryPlan plan_;
   ParamRegistry params_;
   Arenas arenas_;
-  Slot x_, x_low_, r_, r_low_, counters_, scratch_, workspace_;
+  Slot x_, x_low_, r_, r_low_, counters_, scratch_, workspace_, cross_rank_;
   std::unique_ptr<Context> ctx_;
 };
 
