@@ -75,7 +75,7 @@ struct GradSums {
   const float* invstd;
   __device__ double2 operator()(int64_t i, int64_t c) const {
     const float g = load_f32(dy[i]);
-    const float xhat = (load_f32(x[i]) - mean[c]) * invstd[c];
+    const float xhat = batchnorm_xhat(load_f32(x[i]), mean[c], invstd[c]);
     return make_double2(g, static_cast<double>(g) * static_cast<double>(xhat));
   }
 };
@@ -232,7 +232,10 @@ cudaError_t launch_batchnorm_stats(cudaStream_t stream, const NormShape& s, Cons
                                    double* sums, void* workspace) {
   const char* op = "batchnorm_stats";
   expect_elems(op, s.elems(), {x});
-  if (s.elems() == 0) return cudaSuccess;
+  // No rows here: zero sums (the contract overwrites; the other ranks' rows still count).
+  if (s.elems() == 0)
+    return s.channels > 0 ? cudaMemsetAsync(sums, 0, 2 * sizeof(double) * static_cast<size_t>(s.channels), stream)
+                          : cudaSuccess;
   const BnWorkspace ws = bn_workspace(s, workspace);
   const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
   return dispatch_float(op, {x}, [&](auto storage) {
@@ -255,12 +258,15 @@ cudaError_t launch_batchnorm_forward_from_stats(cudaStream_t stream, const NormS
   const char* op = "batchnorm_forward_from_stats";
   const int64_t n = s.elems();
   expect_elems(op, n, {x, y});
-  if (n == 0) return cudaSuccess;
+  if (s.channels <= 0) return cudaSuccess;
   const BnWorkspace ws = bn_workspace(s, workspace);
+  // The statistics come from every rank's rows: saved and the running ones updated even
+  // where this rank has none (as on the CPU).
+  bn_forward_from_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
+      sums, s.channels, count, h, ws.stats, save_mean, save_invstd, running_mean, running_var);
+  if (n == 0) return cudaGetLastError();
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_forward_from_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
-        sums, s.channels, count, h, ws.stats, save_mean, save_invstd, running_mean, running_var);
     bn_apply_train_kernel<<<grid_for(n), kBlock, 0, stream>>>(
         x.as<T>(), ws.stats, gamma, beta, y.as<T>(), n, s.channels, s.spatial);
     return cudaGetLastError();
@@ -314,7 +320,9 @@ cudaError_t launch_batchnorm_backward_stats(cudaStream_t stream, const NormShape
                                             void* workspace) {
   const char* op = "batchnorm_backward_stats";
   expect_elems(op, s.elems(), {dy, x});
-  if (s.elems() == 0) return cudaSuccess;
+  if (s.elems() == 0)
+    return s.channels > 0 ? cudaMemsetAsync(sums, 0, 2 * sizeof(double) * static_cast<size_t>(s.channels), stream)
+                          : cudaSuccess;
   const BnWorkspace ws = bn_workspace(s, workspace);
   const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
   return dispatch_float(op, {dy, x}, [&](auto storage) {
