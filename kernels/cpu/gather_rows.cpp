@@ -37,6 +37,8 @@ void CpuOps::gather_rows(ConstView src, const int32_t* perm, int64_t rows, int64
     gather_rows_impl(threads_, src.as<float>(), idx, rows, row_elems, dst.as<float>());
   else if (src.dtype == DType::kF32 && dst.dtype == DType::kBF16)
     gather_rows_impl(threads_, src.as<float>(), idx, rows, row_elems, dst.as<bf16_t>());
+  else if (src.dtype == DType::kBF16 && dst.dtype == DType::kBF16)  // BF16Policy's resident images
+    gather_rows_impl(threads_, src.as<bf16_t>(), idx, rows, row_elems, dst.as<bf16_t>());
   else if (src.dtype == DType::kI32 && dst.dtype == DType::kI32)
     gather_rows_impl(threads_, src.as<int32_t>(), idx, rows, row_elems, dst.as<int32_t>());
   else

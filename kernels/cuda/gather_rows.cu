@@ -19,6 +19,7 @@ __device__ __forceinline__ void convert(const float& s, float& d) { d = s; }
 __device__ __forceinline__ void convert(const float4& s, float4& d) { d = s; }
 __device__ __forceinline__ void convert(const int32_t& s, int32_t& d) { d = s; }
 __device__ __forceinline__ void convert(const int4& s, int4& d) { d = s; }
+__device__ __forceinline__ void convert(const bf16_t& s, bf16_t& d) { d = s; }
 __device__ __forceinline__ void convert(const float& s, bf16_t& d) { store_f32(d, s); }
 __device__ __forceinline__ void convert(const Float8& s, Bf16x8& d) {
   float v[kVec];
@@ -27,7 +28,7 @@ __device__ __forceinline__ void convert(const Float8& s, Bf16x8& d) {
 }
 
 // dst(rows, row_vecs) = convert(src[perm[batch * rows + r]]); (S, D) is (float, float),
-// (float4, float4), (int32_t, int32_t) or (int4, int4) (a copy), or (float, bf16_t) or
+// (float4, float4), (int32_t, int32_t), (bf16_t, bf16_t) or (int4, int4) (a copy), or (float, bf16_t) or
 // (Float8, Bf16x8) (gather + cast).
 template <class S, class D>
 __global__ void gather_rows_kernel(const S* src, const int32_t* perm, int64_t rows,
@@ -75,6 +76,9 @@ cudaError_t launch_gather_rows(cudaStream_t stream, ConstView src, const int32_t
     return gather_launch<int32_t, int32_t, int4, int4>(stream, src.as<int32_t>(), perm, rows,
                                                        row_elems, counters,
                                                        dst.as<int32_t>(), 4);
+  if (src.dtype == DType::kBF16 && dst.dtype == DType::kBF16)  // bf16 images: int4 = 8 values
+    return gather_launch<bf16_t, bf16_t, int4, int4>(stream, src.as<bf16_t>(), perm, rows,
+                                                     row_elems, counters, dst.as<bf16_t>(), 8);
   unsupported_dtypes(op, src.dtype, dst.dtype);
 }
 
