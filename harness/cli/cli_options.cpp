@@ -34,4 +34,12 @@ int report_error(const std::string& message, int code) {
   return code;
 }
 
+void add_model_options(CLI::App* cmd, std::string& model, std::string& dtype, std::string& target) {
+  cmd->add_option("--model", model, "Model (a recipe in models/recipes)")->capture_default_str();
+  cmd->add_option("--dtype", dtype, "Precision")->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_option("--target", target, "auto (gpu when a CUDA device is usable), cpu or gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+}
+
 }  // namespace noeira

@@ -12,6 +12,9 @@ namespace noeira {
 // "cpu" | "gpu" | "auto" (auto = gpu when a CUDA device is usable, else cpu).
 Result<Device> resolve_target(const std::string& target);
 
+// --model, --dtype and --target, as `run` and `profile` take them.
+void add_model_options(CLI::App* cmd, std::string& model, std::string& dtype, std::string& target);
+
 // --dataset NAME, overriding the recipe's: one of datasets/catalog.h's names.
 CLI::Option* add_dataset_option(CLI::App* cmd, std::string& dataset);
 

@@ -17,11 +17,7 @@ std::function<int()> add_profile_command(CLI::App& app, const std::string& comma
       "category (gemm, convolution, attention, normalisation, activation, embedding, loss, "
       "optimizer, data, copy, other), beside the twin's under torch.profiler on the same "
       "steps; the top ops of each side; optional Chrome traces (Perfetto, chrome://tracing)");
-  cmd->add_option("--model", o->model, "Model (a recipe in models/recipes)")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "Precision")->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
-  cmd->add_option("--target", o->target, "auto (gpu when a CUDA device is usable), cpu or gpu")
-      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  add_model_options(cmd, o->model, o->dtype, o->target);
   cmd->add_option("--variant", o->variant,
                   "Our variant: eager, bf16 or host-batch (default: eager, or bf16 with --dtype "
                   "bf16); a graph variant replays without calling ops, so it cannot be attributed");

@@ -17,11 +17,7 @@ std::function<int()> add_run_command(CLI::App& app, const std::string& command_l
   CLI::App* cmd = app.add_subcommand(
       "run", "Run the variant matrix over seeds plus the PyTorch twin, print the comparison "
              "table and write a results JSON (the default subcommand)");
-  cmd->add_option("--model", o->model, "Model (a recipe in models/recipes)")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "Precision")->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
-  cmd->add_option("--target", o->target, "auto (gpu when a CUDA device is usable), cpu or gpu")
-      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  add_model_options(cmd, o->model, o->dtype, o->target);
   cmd->add_option("--variants", o->variants,
                   "Our variants: eager, graph, bf16, bf16+graph, host-batch (gpt family: the "
                   "batch built on the host) (default: those of --dtype the target supports; "

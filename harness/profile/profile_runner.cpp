@@ -102,13 +102,9 @@ int run_profile(const ProfileOptions& o) {
                             (variant.dtype == DType::kBF16 ? "bf16" : "eager") +
                             ") or run the graph under nsys",
                         kExitUsage);
-  std::vector<std::string> modes;
-  for (const std::string& m : o.twin) {
-    if (m == "none") continue;
-    if (m != "eager" && m != "compiled" && m != "graphs")
-      return report_error("--twin: unknown mode '" + m + "'; use eager, compiled, graphs or none", kExitUsage);
-    modes.push_back(m);
-  }
+  Result<std::vector<std::string>> parsed_modes = parse_twin_modes(o.twin);
+  if (!parsed_modes) return report_error(parsed_modes.error().message, kExitUsage);
+  const std::vector<std::string> modes = *parsed_modes;
   if (o.steps <= 0) return report_error("--steps must be positive", kExitUsage);
   const std::string out = !o.out.empty() ? o.out : "noeira-profile-" + o.model + "-" + target + "-" + o.dtype + ".json";
   const std::filesystem::path log_dir = out + ".logs";
@@ -148,10 +144,21 @@ int run_profile(const ProfileOptions& o) {
   TwinContext twin_ctx{"", std::nullopt, false, "not run (--twin none)"};
   if (!modes.empty()) {
     const PythonProbe probe = find_python_with_torch(o.python);
-    twin_ctx = {!probe.python.empty() ? probe.python : o.python.empty() ? "python3" : o.python,
-                probe.torch_version.empty() ? std::nullopt : Nullable<std::string>(probe.torch_version),
-                probe.reason.empty(), probe.reason.empty() ? std::nullopt : Nullable<std::string>(probe.reason)};
+    twin_ctx = twin_context(probe, o.python);
     const int64_t spe = std::max<int64_t>(1, steps_per_epoch(*recipe, *data));
+    TwinPlan plan;
+    plan.python = probe.python;
+    plan.recipe = recipe->path;
+    plan.data_dir = twin_data_dir(dataset_name, source);
+    plan.log_dir = log_dir;
+    plan.dataset = dataset;
+    plan.device = gpu ? "cuda" : "cpu";
+    plan.dtype = variant.dtype == DType::kBF16 ? "bf16" : "fp32";
+    plan.total_steps = o.warmup + o.steps;
+    plan.epochs = static_cast<int>((plan.total_steps + spe - 1) / spe);
+    plan.warmup = o.warmup;
+    plan.threads = threads;
+    plan.timeout_seconds = o.twin_timeout;
     for (const std::string& mode : modes) {
       const std::string side = "twin:" + mode;
       if (!probe.reason.empty()) {
@@ -160,21 +167,7 @@ int run_profile(const ProfileOptions& o) {
       }
       std::printf("  %s ...\n", side.c_str());
       std::fflush(stdout);
-      TwinRequest q;
-      q.python = probe.python;
-      q.recipe = recipe->path;
-      q.data_dir = twin_data_dir(dataset_name, source);
-      q.dataset = dataset;
-      q.device = gpu ? "cuda" : "cpu";
-      q.mode = mode;
-      q.dtype = variant.dtype == DType::kBF16 ? "bf16" : "fp32";
-      q.seed = 0;
-      q.max_steps = o.warmup + o.steps;
-      q.epochs = static_cast<int>((q.max_steps + spe - 1) / spe);
-      q.warmup = o.warmup;
-      q.threads = threads;
-      q.timeout_seconds = o.twin_timeout;
-      q.log = log_dir / ("twin-" + mode + ".log");
+      TwinRequest q = plan.request(mode, 0, "twin-" + mode + ".log");
       q.profile_steps = o.steps;
       if (!trace_dir.empty()) q.profile_trace = trace_dir / ("twin-" + mode + ".trace.json");
       const TwinOutcome t = run_twin(q);
@@ -195,12 +188,8 @@ int run_profile(const ProfileOptions& o) {
         c.bytes_per_step = ours_c->bytes_per_step;
       }
 
-  ResultsRecord results;
-  results.schema_version = kResultsSchemaVersion;
-  results.tool = "noeira-bench";
-  results.tool_version = "0.1.0";
-  results.created_utc = utc_timestamp();
-  results.context = measurement_context(o.command_line, twin_ctx, nlohmann::json::object());
+  ResultsRecord results =
+      results_with_context(measurement_context(o.command_line, twin_ctx, nlohmann::json::object()));
   results.config = {target, o.dtype, {0}, o.warmup + o.steps, o.warmup, o.threads, true, {}};
   BenchmarkRecord bench;
   bench.model = recipe->name;

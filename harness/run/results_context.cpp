@@ -5,6 +5,7 @@
 
 #include "harness/env/baseline_probe.h"
 #include "harness/env/host_info.h"
+#include "harness/results/results.h"
 
 namespace noeira {
 
@@ -25,6 +26,16 @@ ContextRecord measurement_context(const std::string& command_line, const TwinCon
   c.probes = probes;
   c.warnings = warnings;
   return c;
+}
+
+ResultsRecord results_with_context(ContextRecord context) {
+  ResultsRecord r;
+  r.schema_version = kResultsSchemaVersion;
+  r.tool = "noeira-bench";
+  r.tool_version = "0.1.0";
+  r.created_utc = utc_timestamp();
+  r.context = std::move(context);
+  return r;
 }
 
 }  // namespace noeira

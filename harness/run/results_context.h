@@ -14,4 +14,7 @@ namespace noeira {
 ContextRecord measurement_context(const std::string& command_line, const TwinContext& twin,
                                   const nlohmann::json& probes);
 
+// A results document without config and benchmarks: schema version, tool, time, context.
+ResultsRecord results_with_context(ContextRecord context);
+
 }  // namespace noeira

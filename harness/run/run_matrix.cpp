@@ -41,14 +41,8 @@ ResultsRecord results_document(const RunOptions& o, const std::string& target,
                                const std::vector<uint64_t>& seeds, int64_t total_steps,
                                int64_t warmup, const TwinContext& twin,
                                const nlohmann::json& probes) {
-  ResultsRecord r;
-  r.schema_version = kResultsSchemaVersion;
-  r.tool = "noeira-bench";
-  r.tool_version = "0.1.0";
-  r.created_utc = utc_timestamp();
-  r.context = measurement_context(o.command_line, twin, probes);
-  ContextRecord& c = r.context;
-  c.run_order = o.order;
+  ResultsRecord r = results_with_context(measurement_context(o.command_line, twin, probes));
+  r.context.run_order = o.order;
   r.config = {target, o.dtype, seeds, total_steps, warmup, o.threads, o.quick,
               {o.min_samples, o.max_noise, o.max_seconds}};
   return r;
@@ -60,9 +54,7 @@ TwinContext probe_twin(const std::string& python, TwinPlan& tp) {
   tp.python = probe.python;
   tp.unavailable = probe.reason;
   if (!probe.reason.empty()) std::fprintf(stderr, "  twin unavailable: %s\n", probe.reason.c_str());
-  auto or_null = [](const std::string& s) { return s.empty() ? Nullable<std::string>() : Nullable<std::string>(s); };
-  return {!probe.python.empty() ? probe.python : !python.empty() ? python : "python3",
-          or_null(probe.torch_version), probe.reason.empty(), or_null(probe.reason)};
+  return twin_context(probe, python);
 }
 
 }  // namespace
@@ -83,14 +75,9 @@ int run_matrix(const RunOptions& o) {
   Result<std::vector<PlannedVariant>> planned = plan_variants(
       o.variants, o.dtype == "bf16" ? DType::kBF16 : DType::kF32, {gpu, family, recipe->name});
   if (!planned) return report_error(planned.error().message, kExitUsage);
-  std::vector<std::string> twin_modes;
-  for (const std::string& m : o.twin) {
-    if (m == "none") continue;
-    if (m != "eager" && m != "compiled" && m != "graphs")
-      return report_error("--twin: unknown mode '" + m + "'; use eager, compiled, graphs or none",
-                          kExitUsage);
-    twin_modes.push_back(m);
-  }
+  Result<std::vector<std::string>> parsed_modes = parse_twin_modes(o.twin);
+  if (!parsed_modes) return report_error(parsed_modes.error().message, kExitUsage);
+  const std::vector<std::string> twin_modes = *parsed_modes;
   const std::optional<RunOrder> parsed_order = parse_run_order(o.order);
   if (!parsed_order)
     return report_error("--order: unknown order '" + o.order + "'; use interleaved or blocked", kExitUsage);

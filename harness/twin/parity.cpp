@@ -50,22 +50,14 @@ ParityOutcome run_parity(const Recipe& recipe, const DataSplit& data, const Benc
   for (int64_t i = 0; i < steps; ++i) t.train_step();
   const std::vector<float> ours = t.end_epoch(false).step_losses;
 
-  TwinRequest q;
-  q.python = twin.python;
-  q.recipe = twin.recipe;
-  q.data_dir = twin.data_dir;
-  q.dataset = twin.dataset;
-  q.device = twin.device;
-  q.mode = "eager";
+  // From our step-0 weights, eager fp32, the parity steps only.
+  TwinRequest q = twin.request("eager", seed, "twin-parity.log");
   q.dtype = "fp32";
-  q.seed = seed;
   q.epochs = 1;
   q.max_steps = steps;
   q.warmup = 1;
-  q.threads = twin.threads;
   q.init_checkpoint = ckpt;
-  q.timeout_seconds = twin.timeout_seconds;
-  q.log = twin.log_dir / "twin-parity.log";
+  q.target_metric.clear();
   std::fprintf(stderr, "  parity: twin from our step-0 weights, %lld steps ...\n",
                static_cast<long long>(steps));
   const TwinOutcome r = run_twin(q);

@@ -70,27 +70,37 @@ VariantRecord plan_twin_mode(const TwinPlan& p, const std::string& mode) {
   return v;
 }
 
+TwinRequest TwinPlan::request(const std::string& mode, uint64_t seed, const std::string& log_name) const {
+  return TwinRequest{.python = python, .recipe = recipe, .data_dir = data_dir, .dataset = dataset,
+                     .device = device, .mode = mode, .dtype = dtype, .seed = seed, .epochs = epochs,
+                     .max_steps = total_steps, .warmup = warmup, .threads = threads,
+                     .init_checkpoint = std::nullopt, .timeout_seconds = timeout_seconds, .log = log_dir / log_name,
+                     .target_metric = target_metric, .target_score = target_score,
+                     .profile_trace = {}};
+}
+
+Result<std::vector<std::string>> parse_twin_modes(const std::vector<std::string>& requested) {
+  std::vector<std::string> modes;
+  for (const std::string& m : requested) {
+    if (m == "none") continue;
+    if (m != "eager" && m != "compiled" && m != "graphs")
+      return make_error("--twin: unknown mode '" + m + "'; use eager, compiled, graphs or none");
+    modes.push_back(m);
+  }
+  return modes;
+}
+
+TwinContext twin_context(const PythonProbe& probe, const std::string& requested) {
+  auto or_null = [](const std::string& s) { return s.empty() ? Nullable<std::string>() : Nullable<std::string>(s); };
+  return {!probe.python.empty() ? probe.python : !requested.empty() ? requested : "python3",
+          or_null(probe.torch_version), probe.reason.empty(), or_null(probe.reason)};
+}
+
 TwinSeedOutcome run_twin_seed(const TwinPlan& p, const std::string& mode, uint64_t seed,
                               VariantRecord& v, int64_t sequence) {
   if (!v.available || (v.error && !v.error->empty())) return TwinSeedOutcome::kVariantDone;
   if (interrupt_requested()) return TwinSeedOutcome::kStopped;
-  TwinRequest q;
-  q.python = p.python;
-  q.recipe = p.recipe;
-  q.data_dir = p.data_dir;
-  q.dataset = p.dataset;
-  q.device = p.device;
-  q.mode = mode;
-  q.dtype = p.dtype;
-  q.seed = seed;
-  q.epochs = p.epochs;
-  q.max_steps = p.total_steps;
-  q.warmup = p.warmup;
-  q.threads = p.threads;
-  q.timeout_seconds = p.timeout_seconds;
-  q.target_metric = p.target_metric;
-  q.target_score = p.target_score;
-  q.log = p.log_dir / ("twin-" + mode + "-seed" + std::to_string(seed) + ".log");
+  const TwinRequest q = p.request(mode, seed, "twin-" + mode + "-seed" + std::to_string(seed) + ".log");
   std::fprintf(stderr, "  twin %s seed %llu ...", mode.c_str(), static_cast<unsigned long long>(seed));
   std::fflush(stderr);
   const TwinOutcome o = run_twin(q);

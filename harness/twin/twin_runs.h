@@ -26,7 +26,18 @@ struct TwinPlan {
   // (not measured), and the score.
   std::string target_metric;
   double target_score = 0;
+
+  // One twin process of this plan: `mode`, `seed`, its log `log_name` in log_dir; every
+  // other field from the plan (the caller may override any).
+  TwinRequest request(const std::string& mode, uint64_t seed, const std::string& log_name) const;
 };
+
+// --twin's list: eager, compiled, graphs (in the order given), "none" dropped; an Error
+// naming an unknown mode.
+Result<std::vector<std::string>> parse_twin_modes(const std::vector<std::string>& requested);
+
+// The results' context.twin block from the interpreter probe (`requested`: --python).
+TwinContext twin_context(const PythonProbe& probe, const std::string& requested);
 
 // The variant "twin:<mode>" without runs, every seed of the plan pending.
 VariantRecord plan_twin_mode(const TwinPlan& plan, const std::string& mode);
