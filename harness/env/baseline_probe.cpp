@@ -47,9 +47,9 @@ struct ProbeBuffers {
 // Plans and allocates the probe's buffers on the backend's device (plan, then allocate
 // once) and fills the inputs with small values of both signs (no denormals, no zeros that
 // a kernel could skip).
-Result<ProbeBuffers> make_buffers(Backend& be) {
-  const int64_t nn = int64_t{kProbeGemmN} * kProbeGemmN;
-  const int64_t ns = int64_t{kProbeStreamMiB} * 1024 * 1024 / 4;
+Result<ProbeBuffers> make_buffers(Backend& be, ProbeShape shape) {
+  const int64_t nn = int64_t{shape.gemm_n} * shape.gemm_n;
+  const int64_t ns = int64_t{shape.stream_mib} * 1024 * 1024 / 4;
   MemoryPlan plan;
   const Slot a32 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
   const Slot b32 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
@@ -79,12 +79,12 @@ Result<ProbeBuffers> make_buffers(Backend& be) {
   return p;
 }
 
-nlohmann::json probe_row(Backend& be, ProbeBuffers& p, const nlohmann::json& threads) {
+nlohmann::json probe_row(Backend& be, ProbeBuffers& p, ProbeShape shape, const nlohmann::json& threads) {
   Ops& ops = *be.ops;
   Stream& queue = *be.stream;
-  const int64_t n = kProbeGemmN;
+  const int64_t n = shape.gemm_n;
   const double gemm_flops = 2.0 * n * n * n;
-  const int64_t ns = int64_t{kProbeStreamMiB} * 1024 * 1024 / 4;
+  const int64_t ns = int64_t{shape.stream_mib} * 1024 * 1024 / 4;
   const double fp32 = best_rate(
       [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a32, n * n), n, ConstView(p.b32, n * n), n, 0.0f, p.c, n); },
       queue, gemm_flops);
@@ -156,9 +156,10 @@ Result<nlohmann::json> run_our_probe(Device device, int threads) {
   for (int t : counts) {
     Result<Backend> be = make_backend(device, t);
     if (!be) return be.error();
-    Result<ProbeBuffers> p = make_buffers(*be);
+    Result<ProbeBuffers> p = make_buffers(*be, probe_shape(device));
     if (!p) return p.error();
-    rows.push_back(probe_row(*be, *p, device == Device::kCpu ? nlohmann::json(t) : nlohmann::json()));
+    rows.push_back(probe_row(*be, *p, probe_shape(device),
+                             device == Device::kCpu ? nlohmann::json(t) : nlohmann::json()));
     math = be->description;
   }
   if (device == Device::kCpu) {
@@ -171,8 +172,8 @@ Result<nlohmann::json> run_our_probe(Device device, int threads) {
 nlohmann::json measure_baseline_probes(Device device, int threads, const std::string& twin_python,
                                        const std::filesystem::path& log_dir, double timeout_seconds) {
   if (threads <= 0) threads = default_thread_count();
-  nlohmann::json probes = {{"gemm_n", kProbeGemmN},
-                           {"stream_mib", kProbeStreamMiB},
+  nlohmann::json probes = {{"gemm_n", probe_shape(device).gemm_n},
+                           {"stream_mib", probe_shape(device).stream_mib},
                            {"method", "best of 3-20 timed repetitions (at least 0.1 s) after one untimed call"}};
   if (device == Device::kCpu) probes["peak"] = cpu_peak_estimate(host_info());
   Result<nlohmann::json> ours = run_our_probe(device, threads);
@@ -337,8 +338,8 @@ std::string render_probes(const nlohmann::json& probes) {
     if (!math.empty()) line += "; " + math;
     out += line + "\n";
   };
-  out += "baseline probe (GEMM " + std::to_string(probes.value("gemm_n", kProbeGemmN)) + "^3, stream " +
-         std::to_string(probes.value("stream_mib", kProbeStreamMiB)) + " MiB arrays; best of repetitions):\n";
+  out += "baseline probe (GEMM " + std::to_string(probes.value("gemm_n", kCpuProbe.gemm_n)) + "^3, stream " +
+         std::to_string(probes.value("stream_mib", kCpuProbe.stream_mib)) + " MiB arrays; best of repetitions):\n";
   side_line("ours", probes.value("ours", nlohmann::json()));
   side_line("twin", probes.value("twin", nlohmann::json()));
   if (const std::optional<PeakEstimate> peak = probe_peak(probes))

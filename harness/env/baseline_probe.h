@@ -23,9 +23,19 @@
 
 namespace noeira {
 
-// The shapes both sides use (reference/twin/probe.py has the same constants).
-inline constexpr int kProbeGemmN = 1024;
-inline constexpr int kProbeStreamMiB = 64;  // per array: past the L3 of the CPUs we run on
+// The shapes both sides use (reference/twin/probe.py has the same constants). On a GPU a
+// 1024^3 GEMM takes microseconds and 64 MiB streams tens of them, so launch and
+// synchronisation latency were timed instead of the library (an H200 read 23 TFLOP/s for
+// torch, 69 for us): there, 8192^3 (about 1.4 ms in bf16) and arrays far past the L2.
+struct ProbeShape {
+  int gemm_n;
+  int stream_mib;  // per array
+};
+inline constexpr ProbeShape kCpuProbe{1024, 64};  // 64 MiB: past the L3 of the CPUs we run on
+inline constexpr ProbeShape kGpuProbe{8192, 512};
+inline constexpr ProbeShape probe_shape(Device device) {
+  return device == Device::kGpu ? kGpuProbe : kCpuProbe;
+}
 
 // Our probe on `device`: rows for 1 thread and `threads` (one row when that is 1; one row
 // with threads null on a GPU).

@@ -14,8 +14,12 @@ import ctypes
 import re
 import time
 
+# harness/env/baseline_probe.h's ProbeShape: on a GPU, sizes where the library's time, not
+# launch and synchronisation latency, is measured.
 GEMM_N = 1024
 STREAM_MIB = 64            # per array
+GEMM_N_CUDA = 8192
+STREAM_MIB_CUDA = 512
 MIN_REPS, MAX_REPS, MIN_SECONDS = 3, 20, 0.2
 
 _BLAS_NAMES = re.compile(r"(openblas|mkl|blas|blis|lapack|dnnl|mkldnn)", re.I)
@@ -115,8 +119,8 @@ def run_probe(threads, device, torch):
     dev = torch.device(device)
     cuda = device == "cuda"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    n = GEMM_N
-    ns = STREAM_MIB * 1024 * 1024 // 4
+    n = GEMM_N_CUDA if cuda else GEMM_N
+    ns = (STREAM_MIB_CUDA if cuda else STREAM_MIB) * 1024 * 1024 // 4
     gen = torch.arange(n * n, dtype=torch.float32, device=dev).remainder_(17).sub_(8).div_(16)
     a32 = gen.reshape(n, n)
     b32 = gen.roll(1).reshape(n, n)
