@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -197,6 +198,9 @@ void EnergyWindow::start() {
   begin_ = r.value_or(0);
   excluded_ = 0;
   paused_ = false;
+  clock_begin_ = Clock::now();
+  excluded_seconds_ = 0;
+  why_.clear();
 }
 
 void EnergyWindow::pause() {
@@ -208,6 +212,7 @@ void EnergyWindow::pause() {
   }
   pause_at_ = *r;
   paused_ = true;
+  clock_paused_ = Clock::now();
 }
 
 void EnergyWindow::resume() {
@@ -218,6 +223,7 @@ void EnergyWindow::resume() {
     return;
   }
   excluded_ += *r - pause_at_;
+  excluded_seconds_ += std::chrono::duration<double>(Clock::now() - clock_paused_).count();
   paused_ = false;
 }
 
@@ -228,7 +234,19 @@ std::optional<double> EnergyWindow::stop() {
   if (failed_) return std::nullopt;
   const std::optional<double> r = meter_.read();
   if (!r) return std::nullopt;
-  return *r - begin_ - excluded_;
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - clock_begin_).count() - excluded_seconds_;
+  const double joules = *r - begin_ - excluded_;
+  if (seconds < min_seconds_ || joules <= 0.0) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "the timed steps took %.3f s, under the %.1f s the %s counter needs to resolve "
+                  "them (it read %.3g J)",
+                  seconds, min_seconds_, meter_.source().c_str(), joules);
+    why_ = buf;
+    return std::nullopt;
+  }
+  return joules;
 }
 
 }  // namespace noeira

@@ -7,6 +7,7 @@
 //        whole: every process on it, not only this run. Unreadable (no powercap driver in
 //        a VM; energy_uj is root-only since Linux 5.10) means `n/a` with the reason.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -62,22 +63,34 @@ class EnergyMeter {
   std::vector<Zone> zones_;
 };
 
+// A window shorter than this is not measured: NVML's counter moves in steps of tens of
+// milliseconds (an H200 showed 0 J over 38 steps of 0.16 ms), RAPL's every millisecond or
+// so; under a second, one step of the counter is more than a few percent of the reading.
+inline constexpr double kMinEnergyWindowSeconds = 1.0;
+
 // Joules between two readings of a meter, with the time in between to leave out
 // (evaluations inside the timed window): start(), pause()/resume() around what is
-// excluded, stop() -> joules, or nullopt when the meter failed on the way.
+// excluded, stop() -> joules, or nullopt when the meter failed on the way or the counted
+// time was under `min_seconds` or the counter did not move (why() says so).
 class EnergyWindow {
  public:
-  explicit EnergyWindow(EnergyMeter& meter) : meter_(meter) {}
+  explicit EnergyWindow(EnergyMeter& meter, double min_seconds = kMinEnergyWindowSeconds)
+      : meter_(meter), min_seconds_(min_seconds) {}
   void start();
   void pause();
   void resume();
   std::optional<double> stop();
   bool started() const { return started_; }
+  const std::string& why() const { return why_; }  // after a stop() that gave nullopt
 
  private:
+  using Clock = std::chrono::steady_clock;
   EnergyMeter& meter_;
   bool started_ = false, failed_ = false, paused_ = false;
   double begin_ = 0, excluded_ = 0, pause_at_ = 0;
+  Clock::time_point clock_begin_, clock_paused_;
+  double min_seconds_, excluded_seconds_ = 0;
+  std::string why_;
 };
 
 }  // namespace noeira

@@ -215,7 +215,9 @@ Result<RunRecord> run_our_variant(const Recipe& recipe, const DataSplit& data,
   if (!meter.available())
     run.energy = energy_unavailable(meter.why());
   else if (!joules)
-    run.energy = energy_unavailable(meter.why().empty() ? "no timed steps to measure" : meter.why());
+    run.energy = energy_unavailable(!meter.why().empty()    ? meter.why()
+                                    : !energy.why().empty() ? energy.why()
+                                                            : "no timed steps to measure");
   else
     run.energy = energy_record(meter.source(), meter.scope(), *joules, energy_steps, st.units_per_step,
                                st.energy_unit);

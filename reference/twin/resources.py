@@ -160,6 +160,11 @@ class _Rapl:
         return total
 
 
+# harness/env/energy_meter.h's kMinEnergyWindowSeconds: a shorter window is not measured
+# (NVML's counter moves in steps of tens of milliseconds).
+MIN_ENERGY_WINDOW_SECONDS = 1.0
+
+
 class EnergyWindow:
     """Joules over the timed steps, evaluations left out (pause/resume around them)."""
 
@@ -176,6 +181,7 @@ class EnergyWindow:
             self.why = str(e) if "NVML" in str(e) or "RAPL" in str(e) else (
                 f"no NVML ({e})" if device == "cuda" else str(e))
         self.begin = self.excluded = self.paused_at = None
+        self.clock_begin, self.clock_excluded, self.clock_paused = None, 0.0, None
         self.failed = False
         self.joules = None
 
@@ -190,16 +196,19 @@ class EnergyWindow:
 
     def start(self):
         self.begin, self.excluded = self._read(), 0.0
+        self.clock_begin, self.clock_excluded = time.monotonic(), 0.0
 
     def pause(self):
         if self.begin is not None and self.paused_at is None:
             self.paused_at = self._read()
+            self.clock_paused = time.monotonic()
 
     def resume(self):
         if self.paused_at is not None:
             now = self._read()
             if now is not None:
                 self.excluded += now - self.paused_at
+            self.clock_excluded += time.monotonic() - self.clock_paused
             self.paused_at = None
 
     def stop(self):
@@ -208,7 +217,14 @@ class EnergyWindow:
         self.resume()
         end = self._read()
         if end is not None and not self.failed:
-            self.joules = end - self.begin - self.excluded
+            seconds = time.monotonic() - self.clock_begin - self.clock_excluded
+            joules = end - self.begin - self.excluded
+            if seconds < MIN_ENERGY_WINDOW_SECONDS or joules <= 0:
+                self.why = (f"the timed steps took {seconds:.3f} s, under the "
+                            f"{MIN_ENERGY_WINDOW_SECONDS:.1f} s the {self.source} counter needs "
+                            f"to resolve them (it read {joules:.3g} J)")
+            else:
+                self.joules = joules
         self.begin = None
 
     def record(self, steps, units_per_step, unit):

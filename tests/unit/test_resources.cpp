@@ -85,8 +85,8 @@ TEST_CASE("energy: the NVML path reads the counter through its function table (a
   CHECK(m.source() == "nvml");
   CHECK(fake.inits == 1);
   // Each read advances the fake by 0.5 J: start, pause, resume, stop = 4 reads; the pause
-  // (an evaluation) is left out.
-  EnergyWindow w(m);
+  // (an evaluation) is left out. No minimum window here (the steps take no time).
+  EnergyWindow w(m, 0.0);
   w.start();
   w.pause();
   w.resume();
@@ -97,6 +97,13 @@ TEST_CASE("energy: the NVML path reads the counter through its function table (a
   const EnergyRecord e = energy_record(m.source(), m.scope(), *j, 4, 128, "sample");
   CHECK(*e.joules_per_step == Approx(0.25));
   CHECK(*e.joules_per_unit == Approx(0.25 / 128));
+
+  // A window shorter than the counter can resolve (an H200 read 0 J over 6 ms of steps):
+  // no figure, and why, rather than 0 J.
+  EnergyWindow brief(m);
+  brief.start();
+  CHECK_FALSE(brief.stop());
+  CHECK_THAT(brief.why(), Contains("under the 1.0 s the nvml counter needs"));
 
   FakeNvml old_gpu;
   old_gpu.energy_rc = 3;  // NVML_ERROR_NOT_SUPPORTED: before Volta
@@ -133,7 +140,7 @@ TEST_CASE("energy: RAPL sums the package zones, wraps at max_energy_range_uj", "
   REQUIRE(m.available());
   CHECK(m.source() == "rapl");
   CHECK_THAT(m.scope(), Contains("intel-rapl:0, intel-rapl:1") && Contains("every process"));
-  EnergyWindow w(m);
+  EnergyWindow w(m, 0.0);  // no minimum window (the test takes no time)
   w.start();
   write(pc / "intel-rapl:0" / "energy_uj", "100000");  // wrapped: 100000 + 1000000 - 900000
   write(pc / "intel-rapl:1" / "energy_uj", "1000010");  // +1 J
