@@ -110,16 +110,22 @@ class StepProfiler:
             return None
         if self.trace:
             self.prof.export_chrome_trace(self.trace)
-        events = self.prof.events()
-        steps = [e for e in events if re.fullmatch(r"step \d+", e.name)]
+        events = list(self.prof.events())
+        device_type = self.torch.autograd.DeviceType
+        host = [e for e in events if getattr(e, "device_type", device_type.CPU) == device_type.CPU]
+        # On a GPU, record_function also leaves a device-side "step N" annotation: only the
+        # host ranges count as steps (the annotations doubled the step count once).
+        steps = [e for e in host if re.fullmatch(r"step \d+", e.name)]
         n = max(1, len(steps))
-        us = "device_time_total" if self.cuda else "cpu_time_total"
-        step_ms = [getattr(e, us if self.cuda else "cpu_time_total") / 1e3 for e in steps]
         per_cat = {c: 0.0 for c in CATEGORIES}
         per_op = {}
         unmapped = {}
+        step_ms = []
         for step in steps:
             self._walk(step, None, per_cat, per_op, unmapped)
+            for root in self._other_threads(step, host):
+                self._visit(root, None, per_cat, per_op, unmapped)
+            step_ms.append(self._step_us(step, events, device_type) / 1e3)
         top = sorted(per_op.items(), key=lambda kv: -kv[1]["us"])[:25]
         return {
             "steps": len(steps),
@@ -132,6 +138,28 @@ class StepProfiler:
             "unmapped": sorted(unmapped, key=lambda k: -unmapped[k]),
         }
 
+    def _other_threads(self, step, host):
+        """On a GPU, the top-level events of the other host threads that start inside the
+        step: CUDA autograd runs the backward on its own device thread, outside the step's
+        range (on the CPU it runs on the calling thread, inside it)."""
+        if not self.cuda:
+            return []
+        lo, hi = step.time_range.start, step.time_range.end
+        return [e for e in host if e.cpu_parent is None and e.thread != step.thread
+                and lo <= e.time_range.start < hi]
+
+    def _step_us(self, step, events, device_type):
+        """A step's time: on the CPU its range; on a GPU the busy time of the device work
+        that starts inside it (begin and end synchronise, so all of the step's kernels do),
+        or, where the profiler lists no device events, the range's device total."""
+        if not self.cuda:
+            return step.cpu_time_total
+        lo, hi = step.time_range.start, step.time_range.end
+        busy = [e.time_range.elapsed_us() for e in events
+                if getattr(e, "device_type", None) == device_type.CUDA
+                and not re.fullmatch(r"step \d+", e.name) and lo <= e.time_range.start < hi]
+        return sum(busy) if busy else step.device_time_total
+
     def _self_us(self, e):
         if self.cuda:
             return getattr(e, "self_device_time_total", 0.0)
@@ -139,17 +167,20 @@ class StepProfiler:
 
     def _walk(self, e, inherited, per_cat, per_op, unmapped):
         for child in e.cpu_children:
-            own = category_of(child.name)
-            cat = own or inherited
-            t = self._self_us(child)
-            if t > 0:
-                name = child.name
-                if cat is None:
-                    unmapped[child.name] = unmapped.get(child.name, 0.0) + t
-                    cat = "other"
-                per_cat[cat] += t
-                shape = str(getattr(child, "input_shapes", "") or "")[:80]
-                rec = per_op.setdefault((name, shape), {"us": 0.0, "calls": 0, "category": cat})
-                rec["us"] += t
-                rec["calls"] += 1
-            self._walk(child, cat if own else inherited, per_cat, per_op, unmapped)
+            self._visit(child, inherited, per_cat, per_op, unmapped)
+
+    def _visit(self, e, inherited, per_cat, per_op, unmapped):
+        """Counts e's self time under its category (or the inherited one), then its subtree."""
+        own = category_of(e.name)
+        cat = own or inherited
+        t = self._self_us(e)
+        if t > 0:
+            if cat is None:
+                unmapped[e.name] = unmapped.get(e.name, 0.0) + t
+                cat = "other"
+            per_cat[cat] += t
+            shape = str(getattr(e, "input_shapes", "") or "")[:80]
+            rec = per_op.setdefault((e.name, shape), {"us": 0.0, "calls": 0, "category": cat})
+            rec["us"] += t
+            rec["calls"] += 1
+        self._walk(e, cat if own else inherited, per_cat, per_op, unmapped)
