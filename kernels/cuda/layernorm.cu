@@ -79,7 +79,10 @@ __global__ void layernorm_dx_kernel(const T* dy, const T* x, const float* gamma,
     const float mu = mean[r], rs = rstd[r];
     double sum_g = 0.0, sum_g_xhat = 0.0;
     for (int64_t c = lane; c < C; c += 32) {
-      const float g = load_f32(dyr[c]) * gamma[c];
+      // __fmul_rn: g rounded as the CPU rounds it. A plain product would be contracted
+      // into layernorm_dx's (g - mean_g) as one FMA, leaving a residue where g - mean_g
+      // is 0 exactly (a one-column row: dx = 0, the GPU read 3e-6 at rstd 316).
+      const float g = __fmul_rn(load_f32(dyr[c]), gamma[c]);
       const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
       sum_g += static_cast<double>(g);
       sum_g_xhat += static_cast<double>(g) * static_cast<double>(xhat);
@@ -89,7 +92,7 @@ __global__ void layernorm_dx_kernel(const T* dy, const T* x, const float* gamma,
     const LayerNormBackStats s = layernorm_back_stats(sum_g, sum_g_xhat, C);
     T* dxr = dx + r * C;
     for (int64_t c = lane; c < C; c += 32) {
-      const float g = load_f32(dyr[c]) * gamma[c];
+      const float g = __fmul_rn(load_f32(dyr[c]), gamma[c]);
       const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
       store_f32(dxr[c], layernorm_dx(g, xhat, rs, s));
     }
