@@ -21,8 +21,14 @@
 // 0 for j >= end. Backward: r = sum_{j < end} datt_j att_j (the lane order above);
 // dS_j = (att_j * (datt_j - r)) * scale for j < end, else 0.
 //
-// bf16 views (1 <= hd <= 128) take the fused flash-style kernels instead
-// (flash_attention.h): no T x T buffer, att holds the per-row log-sum-exp
+// bf16 views take the same path up to T = kGemmAttentionMaxT: the heads are widened to
+// fp32 on the copy in, the products run on tensor cores (TF32 when the switch is on), the
+// outputs are rounded to bf16 once on the copy out. The first H200 run measured the flash
+// kernels below (CUDA cores, the backward recomputing QK^T three times) at 2.8 + 12.1 ms
+// per gpt step against 2.6 + 4.5 ms for this path in fp32. Past that T (where the T x T
+// buffers grow), or with CudaOptions::flash_attention (NOEIRA_ATTENTION=flash; the tests
+// keep them as a reference), bf16 views (1 <= hd <= 128) take the fused flash-style
+// kernels (flash_attention.h): no T x T buffer, att holds the per-row log-sum-exp
 // (attention_saved_floats), the workspace holds the backward's D = rowsum(dO * O).
 #include <cmath>
 #include <cstdint>
@@ -263,8 +269,17 @@ cudaError_t launch_attention_softmax_backward(cudaStream_t stream, const float* 
 // (the workspace query refuses what would overflow).
 int64_t CudaOps::attention_max_context() const { return 0; }
 
+// Up to here bf16 attention keeps the T x T probabilities (4 T^2 bytes per head: 256 KiB
+// at the gpt recipe's T = 256, 16 MiB at 2048) and runs on tensor cores.
+constexpr int64_t kGemmAttentionMaxT = 2048;
+
+bool CudaOps::bf16_attention_is_flash(int64_t T) const {
+  return flash_attention_ || T > kGemmAttentionMaxT;
+}
+
 int64_t CudaOps::attention_saved_floats(int64_t B, int64_t T, int64_t nh, DType dtype) const {
-  return dtype == DType::kBF16 ? sat_mul({B, nh, T}) : sat_mul({B, nh, T, T});
+  return dtype == DType::kBF16 && bf16_attention_is_flash(T) ? sat_mul({B, nh, T})
+                                                             : sat_mul({B, nh, T, T});
 }
 
 size_t CudaOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
@@ -274,7 +289,7 @@ size_t CudaOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64
   // wrap. SIZE_MAX makes the plan overflow, and Arenas::allocate refuses it.
   if (sat_mul({B, nh, T, T}) > (int64_t{1} << 58) || sat_mul({B, T, 3 * C}) > (int64_t{1} << 58))
     return std::numeric_limits<size_t>::max();
-  if (dtype == DType::kBF16) {
+  if (dtype == DType::kBF16 && bf16_attention_is_flash(T)) {
     // 0 (the op then fails) for head sizes the flash kernels do not take.
     if (!cuda::flash_attention_supported(C / nh) || B > 65535 || nh > 65535) return 0;
     return cuda::flash_attention_workspace_bytes(B, T, nh);
@@ -287,7 +302,7 @@ void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, 
   OpScope scope(*state_, "attention_forward");
   expect_dtype("attention_forward", qkv.dtype, {out});
   if (const std::string p = attention_problem(B, T, C, nh); !p.empty()) return fail(p);
-  if (qkv.dtype == DType::kBF16) {
+  if (qkv.dtype == DType::kBF16 && bf16_attention_is_flash(T)) {
     if (const std::string p = flash_problem(B, C, nh); !p.empty()) return fail(p);
     if (B * T * C == 0) return;
     expect_elems("attention_forward", 3 * B * T * C, {qkv});
@@ -325,7 +340,7 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
   OpScope scope(*state_, "attention_backward");
   expect_dtype("attention_backward", qkv.dtype, {dout, dqkv});
   if (const std::string p = attention_problem(B, T, C, nh); !p.empty()) return fail(p);
-  if (qkv.dtype == DType::kBF16) {
+  if (qkv.dtype == DType::kBF16 && bf16_attention_is_flash(T)) {
     if (const std::string p = flash_problem(B, C, nh); !p.empty()) return fail(p);
     if (B * T * C == 0) return;
     if (!workspace)

@@ -8,14 +8,14 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/gemm_lt.h"
+#include "kernels/tf32_switch.h"
 
 namespace noeira {
 
 CudaOptions cuda_options_from_env() {
   CudaOptions o;
-  if (const char* v = std::getenv("NOEIRA_TF32"))
-    o.tf32 = !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 ||
-               std::strcmp(v, "false") == 0);
+  o.tf32 = tf32_from_env();
+  if (const char* v = std::getenv("NOEIRA_ATTENTION")) o.flash_attention = std::strcmp(v, "flash") == 0;
   return o;
 }
 
@@ -40,6 +40,7 @@ Result<std::unique_ptr<CudaOps>> CudaOps::create(std::shared_ptr<cuda::StreamSta
     return make_error("target gpu: " + gemm.error().message);
   }
   ops->gemm_ = std::move(gemm).value();
+  ops->flash_attention_ = options.flash_attention;
   return ops;
 }
 

@@ -43,9 +43,13 @@ Result<size_t> shuffle_workspace_bytes(int64_t n);
 
 struct CudaOptions {
   bool tf32 = true;  // fp32 GEMMs with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32)
+  // bf16 attention through the fused flash-style kernels (CUDA cores, no T x T buffer) at
+  // every T, rather than the tensor-core GEMM path up to kGemmAttentionMaxT (attention.cu).
+  bool flash_attention = false;
 };
 
-// Defaults, with NOEIRA_TF32=0 turning TF32 off.
+// Defaults, with NOEIRA_TF32=0 turning TF32 off and NOEIRA_ATTENTION=flash choosing the
+// flash kernels for bf16 attention.
 CudaOptions cuda_options_from_env();
 
 class CudaOps final : public Ops {
@@ -81,6 +85,9 @@ class CudaOps final : public Ops {
   std::unique_ptr<cuda::CudnnConv> conv_;       // made by the first conv2d_plan
   cuda::LossPartial* loss_partials_ = nullptr;  // (kMaxLossBlocks), device
   bool warned_unbound_ = false;                 // the one-chunk note is printed once
+  bool flash_attention_ = false;                // CudaOptions::flash_attention
+  // Whether bf16 attention over T positions takes the flash kernels (attention.cu).
+  bool bf16_attention_is_flash(int64_t T) const;
 };
 
 }  // namespace noeira

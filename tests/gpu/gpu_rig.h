@@ -18,8 +18,9 @@
 
 namespace noeira::test {
 
-inline Backend gpu_backend(bool tf32 = true) {
-  Result<Backend> r = make_cuda_backend(CudaOptions{tf32});
+// flash: bf16 attention through the flash kernels at every T (CudaOptions::flash_attention).
+inline Backend gpu_backend(bool tf32 = true, bool flash = false) {
+  Result<Backend> r = make_cuda_backend(CudaOptions{.tf32 = tf32, .flash_attention = flash});
   if (!r) FAIL("make_cuda_backend: " << r.error().message);
   return std::move(r).value();
 }

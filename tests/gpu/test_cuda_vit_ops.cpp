@@ -370,92 +370,98 @@ TEST_CASE("cuda: attention without the causal mask matches the CPU and a double 
           "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
-  Backend gpu = gpu_backend(/*tf32=*/false);
-  CpuOps cpu(1);
-  struct Shape {
-    int64_t B, T, C, nh;
-  };
-  // A query-tile tail (65 = 64 + 1) and key-tile tails (65 = 2 * 32 + 1, 17, 33), hd 32;
-  // hd 128 (the flash kernels' 32-row tiles); a tiny head (hd 4, padded to 16).
-  const Shape shapes[] = {{3, 65, 128, 4}, {3, 17, 128, 4}, {2, 33, 128, 1}, {2, 5, 12, 3}};
-  uint32_t seed = 2300;
-  for (const Shape s : shapes) {
-    const int64_t btc = s.B * s.T * s.C, att_n = s.B * s.nh * s.T * s.T;
-    const std::vector<float> qkv0 = random_floats(3 * btc, seed++, -2.0f, 2.0f);
-    const std::vector<float> dout0 = random_floats(btc, seed++);
-    for (const bool causal : {false, true}) {
-      for (const bool bf : {false, true}) {
-        INFO("B " << s.B << " T " << s.T << " C " << s.C << " nh " << s.nh << " causal "
-                  << causal << " bf16 " << bf);
-        const DType dtype = bf ? DType::kBF16 : DType::kF32;
-        const size_t ws_bytes = gpu.ops->attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype);
-        REQUIRE(ws_bytes > 0);
-        DeviceWorkspace ws(gpu, ws_bytes);
-        std::vector<double> hws =
-            host_workspace(cpu.attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype));
-        const int64_t saved = gpu.ops->attention_saved_floats(s.B, s.T, s.nh, dtype);
-        CHECK(saved == (bf ? s.B * s.nh * s.T : att_n));
-        std::vector<float> att_cpu(att_n), att_gpu;
-        std::vector<float> qkv_in, dout_in, out_cpu, dqkv_cpu, out_gpu, dqkv_gpu;
-        const auto run = [&](auto tag) {
-          using S = typename decltype(tag)::type;
-          std::vector<S> qkvs = stored<S>(qkv0), douts = stored<S>(dout0), outs(btc),
-                         dqkvs(3 * btc);
-          qkv_in = to_f32(qkvs);
-          dout_in = to_f32(douts);
-          cpu.attention_forward(host_view(qkvs), host_view(outs), att_cpu.data(), s.B, s.T, s.C,
-                                s.nh, causal, hws.data());
-          cpu.attention_backward(host_view(douts), host_view(qkvs), att_cpu.data(),
-                                 host_view(dqkvs), s.B, s.T, s.C, s.nh, causal, hws.data());
-          out_cpu = to_f32(outs);
-          dqkv_cpu = to_f32(dqkvs);
-          // Garbage in the outputs first: every element must be overwritten.
-          DeviceArray<S> qkv(gpu, qkvs), dout(gpu, douts);
-          DeviceArray<S> out(gpu, stored<S>(random_floats(btc, seed + 50, -9.0f, 9.0f)));
-          DeviceArray<S> dqkv(gpu, stored<S>(random_floats(3 * btc, seed + 51, -9.0f, 9.0f)));
-          DeviceArray<float> att(gpu, random_floats(saved, seed + 52, -9.0f, 9.0f));
-          gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), s.B, s.T, s.C, s.nh,
-                                     causal, ws.get());
-          gpu.ops->attention_backward(dout.view(), qkv.view(), att.get(), dqkv.view(), s.B, s.T,
-                                      s.C, s.nh, causal, ws.get());
-          out_gpu = to_f32(out.download());
-          dqkv_gpu = to_f32(dqkv.download());
-          att_gpu = att.download();
-        };
-        if (bf)
-          run(StorageTag<bf16_t>{});
-        else
-          run(StorageTag<float>{});
-        const AttnRef ref = reference_attention(qkv_in, dout_in, s.B, s.T, s.C, s.nh, causal);
-        CHECK_FALSE(has_nan(out_gpu));
-        CHECK_FALSE(has_nan(dqkv_gpu));
-        if (!bf) {
-          // The probabilities: the CPU's and the reference's; without the mask every entry
-          // is positive, with it exactly the masked ones are 0.
-          CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
-          CHECK(rel_error(att_gpu, as_floats(ref.att)) < 1e-5);
-          bool zeros_right = true;
-          for (int64_t r = 0; r < s.B * s.nh * s.T; ++r)
-            for (int64_t j = 0; j < s.T; ++j) {
-              const bool masked = causal && j > r % s.T;
-              zeros_right &= masked ? att_gpu[r * s.T + j] == 0.0f : att_gpu[r * s.T + j] > 0.0f;
-            }
-          CHECK(zeros_right);
-          CHECK(rel_error(out_gpu, out_cpu) < 1e-5);
-          CHECK(rel_error(dqkv_gpu, dqkv_cpu) < 1e-5);
-          CHECK(rel_error(out_gpu, as_floats(ref.out)) < 1e-5);
-          CHECK(rel_error(dqkv_gpu, as_floats(ref.dqkv)) < 1e-5);
-        } else {
-          // att holds each row's log-sum-exp (the flash kernels).
-          CHECK(all_close(att_gpu, as_floats(ref.lse), 1e-5, 1e-4));
-          CHECK(all_close(out_gpu, out_cpu, 2e-2, 1e-2));
-          CHECK(all_close(dqkv_gpu, dqkv_cpu, 2e-2, 1e-2));
-          CHECK(rel_error(out_gpu, out_cpu) < 1e-2);
-          CHECK(rel_error(dqkv_gpu, dqkv_cpu) < 1e-2);
-          CHECK(all_close(out_gpu, as_floats(ref.out), 2e-2, 1e-2));
-          CHECK(all_close(dqkv_gpu, as_floats(ref.dqkv), 2e-2, 1e-2));
-          CHECK(rel_error(out_gpu, as_floats(ref.out)) < 1e-2);
-          CHECK(rel_error(dqkv_gpu, as_floats(ref.dqkv)) < 1e-2);
+  // bf16 twice: the GEMM path (the default up to T = 2048) and the flash kernels.
+  for (const bool flash : {false, true}) {
+    INFO("flash " << flash);
+    Backend gpu = gpu_backend(/*tf32=*/false, flash);
+    CpuOps cpu(1);
+    struct Shape {
+      int64_t B, T, C, nh;
+    };
+    // A query-tile tail (65 = 64 + 1) and key-tile tails (65 = 2 * 32 + 1, 17, 33), hd 32;
+    // hd 128 (the flash kernels' 32-row tiles); a tiny head (hd 4, padded to 16).
+    const Shape shapes[] = {{3, 65, 128, 4}, {3, 17, 128, 4}, {2, 33, 128, 1}, {2, 5, 12, 3}};
+    uint32_t seed = 2300;
+    for (const Shape s : shapes) {
+      const int64_t btc = s.B * s.T * s.C, att_n = s.B * s.nh * s.T * s.T;
+      const std::vector<float> qkv0 = random_floats(3 * btc, seed++, -2.0f, 2.0f);
+      const std::vector<float> dout0 = random_floats(btc, seed++);
+      for (const bool causal : {false, true}) {
+        for (const bool bf : {false, true}) {
+          INFO("B " << s.B << " T " << s.T << " C " << s.C << " nh " << s.nh << " causal "
+                    << causal << " bf16 " << bf);
+          const DType dtype = bf ? DType::kBF16 : DType::kF32;
+          const size_t ws_bytes = gpu.ops->attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype);
+          REQUIRE(ws_bytes > 0);
+          DeviceWorkspace ws(gpu, ws_bytes);
+          std::vector<double> hws =
+              host_workspace(cpu.attention_workspace_bytes(s.B, s.T, s.C, s.nh, dtype));
+          const int64_t saved = gpu.ops->attention_saved_floats(s.B, s.T, s.nh, dtype);
+          CHECK(saved == (bf && flash ? s.B * s.nh * s.T : att_n));
+          std::vector<float> att_cpu(att_n), att_gpu;
+          std::vector<float> qkv_in, dout_in, out_cpu, dqkv_cpu, out_gpu, dqkv_gpu;
+          const auto run = [&](auto tag) {
+            using S = typename decltype(tag)::type;
+            std::vector<S> qkvs = stored<S>(qkv0), douts = stored<S>(dout0), outs(btc),
+                           dqkvs(3 * btc);
+            qkv_in = to_f32(qkvs);
+            dout_in = to_f32(douts);
+            cpu.attention_forward(host_view(qkvs), host_view(outs), att_cpu.data(), s.B, s.T, s.C,
+                                  s.nh, causal, hws.data());
+            cpu.attention_backward(host_view(douts), host_view(qkvs), att_cpu.data(),
+                                   host_view(dqkvs), s.B, s.T, s.C, s.nh, causal, hws.data());
+            out_cpu = to_f32(outs);
+            dqkv_cpu = to_f32(dqkvs);
+            // Garbage in the outputs first: every element must be overwritten.
+            DeviceArray<S> qkv(gpu, qkvs), dout(gpu, douts);
+            DeviceArray<S> out(gpu, stored<S>(random_floats(btc, seed + 50, -9.0f, 9.0f)));
+            DeviceArray<S> dqkv(gpu, stored<S>(random_floats(3 * btc, seed + 51, -9.0f, 9.0f)));
+            DeviceArray<float> att(gpu, random_floats(saved, seed + 52, -9.0f, 9.0f));
+            gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), s.B, s.T, s.C, s.nh,
+                                       causal, ws.get());
+            gpu.ops->attention_backward(dout.view(), qkv.view(), att.get(), dqkv.view(), s.B, s.T,
+                                        s.C, s.nh, causal, ws.get());
+            out_gpu = to_f32(out.download());
+            dqkv_gpu = to_f32(dqkv.download());
+            att_gpu = att.download();
+          };
+          if (bf)
+            run(StorageTag<bf16_t>{});
+          else
+            run(StorageTag<float>{});
+          const AttnRef ref = reference_attention(qkv_in, dout_in, s.B, s.T, s.C, s.nh, causal);
+          CHECK_FALSE(has_nan(out_gpu));
+          CHECK_FALSE(has_nan(dqkv_gpu));
+          if (!bf) {
+            // The probabilities: the CPU's and the reference's; without the mask every entry
+            // is positive, with it exactly the masked ones are 0.
+            CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
+            CHECK(rel_error(att_gpu, as_floats(ref.att)) < 1e-5);
+            bool zeros_right = true;
+            for (int64_t r = 0; r < s.B * s.nh * s.T; ++r)
+              for (int64_t j = 0; j < s.T; ++j) {
+                const bool masked = causal && j > r % s.T;
+                zeros_right &= masked ? att_gpu[r * s.T + j] == 0.0f : att_gpu[r * s.T + j] > 0.0f;
+              }
+            CHECK(zeros_right);
+            CHECK(rel_error(out_gpu, out_cpu) < 1e-5);
+            CHECK(rel_error(dqkv_gpu, dqkv_cpu) < 1e-5);
+            CHECK(rel_error(out_gpu, as_floats(ref.out)) < 1e-5);
+            CHECK(rel_error(dqkv_gpu, as_floats(ref.dqkv)) < 1e-5);
+          } else {
+            if (flash)  // att holds each row's log-sum-exp
+              CHECK(all_close(att_gpu, as_floats(ref.lse), 1e-5, 1e-4));
+            else  // the probabilities, from the same bf16-valued inputs in fp32 math
+              CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
+            CHECK(all_close(out_gpu, out_cpu, 2e-2, 1e-2));
+            CHECK(all_close(dqkv_gpu, dqkv_cpu, 2e-2, 1e-2));
+            CHECK(rel_error(out_gpu, out_cpu) < 1e-2);
+            CHECK(rel_error(dqkv_gpu, dqkv_cpu) < 1e-2);
+            CHECK(all_close(out_gpu, as_floats(ref.out), 2e-2, 1e-2));
+            CHECK(all_close(dqkv_gpu, as_floats(ref.dqkv), 2e-2, 1e-2));
+            CHECK(rel_error(out_gpu, as_floats(ref.out)) < 1e-2);
+            CHECK(rel_error(dqkv_gpu, as_floats(ref.dqkv)) < 1e-2);
+          }
         }
       }
     }
@@ -492,7 +498,9 @@ TEST_CASE("cuda: the ViT ops repeat their bits, and a captured step replays them
   DeviceArray<LossStats> stats(gpu, 1), statsb(gpu, 1);
   DeviceArray<float> out(gpu, btc), att(gpu, B * nh * T * T), dqkv(gpu, 3 * btc);
   DeviceArray<bf16_t> outb(gpu, btc), dqkvb(gpu, 3 * btc);
-  DeviceArray<float> lse(gpu, B * nh * T);
+  // What bf16 attention keeps (the probabilities on the GEMM path; named for the flash
+  // kernels' log-sum-exp, which NOEIRA_ATTENTION=flash keeps).
+  DeviceArray<float> lse(gpu, gpu.ops->attention_saved_floats(B, T, nh, DType::kBF16));
   DeviceWorkspace ws(gpu, gpu.ops->attention_workspace_bytes(B, T, C, nh, DType::kF32));
   DeviceWorkspace wsb(gpu, gpu.ops->attention_workspace_bytes(B, T, C, nh, DType::kBF16));
 
