@@ -185,8 +185,9 @@ struct SeedAgreementRecord {
 
 // A known GPU's dense peak FLOP/s, for the MFU column.
 struct PeakFlops {
-  Optional<double> fp32, bf16;
+  Optional<double> fp32, bf16;  // fp32: the rate fp32 runs had (fp32_basis)
   std::string device;
+  std::string fp32_basis = "fp32";  // "tf32" (tensor cores, NOEIRA_TF32 on) or "fp32"
   Optional<double> for_dtype(const std::string& dtype) const { return dtype == "bf16" ? bf16 : fp32; }
 };
 

@@ -152,7 +152,11 @@ CpuLoadWindow cpu_load_from(const json& j) {
   return {number(j, "steal_fraction"), number(j, "loadavg_1m_start"), number(j, "loadavg_1m_end")};
 }
 
-PeakFlops peak_from(const json& p) { return {number(p, "fp32"), number(p, "bf16"), text(p, "device")}; }
+// fp32_basis: absent in files written before it (their fp32 was the CUDA cores' rate).
+PeakFlops peak_from(const json& p) {
+  const std::string basis = text(p, "fp32_basis");
+  return {number(p, "fp32"), number(p, "bf16"), text(p, "device"), basis.empty() ? "fp32" : basis};
+}
 
 }  // namespace
 
@@ -270,7 +274,8 @@ void to_json(json& j, const BenchmarkRecord& b) {
   if (b.tokens_per_step) j["tokens_per_step"] = *b.tokens_per_step;
   if (b.flops_per_step) j["flops_per_step"] = *b.flops_per_step;
   if (b.peak_flops) {
-    json& p = j["peak_flops"] = {{"device", b.peak_flops->device}};
+    json& p = j["peak_flops"] = {{"device", b.peak_flops->device},
+                                 {"fp32_basis", b.peak_flops->fp32_basis}};
     if (b.peak_flops->fp32) p["fp32"] = *b.peak_flops->fp32;
     if (b.peak_flops->bf16) p["bf16"] = *b.peak_flops->bf16;
   }

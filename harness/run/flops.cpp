@@ -20,7 +20,8 @@ std::string format_flops(double f) {
 }
 
 std::optional<double> peak_flops(const std::string& name, const std::string& dtype) {
-  // NVIDIA's data sheets, dense (no sparsity); fp32 is the non-tensor-core rate.
+  // NVIDIA's data sheets, dense (no sparsity); fp32 is the non-tensor-core rate, tf32 the
+  // tensor cores' rate for fp32 operands (half the bf16 rate on these parts).
   struct Peak {
     const char* match;
     double bf16_tflops, fp32_tflops;
@@ -31,7 +32,9 @@ std::optional<double> peak_flops(const std::string& name, const std::string& dty
   };
   for (const Peak& p : peaks)
     if (name.find(p.match) != std::string::npos)
-      return 1e12 * (dtype == "bf16" ? p.bf16_tflops : p.fp32_tflops);
+      return 1e12 * (dtype == "bf16"   ? p.bf16_tflops
+                     : dtype == "tf32" ? p.bf16_tflops / 2.0
+                                       : p.fp32_tflops);
   return std::nullopt;
 }
 

@@ -29,6 +29,7 @@
 #include "harness/run/variant.h"
 #include "harness/twin/seed_agreement.h"
 #include "harness/twin/twin_runs.h"
+#include "kernels/tf32_switch.h"
 #include "models/family.h"
 #include "nn/checkpoint.h"
 
@@ -181,8 +182,12 @@ int run_matrix(const RunOptions& o) {
   }
   {
     const std::string gpu_name = gpu ? device_record(device_info()).name : "";
-    const std::optional<double> p32 = peak_flops(gpu_name, "fp32"), p16 = peak_flops(gpu_name, "bf16");
-    if (p32 && p16) bench.peak_flops = PeakFlops{*p32, *p16, gpu_name};
+    // fp32 runs use the TF32 tensor cores unless NOEIRA_TF32=0: their MFU is against that
+    // peak (against the CUDA cores' an H200 gpt run read 105%).
+    const bool tf32 = tf32_from_env();
+    const std::optional<double> p32 = peak_flops(gpu_name, tf32 ? "tf32" : "fp32"),
+                                p16 = peak_flops(gpu_name, "bf16");
+    if (p32 && p16) bench.peak_flops = PeakFlops{*p32, *p16, gpu_name, tf32 ? "tf32" : "fp32"};
   }
   // The whole matrix is planned first, so that the results file written after every
   // finished seed lists what is still pending (harness/results/partial_results.h).

@@ -193,7 +193,8 @@ std::string render_run_table(const BenchmarkRecord& b, const std::string& target
     out += "tokens/s and TFLOP/s from the median step (device timer where there is one, else "
            "events, else wall); " + format_number("%.4g", b.flops_per_step.value_or(0.0) / 1e12) +
            " TFLOP per step (6N + 12LHQT per token)" +
-           (mfu ? "; MFU against " + b.peak_flops->device + "'s dense peak for the variant's dtype"
+           (mfu ? "; MFU against " + b.peak_flops->device + "'s dense peak for the variant's dtype (fp32: " +
+                     (b.peak_flops->fp32_basis == "tf32" ? "TF32 tensor cores" : "CUDA cores, TF32 off") + ")"
                 : std::string()) + "\n";
   out += order_and_load_line(b, order, cores);
   if (ref || any_bf16) out += "ratios: " + interval_method_note() + "\n";

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "harness/results/results.h"
+#include "harness/run/flops.h"
 #include "harness/run/variant.h"
 #include "models/family.h"
 
@@ -135,4 +136,23 @@ TEST_CASE("family traits: what the harness asks of a family", "[variants]") {
   CHECK(w.params == 804096);
   CHECK(w.tokens_per_step == recipe->batch * recipe->gpt.context);
   CHECK(w.flops_per_step == Approx(w.flops_per_token * static_cast<double>(w.tokens_per_step)));
+}
+
+TEST_CASE("peak FLOP/s: an fp32 run with TF32 on is measured against the TF32 peak",
+          "[results]") {
+  // An H200's gpt fp32 run read 70.5 TFLOP/s: 105% of the CUDA cores' 66.9, 14% of TF32's.
+  CHECK(*peak_flops("NVIDIA H200", "bf16") == Approx(989.4e12));
+  CHECK(*peak_flops("NVIDIA H200", "tf32") == Approx(494.7e12));
+  CHECK(*peak_flops("NVIDIA H200", "fp32") == Approx(66.9e12));
+  CHECK_FALSE(peak_flops("Some GPU", "tf32"));
+
+  // The basis travels with the file; a file from before it meant the CUDA cores.
+  BenchmarkRecord b;
+  b.model = "gpt";
+  b.peak_flops = PeakFlops{494.7e12, 989.4e12, "NVIDIA H200", "tf32"};
+  nlohmann::json j = b;
+  CHECK(j["peak_flops"]["fp32_basis"] == "tf32");
+  CHECK(j.get<BenchmarkRecord>().peak_flops->fp32_basis == "tf32");
+  j["peak_flops"].erase("fp32_basis");
+  CHECK(j.get<BenchmarkRecord>().peak_flops->fp32_basis == "fp32");
 }
