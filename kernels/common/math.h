@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/exp_approx.h"
 #include "kernels/common/hd.h"
 #include "kernels/common/schedule.h"
 
@@ -10,24 +11,33 @@ namespace noeira {
 
 enum class Act : uint8_t { kNone, kReLU, kGELU };
 
-// GELU, tanh approximation (as torch's approximate="tanh").
+// GELU, tanh approximation (as torch's approximate="tanh"): 0.5 x (1 + tanh(u)) with
+// u = sqrt(2/pi) (x + 0.044715 x^3), written as x * logistic(2u) (0.5 (1 + tanh u) is
+// logistic(2u)) so that it needs one exp_approx and no libm call, and keeps its relative
+// accuracy for negative x, where 1 + tanh(u) cancels. 2u is clamped to [-80, 80], where
+// logistic is 1 to fp32 precision or below 2e-35: the clamp changes results by less than
+// 1e-33 and keeps exp(2u) finite for the gradient.
 namespace gelu_detail {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
+constexpr float kClamp = 80.0f;
+
+NOEIRA_HD float two_u(float x) {
+  const float z = 2.0f * kSqrt2OverPi * (x + kCubic * x * x * x);
+  const float lo = z < -kClamp ? -kClamp : z;
+  return lo > kClamp ? kClamp : lo;
+}
 }  // namespace gelu_detail
 
-NOEIRA_HD float gelu(float x) {
-  using namespace gelu_detail;
-  const float inner = kSqrt2OverPi * (x + kCubic * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(inner));
-}
+NOEIRA_HD float gelu(float x) { return x * logistic(gelu_detail::two_u(x)); }
 
+// d/dx x s(2u) = s + 2 x u' s (1 - s), with 1 - s = e s for e = exp(-2u): no cancellation.
 NOEIRA_HD float gelu_grad(float x) {
   using namespace gelu_detail;
-  const float inner = kSqrt2OverPi * (x + kCubic * x * x * x);
-  const float t = tanhf(inner);
-  const float dinner = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner;
+  const float e = exp_approx(-two_u(x));
+  const float s = 1.0f / (1.0f + e);
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return s + 2.0f * x * du * (e * s) * s;
 }
 
 NOEIRA_HD float act_forward(Act a, float x) {

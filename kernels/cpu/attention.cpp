@@ -17,8 +17,9 @@
 //   forward:   S = (q k^T) * scale (oneDNN's output scale on the fp32 dot product: the
 //              twin's (q @ k^T) * scale), then per row i, fused:
 //              mx = max_{j<n_i} S_ij (lanes; max is exact in any order), n_i = i + 1
-//              when causal, else T; e_j = expf(S_ij - mx); sum = sum_{j<n_i} e_j (j order);
-//              att_ij = e_j / sum; att_ij = 0 for j >= n_i;  out = att v, rounded once.
+//              when causal, else T; e_j = exp_approx(S_ij - mx) (kernels/common); sum =
+//              sum_{j<n_i} e_j (j order); att_ij = e_j / sum; att_ij = 0 for j >= n_i;
+//              out = att v, rounded once.
 //   backward:  dv = att^T dout; datt = dout v^T; r_i = sum_{j<n_i} datt_ij att_ij (lanes);
 //              dS_ij = (att_ij * (datt_ij - r_i)) * scale for j < n_i, else 0;
 //              dq = dS k; dk = dS^T q; each rounded once.
@@ -29,6 +30,7 @@
 #include <cstddef>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/exp_approx.h"
 #include "kernels/common/saturating.h"
 #include "kernels/cpu/attention_plan.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -164,11 +166,11 @@ void attention_forward_impl(int threads, const Plan& p, const S* qkv, S* out, fl
         float* a = att + i * T;
         const int64_t n = visible(p, i);
         const float mx = row_max(a, n);
+        // exp_approx (kernels/common/exp_approx.h) vectorises; the sum stays one serial
+        // pass in j order, as before.
+        for (int64_t j = 0; j < n; ++j) a[j] = exp_approx(a[j] - mx);
         float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) {
-          a[j] = expf(a[j] - mx);
-          sum += a[j];
-        }
+        for (int64_t j = 0; j < n; ++j) sum += a[j];
         for (int64_t j = 0; j < n; ++j) a[j] /= sum;
         for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
       }
