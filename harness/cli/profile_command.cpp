@@ -38,6 +38,13 @@ std::function<int()> add_profile_command(CLI::App& app, const std::string& comma
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--twin-timeout", o->twin_timeout, "Seconds before a twin run is killed")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--budget", o->budget,
+                "Also print each op's roofline budget on the GPU: its FLOPs and operand bytes "
+                "per step over the part's peak rate and memory bandwidth (with --target gpu "
+                "and no GPU here: the shapes from one CPU step, no twin)");
+  cmd->add_option("--budget-device", o->budget_device,
+                  "The part to budget for when no GPU is here (H200, H100, H100 PCIe, A100, ...)")
+      ->capture_default_str();
   add_dataset_option(cmd, o->data.dataset);
   cmd->add_option("--data-dir", o->data.data_dir, "Directory holding <dataset>/ files");
   return [cmd, o]() {

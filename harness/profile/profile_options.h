@@ -21,6 +21,10 @@ struct ProfileOptions {
   std::string out;        // results JSON; "" = noeira-profile-<model>-<target>-<dtype>.json
   int threads = 0;
   double twin_timeout = 900;
+  // --budget: each op's time at the GPU's peak (harness/profile/roofline.h); without a GPU
+  // the shapes come from one CPU step and the part is budget_device (default H200).
+  bool budget = false;
+  std::string budget_device = "NVIDIA H200";
   DataOptions data;
   std::string command_line;
 };

@@ -7,17 +7,20 @@
 #include <memory>
 
 #include "harness/cli/cli_options.h"
+#include "harness/env/host_info.h"
 #include "harness/exit_codes.h"
 #include "harness/profile/chrome_trace.h"
 #include "harness/profile/op_breakdown.h"
 #include "harness/profile/profile_options.h"
 #include "harness/profile/profile_table.h"
+#include "harness/profile/roofline.h"
 #include "harness/results/results.h"
 #include "harness/run/results_context.h"
 #include "harness/run/variant.h"
 #include "harness/twin/twin.h"
 #include "harness/twin/twin_runs.h"
 #include "models/family.h"
+#include "kernels/tf32_switch.h"
 #include "nn/checkpoint.h"
 
 namespace noeira {
@@ -28,7 +31,8 @@ namespace {
 // synchronisation closes each, so a device's queue is drained inside its own step).
 Result<ProfileSideRecord> profile_ours(const Recipe& recipe, const DataSplit& data,
                                        const Variant& v, const ProfileOptions& o, Device device,
-                                       const std::filesystem::path& trace) {
+                                       const std::filesystem::path& trace,
+                                       std::unique_ptr<OpProfiler>& kept) {
   auto prof = std::make_unique<OpProfiler>();
   TrainerOptions t;
   t.device = device;
@@ -66,6 +70,7 @@ Result<ProfileSideRecord> profile_ours(const Recipe& recipe, const DataSplit& da
     NOEIRA_TRY(write_chrome_trace(trace, chrome_trace(*prof, "noeira-bench " + recipe.name + " " + v.name())));
     side.trace = trace.string();
   }
+  kept = std::move(prof);
   return side;
 }
 
@@ -79,17 +84,54 @@ ProfileSideRecord unavailable_side(const std::string& side, const std::string& r
 
 }  // namespace
 
+#if defined(NOEIRA_WITH_CUDA)
+bool cuda_device_usable(std::string* why);  // kernels/cuda
+#endif
+
+namespace {
+
+int profile_on(const ProfileOptions& o, const Recipe& recipe, Device device, bool budget_only);
+
+bool gpu_usable(std::string* why) {
+#if defined(NOEIRA_WITH_CUDA)
+  return cuda_device_usable(why);
+#else
+  *why = "built without CUDA";
+  return false;
+#endif
+}
+
+}  // namespace
+
 int run_profile(const ProfileOptions& o) {
   Result<Recipe> recipe = load_recipe_for_model(o.model);
   if (!recipe) return report_error(recipe.error().message, kExitUsage);
   Result<Device> device = resolve_target(o.target);
   if (!device) return report_error(device.error().message, kExitUsage);
-  const bool gpu = *device == Device::kGpu;
+  // --budget --target gpu on a machine without one: the shapes from a CPU step.
+  ProfileOptions opt = o;
+  std::string no_gpu;
+  if (o.budget && *device == Device::kGpu && !gpu_usable(&no_gpu)) {
+    std::printf("noeira-bench profile: no GPU here (%s): one CPU step of the recipe gives the "
+                "shapes, the budget is for %s; no twin\n", no_gpu.c_str(), o.budget_device.c_str());
+    device = Device::kCpu;
+    opt.steps = 1;
+    opt.warmup = 0;
+    opt.twin = {"none"};
+  }
+  return profile_on(opt, *recipe, *device, !no_gpu.empty());
+}
+
+namespace {
+
+// The profile proper; budget_only: a CPU step for --budget's shapes (no tables of ours).
+int profile_on(const ProfileOptions& o, const Recipe& recipe, Device device, bool budget_only) {
+  const bool gpu = device == Device::kGpu;
   const std::string target = gpu ? "gpu" : "cpu";
-  const FamilyTraits& family = family_traits(*recipe);
+  const FamilyTraits& family = family_traits(recipe);
   const std::string variant_name = !o.variant.empty() ? o.variant : o.dtype == "bf16" ? "bf16" : "eager";
   Result<std::vector<PlannedVariant>> planned = plan_variants(
-      {variant_name}, o.dtype == "bf16" ? DType::kBF16 : DType::kF32, {gpu, family, recipe->name});
+      {variant_name}, o.dtype == "bf16" ? DType::kBF16 : DType::kF32, {gpu, family, recipe.name});
   if (!planned) return report_error(planned.error().message, kExitUsage);
   if (planned->empty()) return report_error("--variant: nothing to profile", kExitUsage);
   const PlannedVariant& pv = planned->front();
@@ -120,14 +162,14 @@ int run_profile(const ProfileOptions& o) {
 
   // The recipe's quick data set (the CPU scale) unless --dataset names one.
   const DataSource source = make_data_source(o.data);
-  const std::string dataset = !o.data.dataset.empty() ? o.data.dataset : recipe->quick_dataset;
-  Result<DataSplit> data = load_recipe_data(*recipe, dataset, source);
+  const std::string dataset = !o.data.dataset.empty() ? o.data.dataset : recipe.quick_dataset;
+  Result<DataSplit> data = load_recipe_data(recipe, dataset, source);
   if (!data) return report_error(data.error().message, kExitFailure);
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
   const std::string dataset_name = family.language_model ? data->corpus.name : data->train.name;
   std::printf("noeira-bench profile: model %s on %s, target %s, variant %s, %lld steps after "
               "%lld warm-up, %d CPU threads\n",
-              recipe->name.c_str(), dataset_name.c_str(), target.c_str(), variant.name().c_str(),
+              recipe.name.c_str(), dataset_name.c_str(), target.c_str(), variant.name().c_str(),
               static_cast<long long>(o.steps), static_cast<long long>(o.warmup), threads);
   std::fflush(stdout);
 
@@ -137,7 +179,8 @@ int run_profile(const ProfileOptions& o) {
   rec.steps = o.steps;
   rec.threads = threads;
   const std::filesystem::path our_trace = trace_dir.empty() ? "" : trace_dir / ("noeira-" + variant.name() + ".trace.json");
-  Result<ProfileSideRecord> ours = profile_ours(*recipe, *data, variant, o, *device, our_trace);
+  std::unique_ptr<OpProfiler> our_profiler;
+  Result<ProfileSideRecord> ours = profile_ours(recipe, *data, variant, o, device, our_trace, our_profiler);
   if (!ours) return report_error(ours.error().message, kExitFailure);
   rec.sides.push_back(*ours);
 
@@ -145,10 +188,10 @@ int run_profile(const ProfileOptions& o) {
   if (!modes.empty()) {
     const PythonProbe probe = find_python_with_torch(o.python);
     twin_ctx = twin_context(probe, o.python);
-    const int64_t spe = std::max<int64_t>(1, steps_per_epoch(*recipe, *data));
+    const int64_t spe = std::max<int64_t>(1, steps_per_epoch(recipe, *data));
     TwinPlan plan;
     plan.python = probe.python;
-    plan.recipe = recipe->path;
+    plan.recipe = recipe.path;
     plan.data_dir = twin_data_dir(dataset_name, source);
     plan.log_dir = log_dir;
     plan.dataset = dataset;
@@ -192,18 +235,31 @@ int run_profile(const ProfileOptions& o) {
       results_with_context(measurement_context(o.command_line, twin_ctx, nlohmann::json::object()));
   results.config = {target, o.dtype, {0}, o.warmup + o.steps, o.warmup, o.threads, true, {}};
   BenchmarkRecord bench;
-  bench.model = recipe->name;
+  bench.model = recipe.name;
   bench.dataset = dataset_name;
-  bench.recipe = recipe->json;
-  bench.recipe_hash = json_hash(recipe->json);
+  bench.recipe = recipe.json;
+  bench.recipe_hash = json_hash(recipe.json);
   bench.profile = rec;
   results.benchmarks = {bench};
-  std::printf("\n%s", render_profile_table(rec).c_str());
+  if (!budget_only) std::printf("\n%s", render_profile_table(rec).c_str());
+  if (o.budget) {
+    const bool bf16 = variant.dtype == DType::kBF16, tf32 = tf32_from_env();
+    std::optional<Roofline> part = gpu ? device_roofline(device_info()) : known_roofline(o.budget_device);
+    if (!part)
+      std::printf("\nno roofline budget: %s is not a part we know (H200, H100, A100; "
+                  "--budget-device names one)\n",
+                  gpu ? device_info().value("name", std::string("this GPU")).c_str() : o.budget_device.c_str());
+    else
+      std::printf("\n%s", render_budget(roofline_budget(*our_profiler, *part, bf16, tf32, gpu), *part,
+                                        bf16, tf32).c_str());
+  }
   if (Status s = write_results(out, results); !s) return report_error(s.error().message, kExitFailure);
   std::printf("results: %s (twin logs in %s)\n", out.c_str(), log_dir.c_str());
   for (const ProfileSideRecord& s : rec.sides)
     if (!s.trace.empty()) std::printf("trace: %s (load in https://ui.perfetto.dev or chrome://tracing)\n", s.trace.c_str());
   return kExitOk;
 }
+
+}  // namespace
 
 }  // namespace noeira

@@ -109,6 +109,9 @@ nlohmann::json cuda_device_info() {
     d["sm_clock_max_mhz"] = clock_khz / 1000;
   if (cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess)
     d["memory_clock_max_mhz"] = mem_clock_khz / 1000;
+  int bus_bits = 0;  // with the memory clock: the bandwidth of profile --budget
+  if (cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess)
+    d["memory_bus_bits"] = bus_bits;
   return d;
 }
 

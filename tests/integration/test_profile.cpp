@@ -13,6 +13,7 @@
 
 #include "harness/profile/chrome_trace.h"
 #include "harness/results/results.h"
+#include "tests/support/gpu_guard.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/twin_guard.h"
@@ -124,4 +125,28 @@ TEST_CASE("profile: the twin's category table maps every matrix product and atte
       CHECK_FALSE(std::regex_search(name, must_map));
     }
   }
+}
+
+TEST_CASE("profile --budget --target gpu without a GPU: the gpt recipe's ops budgeted for an "
+          "H200 from one CPU step",
+          "[profile][budget]") {
+#if defined(NOEIRA_WITH_CUDA)
+  if (std::string why; cuda_device_usable(&why)) {
+    std::printf("SKIP [budget] the CPU path of --budget: a GPU is here\n");
+    return;
+  }
+#endif
+  TempDir dir;
+  const CommandResult r = run_bench("profile --model gpt-tiny --dtype bf16 --target gpu --budget --threads 2 "
+                                    "--out '" + (dir / "b.json").string() + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("no GPU here") && Catch::Contains("roofline budget on NVIDIA H200") &&
+                           Catch::Contains("989.4 TFLOP/s (bf16)") && Catch::Contains("linear_forward") &&
+                           Catch::Contains("attention_backward") && Catch::Contains("step budget at peak"));
+  const CommandResult h100 = run_bench("profile --model mlp --target gpu --budget --budget-device H100 --out '" +
+                                       (dir / "m.json").string() + "'");
+  INFO(h100.output);
+  CHECK(h100.exit_code == 0);
+  CHECK_THAT(h100.output, Catch::Contains("roofline budget on H100") && Catch::Contains("TF32"));
 }
