@@ -11,15 +11,21 @@ namespace noeira {
 bool cuda_device_usable(std::string* why);  // kernels/cuda
 #endif
 
+bool gpu_usable(std::string* why) {
+#if defined(NOEIRA_WITH_CUDA)
+  return cuda_device_usable(why);
+#else
+  *why = "built without CUDA";
+  return false;
+#endif
+}
+
 Result<Device> resolve_target(const std::string& target) {
   if (target == "cpu") return Device::kCpu;
   if (target == "gpu") return Device::kGpu;
   if (target == "auto") {
-#if defined(NOEIRA_WITH_CUDA)
     std::string why;
-    if (cuda_device_usable(&why)) return Device::kGpu;
-#endif
-    return Device::kCpu;
+    return gpu_usable(&why) ? Device::kGpu : Device::kCpu;
   }
   return make_error("--target must be auto, cpu or gpu (got '" + target + "')");
 }

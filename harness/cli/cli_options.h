@@ -12,6 +12,10 @@ namespace noeira {
 // "cpu" | "gpu" | "auto" (auto = gpu when a CUDA device is usable, else cpu).
 Result<Device> resolve_target(const std::string& target);
 
+// Whether a CUDA device is usable here; `why` says why not ("built without CUDA" in a
+// build without the backend).
+bool gpu_usable(std::string* why);
+
 // --model, --dtype and --target, as `run` and `profile` take them.
 void add_model_options(CLI::App* cmd, std::string& model, std::string& dtype, std::string& target);
 

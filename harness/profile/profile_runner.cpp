@@ -84,23 +84,8 @@ ProfileSideRecord unavailable_side(const std::string& side, const std::string& r
 
 }  // namespace
 
-#if defined(NOEIRA_WITH_CUDA)
-bool cuda_device_usable(std::string* why);  // kernels/cuda
-#endif
-
 namespace {
-
 int profile_on(const ProfileOptions& o, const Recipe& recipe, Device device, bool budget_only);
-
-bool gpu_usable(std::string* why) {
-#if defined(NOEIRA_WITH_CUDA)
-  return cuda_device_usable(why);
-#else
-  *why = "built without CUDA";
-  return false;
-#endif
-}
-
 }  // namespace
 
 int run_profile(const ProfileOptions& o) {

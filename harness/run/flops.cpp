@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/profile/roofline.h"
 #include "harness/report/number_format.h"
 
 namespace noeira {
@@ -20,22 +21,9 @@ std::string format_flops(double f) {
 }
 
 std::optional<double> peak_flops(const std::string& name, const std::string& dtype) {
-  // NVIDIA's data sheets, dense (no sparsity); fp32 is the non-tensor-core rate, tf32 the
-  // tensor cores' rate for fp32 operands (half the bf16 rate on these parts).
-  struct Peak {
-    const char* match;
-    double bf16_tflops, fp32_tflops;
-  };
-  static const Peak peaks[] = {
-      {"H200 NVL", 835.0, 60.0},  {"H200", 989.4, 66.9},   {"H100 PCIe", 756.0, 51.2},
-      {"H100 NVL", 835.0, 60.0},  {"H100", 989.4, 66.9},   {"A100", 312.0, 19.5},
-  };
-  for (const Peak& p : peaks)
-    if (name.find(p.match) != std::string::npos)
-      return 1e12 * (dtype == "bf16"   ? p.bf16_tflops
-                     : dtype == "tf32" ? p.bf16_tflops / 2.0
-                                       : p.fp32_tflops);
-  return std::nullopt;
+  const std::optional<Roofline> part = known_roofline(name);  // the one table of parts
+  if (!part) return std::nullopt;
+  return dtype == "bf16" ? part->bf16_flops : dtype == "tf32" ? part->tf32_flops : part->fp32_flops;
 }
 
 }  // namespace noeira

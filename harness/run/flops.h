@@ -17,8 +17,9 @@ int64_t cpu_step_cap(const StepWork& w, int64_t recipe_steps);
 // "1.16 TFLOP", "3.97 GFLOP".
 std::string format_flops(double flops);
 
-// Dense peak FLOP/s of a GPU by its name (results' context.device.name) for "fp32" (no
-// TF32) or "bf16", or nothing when we do not know it.
+// Dense peak FLOP/s of a GPU by its name (results' context.device.name) for "bf16",
+// "tf32" or "fp32" (the CUDA cores), from known_roofline's table (harness/profile/
+// roofline.h), or nothing when we do not know it.
 std::optional<double> peak_flops(const std::string& device_name, const std::string& dtype);
 
 }  // namespace noeira

@@ -41,6 +41,7 @@ _TABLE = [
 _COMPILED = [(re.compile(p), c) for p, c in _TABLE]
 # Ranges that carry no work of their own: their self time is the Python and dispatcher
 # time between ops, which "other" shows under their names.
+_STEP = re.compile(r"step \d+")  # our record_function range around each step
 _WRAPPERS = re.compile(r"^(profilerstep|step \d+|torch-compiled region|compiledfunction|"
                        r"## call compiledfxgraph)", re.I)
 
@@ -115,7 +116,7 @@ class StepProfiler:
         host = [e for e in events if getattr(e, "device_type", device_type.CPU) == device_type.CPU]
         # On a GPU, record_function also leaves a device-side "step N" annotation: only the
         # host ranges count as steps (the annotations doubled the step count once).
-        steps = [e for e in host if re.fullmatch(r"step \d+", e.name)]
+        steps = [e for e in host if _STEP.fullmatch(e.name)]
         n = max(1, len(steps))
         per_cat = {c: 0.0 for c in CATEGORIES}
         per_op = {}
@@ -157,7 +158,7 @@ class StepProfiler:
         lo, hi = step.time_range.start, step.time_range.end
         busy = [e.time_range.elapsed_us() for e in events
                 if getattr(e, "device_type", None) == device_type.CUDA
-                and not re.fullmatch(r"step \d+", e.name) and lo <= e.time_range.start < hi]
+                and not _STEP.fullmatch(e.name) and lo <= e.time_range.start < hi]
         return sum(busy) if busy else step.device_time_total
 
     def _self_us(self, e):
