@@ -27,10 +27,15 @@ using Bytes = std::vector<uint8_t>;
 constexpr int64_t kRecord = kCifar10RecordBytes;
 
 // The shared data: $NOEIRA_DATA as ctest sets it, else ../shared/data beside the source.
-inline fs::path shared_data() {
-  if (const char* env = std::getenv("NOEIRA_DATA"); env && *env) return env;
+// Read once at start-up: the download tests clear NOEIRA_DATA (ScopedEnv) and then build
+// their archives from these files, which fell back to the source's neighbour and failed
+// in a clone elsewhere (/tmp/fresh).
+inline const fs::path kSharedDataAtStart = [] {
+  if (const char* env = std::getenv("NOEIRA_DATA"); env && *env) return fs::path(env);
   return fs::path(NOEIRA_SOURCE_DIR) / ".." / "shared" / "data";
-}
+}();
+
+inline fs::path shared_data() { return kSharedDataAtStart; }
 
 inline DataSource real_data(const TempDir& cache) {
   DataSource source;
