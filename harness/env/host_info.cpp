@@ -204,6 +204,11 @@ nlohmann::json build_info() {
   const nlohmann::json onednn = onednn_info();
   b["blas"] = "oneDNN " + onednn.at("version").get<std::string>();
   b["onednn"] = onednn;
+#if defined(NOEIRA_CPU_LOOPS_ISA)
+  // The -march our own CPU loops were compiled for (CMake's NOEIRA_CPU_ISA, resolved).
+  b["cpu_loops_isa"] = std::string(NOEIRA_CPU_LOOPS_ISA).empty() ? "default"
+                                                                  : NOEIRA_CPU_LOOPS_ISA;
+#endif
 #if defined(NOEIRA_WITH_CUDA)
   b["cuda_built"] = true;
 #else

@@ -68,6 +68,8 @@ std::string cpu_kernels_field(const BuildRecord& b) {
     }
     parts.push_back(dn);
   }
+  if (const std::string isa = text_at(b.recorded, "cpu_loops_isa"); !isa.empty())
+    parts.push_back("our loops " + isa);
   return parts.empty() ? "-" : join(parts);
 }
 

@@ -3,7 +3,7 @@
 // stated in kernels/op_list.inc); every sum is in double, each element's math in fp32.
 //
 // Forward, one row of C values x:
-//   sum = sum(x), sumsq = sum(x * x) in double (column order on the CPU)
+//   sum = sum(x), sumsq = sum(x * x) in double (the order: kernels/op_list.inc)
 //   mean = sum / C, var = max(0, sumsq / C - mean^2) (biased), all in double;
 //   mean_f = float(mean), rstd_f = float(1 / sqrt(var + double(eps)))
 //   y = ((x - mean_f) * rstd_f) * gamma + beta   (fp32, left to right; beta 0 if null)

@@ -1,10 +1,12 @@
 // CpuOps' LayerNorm (contracts: kernels/op_list.inc): rows that OpenMP spreads, each
-// computed by one thread, with kernels/common/layernorm.h's per-element math. dgamma and
-// dbeta: per column, double sums over the rows in row order, added to the fp32 gradient
-// once; so 1 and N threads agree bit for bit.
+// computed by one thread, with kernels/common/layernorm.h's per-element math; a row's two
+// double sums in 8 lanes (kernels/cpu/lane_sums.h). dgamma and dbeta: per column, double
+// sums over the rows in row order, added to the fp32 gradient once; so 1 and N threads
+// agree bit for bit.
 #include "kernels/common/bf16.h"
 #include "kernels/common/layernorm.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/lane_sums.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -17,13 +19,11 @@ void layernorm_forward_impl(int threads, const T* x, const float* gamma, const f
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t r = 0; r < N; ++r) {
     const T* xr = x + r * C;
-    double sum = 0.0, sumsq = 0.0;
-    for (int64_t c = 0; c < C; ++c) {
+    const LanePair sums = lane_sums(1, C, [xr](int64_t, int64_t c) {
       const double v = load_f32(xr[c]);
-      sum += v;
-      sumsq += v * v;
-    }
-    const LayerNormStats st = layernorm_stats(sum, sumsq, C, eps);
+      return LanePair{v, v * v};
+    });
+    const LayerNormStats st = layernorm_stats(sums.a, sums.b, C, eps);
     mean[r] = st.mean;
     rstd[r] = st.rstd;
     T* yr = y + r * C;
@@ -44,19 +44,20 @@ void layernorm_backward_impl(int threads, const T* dy, const T* x, const float* 
     for (int64_t r = 0; r < N; ++r) {
       const T* dyr = dy + r * C;
       const T* xr = x + r * C;
-      double sum_g = 0.0, sum_g_xhat = 0.0;
+      const float mu = mean[r], rs = rstd[r];
+      const LanePair sums = lane_sums(1, C, [dyr, xr, gamma, mu, rs](int64_t, int64_t c) {
+        const float g = load_f32(dyr[c]) * gamma[c];
+        const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
+        return LanePair{static_cast<double>(g), static_cast<double>(g) * static_cast<double>(xhat)};
+      });
+      const LayerNormBackStats s = layernorm_back_stats(sums.a, sums.b, C);
+      // dx is distinct from every input (fp32 dx could alias mean and rstd for all the
+      // compiler knew, which kept this loop scalar); the row's scalars are read once.
+      T* __restrict dxr = dx + r * C;
       for (int64_t c = 0; c < C; ++c) {
         const float g = load_f32(dyr[c]) * gamma[c];
-        const float xhat = layernorm_xhat(load_f32(xr[c]), mean[r], rstd[r]);
-        sum_g += static_cast<double>(g);
-        sum_g_xhat += static_cast<double>(g) * static_cast<double>(xhat);
-      }
-      const LayerNormBackStats s = layernorm_back_stats(sum_g, sum_g_xhat, C);
-      T* dxr = dx + r * C;
-      for (int64_t c = 0; c < C; ++c) {
-        const float g = load_f32(dyr[c]) * gamma[c];
-        const float xhat = layernorm_xhat(load_f32(xr[c]), mean[r], rstd[r]);
-        store_f32(dxr[c], layernorm_dx(g, xhat, rstd[r], s));
+        const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
+        store_f32(dxr[c], layernorm_dx(g, xhat, rs, s));
       }
     }
   }

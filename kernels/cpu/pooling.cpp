@@ -47,6 +47,47 @@ void maxpool_forward_unpadded(int threads, const PoolShape& s, const T* x, T* y,
   }
 }
 
+// The usual 2x2 window with stride 2 and no padding: each output reads two pairs of
+// neighbours, in the general loop's row-major order and with its comparisons (starting
+// from the first value instead of -inf keeps the result: -inf is never taken over -inf,
+// NaN always is). Whole planes per iteration and no stored running maximum: the
+// per-window loop above re-read and re-rounded y in bf16 and did not vectorise there.
+template <class T>
+void maxpool_forward_2x2(int threads, const PoolShape& s, const T* x, T* y, int32_t* argmax) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const int64_t planes = s.batch * s.channels;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const int64_t top = 2 * oh * W;  // the window's first input row, in the plane
+      const T* __restrict x0 = x + plane * H * W + top;
+      const T* __restrict x1 = x0 + W;
+      T* __restrict yr = y + (plane * Ho + oh) * Wo;
+      int32_t* __restrict ar = argmax + (plane * Ho + oh) * Wo;
+#pragma omp simd
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int32_t at = static_cast<int32_t>(top + 2 * ow);
+        float best = load_f32(x0[2 * ow]);
+        int32_t where = at;
+        const float v1 = load_f32(x0[2 * ow + 1]);
+        const bool t1 = pool_takes_max(v1, best);
+        best = t1 ? v1 : best;
+        where = t1 ? at + 1 : where;
+        const float v2 = load_f32(x1[2 * ow]);
+        const bool t2 = pool_takes_max(v2, best);
+        best = t2 ? v2 : best;
+        where = t2 ? at + static_cast<int32_t>(W) : where;
+        const float v3 = load_f32(x1[2 * ow + 1]);
+        const bool t3 = pool_takes_max(v3, best);
+        best = t3 ? v3 : best;
+        where = t3 ? at + static_cast<int32_t>(W) + 1 : where;
+        store_f32(yr[ow], best);
+        ar[ow] = where;
+      }
+    }
+  }
+}
+
 // Non-overlapping windows without padding (stride == kernel, the usual 2x2 / 2): every
 // input is in at most one window, so dx is that window's dy where the input is its argmax
 // (0 + dy, as the general sum gives: never -0), else 0.
@@ -74,6 +115,37 @@ void maxpool_backward_tiled(int threads, const PoolShape& s, const T* dy, const 
       }
     }
     for (int64_t w = Wo * k_w; w < W; ++w) store_f32(dxr[w], 0.0f);  // right of the last window
+  }
+}
+
+// maxpool_backward_tiled for the 2x2 / 2 window: a whole plane per iteration, each dy
+// value written to its window's pair of columns in one vectorised pass per input row.
+template <class T>
+void maxpool_backward_2x2(int threads, const PoolShape& s, const T* dy, const int32_t* argmax,
+                          T* dx) {
+  const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
+  const int64_t planes = s.batch * s.channels;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    for (int64_t h = 0; h < H; ++h) {
+      T* __restrict dxr = dx + (plane * H + h) * W;
+      const int64_t oh = h / 2;
+      int64_t w_done = 0;
+      if (oh < Ho) {
+        const T* __restrict dyr = dy + (plane * Ho + oh) * Wo;
+        const int32_t* __restrict ar = argmax + (plane * Ho + oh) * Wo;
+        const int32_t row = static_cast<int32_t>(h * W);
+#pragma omp simd
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          const float g = 0.0f + load_f32(dyr[ow]);  // never -0, as the general sum
+          const int32_t at = row + static_cast<int32_t>(2 * ow);
+          store_f32(dxr[2 * ow], ar[ow] == at ? g : 0.0f);
+          store_f32(dxr[2 * ow + 1], ar[ow] == at + 1 ? g : 0.0f);
+        }
+        w_done = 2 * Wo;
+      }
+      for (int64_t w = w_done; w < W; ++w) store_f32(dxr[w], 0.0f);  // outside every window
+    }
   }
 }
 
@@ -130,6 +202,8 @@ void for_each_covered(const PoolShape& s, int64_t plane_count, int threads, cons
 template <class T>
 void maxpool_backward_impl(int threads, const PoolShape& s, const T* dy, const int32_t* argmax,
                            T* dx) {
+  if (s.pad == 0 && s.stride == 2 && s.kernel_h == 2 && s.kernel_w == 2)
+    return maxpool_backward_2x2(threads, s, dy, argmax, dx);
   if (s.pad == 0 && s.stride == s.kernel_h && s.stride == s.kernel_w)
     return maxpool_backward_tiled(threads, s, dy, argmax, dx);
   const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
@@ -193,7 +267,9 @@ void CpuOps::maxpool2d_forward(const PoolShape& s, ConstView x, View y, int32_t*
   expect_elems(op, s.y_elems(), {y});
   dispatch_float(op, {y, x}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    if (s.pad == 0)
+    if (s.pad == 0 && s.stride == 2 && s.kernel_h == 2 && s.kernel_w == 2)
+      maxpool_forward_2x2(threads_, s, x.as<T>(), y.as<T>(), argmax);
+    else if (s.pad == 0)
       maxpool_forward_unpadded(threads_, s, x.as<T>(), y.as<T>(), argmax);
     else
       maxpool_forward_impl(threads_, s, x.as<T>(), y.as<T>(), argmax);

@@ -54,6 +54,11 @@ TEST_CASE("env records the CPU kernels oneDNN runs, and the CPU's features", "[c
   const nlohmann::json& build = env.at("build");
   CHECK_FALSE(build.at("onednn").at("isa").get<std::string>().empty());
   CHECK_FALSE(build.contains("openblas"));  // not linked: oneDNN runs every CPU GEMM
+  // The -march of our own loops (CMake's NOEIRA_CPU_ISA; "auto" resolves on the build
+  // machine: v4 with AVX-512, v3 with AVX2).
+  const std::string loops = build.at("cpu_loops_isa").get<std::string>();
+  CHECK_FALSE(loops.empty());
+  if (loops == "x86-64-v4") CHECK(env.at("host").at("cpu_features").at("avx512f").get<bool>());
   CHECK(env.at("host").at("cpu_features").at("avx2").is_boolean());
   REQUIRE(env.at("warnings").is_array());
   // The binary's warnings are the rule applied to what it recorded.
@@ -308,6 +313,6 @@ TEST_CASE("run records the CPU kernels and warnings in the results file and prin
   INFO(report.output);
   CHECK(report.exit_code == 0);
   CHECK_THAT(report.output, Catch::Contains("| CPU math kernels | oneDNN ") &&
-                                Catch::Contains(" avx2 (ONEDNN_MAX_CPU_ISA=avx2) |") &&
+                                Catch::Contains(" avx2 (ONEDNN_MAX_CPU_ISA=avx2), our loops x86-64") &&
                                 Catch::Contains("warning: oneDNN runs its 'avx2'"));
 }

@@ -1,0 +1,46 @@
+// Two double sums over `runs` runs of n values each, in kLaneSumLanes independent partials:
+// value i of every run goes into lane i % kLaneSumLanes, runs in order; the lanes are added
+// in lane order at the end. One serial chain of double adds per sum (4 cycles each) was
+// the cost of the CPU's normalisation loops; independent lanes vectorise (the partials are
+// this function's locals, so they stay in registers). The order is a function of the shape
+// alone, so results do not depend on the thread count. LayerNorm sums a row (one run of
+// C); kernels/op_list.inc states the order. (BatchNorm keeps its own copy of the loop: through
+// a nested lambda GCC vectorised it less well, 0.39 -> 0.52 ms per 2M bf16 values.)
+#pragma once
+#include <cstdint>
+
+namespace noeira {
+
+inline constexpr int kLaneSumLanes = 8;
+
+struct LanePair {
+  double a, b;
+};
+
+// term(r, i) -> LanePair for run r in [0, runs), value i in [0, n).
+template <class Term>
+inline LanePair lane_sums(int64_t runs, int64_t n, const Term& term) {
+  double u[kLaneSumLanes] = {}, v[kLaneSumLanes] = {};
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t i = 0;
+    for (; i + kLaneSumLanes <= n; i += kLaneSumLanes)
+      for (int l = 0; l < kLaneSumLanes; ++l) {
+        const LanePair t = term(r, i + l);
+        u[l] += t.a;
+        v[l] += t.b;
+      }
+    for (; i < n; ++i) {
+      const LanePair t = term(r, i);
+      u[i % kLaneSumLanes] += t.a;
+      v[i % kLaneSumLanes] += t.b;
+    }
+  }
+  LanePair total{0.0, 0.0};
+  for (int l = 0; l < kLaneSumLanes; ++l) {
+    total.a += u[l];
+    total.b += v[l];
+  }
+  return total;
+}
+
+}  // namespace noeira
