@@ -79,6 +79,12 @@ Result<ProbeBuffers> make_buffers(Backend& be, ProbeShape shape) {
   return p;
 }
 
+// y = max(x, 0) over ns floats: one read and one write stream of 4-byte elements.
+double stream_rate(Ops& ops, Stream& queue, const float* x, float* y, int64_t ns) {
+  return best_rate([&] { ops.act_forward(ConstView(x, ns), View(y, ns), Act::kReLU); }, queue,
+                   2.0 * 4.0 * static_cast<double>(ns));
+}
+
 nlohmann::json probe_row(Backend& be, ProbeBuffers& p, ProbeShape shape, const nlohmann::json& threads) {
   Ops& ops = *be.ops;
   Stream& queue = *be.stream;
@@ -95,9 +101,7 @@ nlohmann::json probe_row(Backend& be, ProbeBuffers& p, ProbeShape shape, const n
                 [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a16, n * n), n, ConstView(p.b16, n * n), n, 0.0f, p.c, n); },
                 queue, gemm_flops))
           : nlohmann::json();
-  // y = max(x, 0): one read and one write stream of 4-byte elements.
-  const double stream = best_rate([&] { ops.act_forward(ConstView(p.x, ns), View(p.y, ns), Act::kReLU); },
-                                  queue, 2.0 * 4.0 * static_cast<double>(ns));
+  const double stream = stream_rate(ops, queue, p.x, p.y, ns);
   return {{"threads", threads},
           {"gemm_fp32_gflops", fp32 * 1e-9},
           {"gemm_bf16_gflops", bf16},
@@ -167,6 +171,24 @@ Result<nlohmann::json> run_our_probe(Device device, int threads) {
     math = "oneDNN " + dnn.value("version", std::string("?")) + " (" + dnn.value("isa", std::string("?")) + ")";
   }
   return nlohmann::json{{"rows", rows}, {"math", {{"summary", math}}}};
+}
+
+Result<double> run_stream_probe(Device device, int threads) {
+  if (threads <= 0) threads = default_thread_count();
+  Result<Backend> be = make_backend(device, threads);
+  if (!be) return be.error();
+  const int64_t ns = int64_t{probe_shape(device).stream_mib} * 1024 * 1024 / 4;
+  MemoryPlan plan;
+  const Slot x = plan.reserve(MemCategory::kWorkspace, Shape{ns}, DType::kF32);
+  const Slot y = plan.reserve(MemCategory::kWorkspace, Shape{ns}, DType::kF32);
+  Result<Arenas> arenas = Arenas::allocate(plan, *be->allocator);
+  if (!arenas) return arenas.error();
+  // make_buffers' fill: small values of both signs (about half the outputs are zeros).
+  std::vector<float> f(static_cast<size_t>(ns));
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 16.0f;
+  be->stream->copy_to_device(arenas->as<float>(x), f.data(), f.size() * 4);
+  be->stream->synchronize();
+  return stream_rate(*be->ops, *be->stream, arenas->as<float>(x), arenas->as<float>(y), ns);
 }
 
 nlohmann::json measure_baseline_probes(Device device, int threads, const std::string& twin_python,

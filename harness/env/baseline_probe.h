@@ -41,6 +41,11 @@ inline constexpr ProbeShape probe_shape(Device device) {
 // with threads null on a GPU).
 Result<nlohmann::json> run_our_probe(Device device, int threads);
 
+// The streaming figure alone (y = max(x, 0) over two arrays of probe_shape(device).stream_mib
+// MiB, best of repetitions; bytes read + written per second) on `threads` threads: what
+// `micro` rates memory-bound kernels against, without the GEMM probes' seconds.
+Result<double> run_stream_probe(Device device, int threads);
+
 // The whole probes object of a run: ours on `device`, the twin's through `twin_python`
 // (skipped when empty: no twin timed), the CPU's peak estimate, shapes and method.
 nlohmann::json measure_baseline_probes(Device device, int threads, const std::string& twin_python,
