@@ -1,21 +1,18 @@
-// The kernels `noeira-bench micro` times, registered programmatically from the recipes.
-//
-// Each benchmark plans its buffers in a MemoryPlan and allocates them as one arena the
-// first time Google Benchmark calls it (plan, then allocate once: DESIGN.md rule 1);
-// later calls of the same benchmark (Google Benchmark calls it once per trial
-// iteration count) reuse them. One cache holds the buffers of the benchmark that is
-// running, so peak memory is one benchmark's, not the sum of all.
+// The kernels `noeira-bench micro` times, registered programmatically from the recipes:
+// here the Linear layers' GEMMs, the loss, the optimizer and the batch gather per recipe;
+// the other ops of a training step in harness/micro/op_benchmarks.cpp. Buffers are
+// planned and allocated once per benchmark (harness/micro/micro_buffers.h).
 #include <benchmark/benchmark.h>
 
-#include <cstring>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "harness/micro/micro_benchmarks.h"
-#include "kernels/common/philox.h"
+#include "harness/micro/micro_buffers.h"
+#include "harness/micro/micro_roofline.h"
+#include "harness/micro/op_benchmarks.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "models/model_builder.h"
 #include "models/recipe.h"
@@ -26,92 +23,6 @@
 namespace noeira {
 
 namespace {
-
-enum class Fill : uint8_t {
-  kZero,      // left as allocated (zero)
-  kSigned,    // floats in [-1, 1)
-  kPositive,  // floats in [0, 1) (e.g. Adam's second moment)
-  kLabels,    // int32 classes in [0, classes)
-};
-
-struct BufferSpec {
-  Shape shape;
-  DType dtype = DType::kF32;
-  Fill fill = Fill::kZero;
-  int64_t classes = 0;  // kLabels only
-};
-
-// Deterministic fill from the project's one RNG (Philox, purpose kInit, stream = the
-// buffer's index), so every run of a benchmark sees the same numbers.
-void fill_buffer(void* p, const BufferSpec& s, uint32_t stream) {
-  const int64_t n = s.shape.numel();
-  if (s.fill == Fill::kZero) return;
-  if (s.fill == Fill::kLabels) {
-    auto* y = static_cast<int32_t*>(p);
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = static_cast<int32_t>(philox_word(0, RngPurpose::kInit, stream,
-                                              static_cast<uint64_t>(i)) %
-                                  static_cast<uint32_t>(s.classes));
-    return;
-  }
-  auto* x = static_cast<float*>(p);
-  const bool sign = s.fill == Fill::kSigned;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float u =
-        u32_to_unit_float(philox_word(0, RngPurpose::kInit, stream, static_cast<uint64_t>(i)));
-    x[i] = sign ? 2.0f * u - 1.0f : u;
-  }
-}
-
-class BufferCache {
- public:
-  // The buffers of benchmark `key`, planned, allocated and filled at its first call.
-  // `fresh` says whether they were just made (for extra set-up such as a shuffle).
-  const std::vector<void*>& get(const std::string& key, const std::vector<BufferSpec>& specs,
-                                bool* fresh) {
-    *fresh = key != key_;
-    if (!*fresh) return ptrs_;
-    key_.clear();
-    ptrs_.clear();
-    arenas_ = Arenas();  // release the previous benchmark's memory first
-    MemoryPlan plan;
-    std::vector<Slot> slots;
-    for (const BufferSpec& s : specs)
-      slots.push_back(plan.reserve(MemCategory::kWorkspace, s.shape, s.dtype));
-    Result<Arenas> a = Arenas::allocate(plan, allocator_);
-    if (!a) throw std::runtime_error(a.error().message);
-    arenas_ = std::move(*a);
-    for (size_t i = 0; i < specs.size(); ++i) {
-      ptrs_.push_back(arenas_.ptr(slots[i]));
-      fill_buffer(ptrs_.back(), specs[i], static_cast<uint32_t>(i));
-    }
-    key_ = key;
-    return ptrs_;
-  }
-
- private:
-  HostAllocator allocator_;
-  std::string key_;
-  Arenas arenas_;
-  std::vector<void*> ptrs_;
-};
-
-struct Shared {
-  std::unique_ptr<Ops> ops;
-  BufferCache cache;
-};
-
-// Gets the benchmark's buffers, or marks the benchmark as errored and returns null.
-const std::vector<void*>* buffers(benchmark::State& state, Shared& sh, const std::string& key,
-                                  const std::vector<BufferSpec>& specs, bool* fresh) {
-  try {
-    return &sh.cache.get(key, specs, fresh);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return nullptr;
-  }
-}
 
 // Training-set rows of the recipe's data set (gather_rows reads from all of them).
 int64_t train_rows(const std::string& dataset) {
@@ -126,7 +37,7 @@ struct GemmCase {
   float beta;
 };
 
-void register_gemm(const std::shared_ptr<Shared>& sh, const std::string& prefix,
+void register_gemm(const std::shared_ptr<MicroShared>& sh, const std::string& prefix,
                    const GemmCase& g) {
   const std::string name = "gemm/" + prefix + "/" + g.what + "/M=" + std::to_string(g.M) +
                            "/N=" + std::to_string(g.N) + "/K=" + std::to_string(g.K);
@@ -138,24 +49,24 @@ void register_gemm(const std::shared_ptr<Shared>& sh, const std::string& prefix,
                                    {Shape{g.M, g.N}, DType::kF32, Fill::kSigned}};
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, g, specs](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     const ConstView A{(*p)[0], DType::kF32, g.M * g.K};
     const ConstView B{(*p)[1], DType::kF32, g.K * g.N};
     auto* C = static_cast<float*>((*p)[2]);
     const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       sh->ops->gemm(g.ta, g.tb, g.M, g.N, g.K, 1.0f, A, lda, B, ldb, g.beta, C, g.N);
       benchmark::DoNotOptimize(C);
-      benchmark::ClobberMemory();
-    }
-    state.counters["FLOP/s"] = benchmark::Counter(
-        2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K),
-        benchmark::Counter::kIsIterationInvariantRate);
+    });
+    // A and B read, C written (and read when beta accumulates).
+    const double M = static_cast<double>(g.M), N = static_cast<double>(g.N), K = static_cast<double>(g.K);
+    const OpWork work{2.0 * M * N * K, 4.0 * (M * K + K * N + (g.beta != 0.0f ? 2.0 : 1.0) * M * N), false};
+    report_work(state, work, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C) {
+void register_loss(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t C) {
   const int64_t B = r.batch;
   const bool xent = r.task == Task::kClassification;
   const std::string name = std::string(xent ? "softmax_xent/" : "mse/") + r.name +
@@ -169,14 +80,14 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, specs, B, C,
                                               xent](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     const ConstView logits{(*p)[0], DType::kF32, B * C};
     const View dlogits{(*p)[2], DType::kF32, B * C};
     auto* history = static_cast<float*>((*p)[3]);
     LossStats stats{};
     const StepCounters counters{0, 0};
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       if (xent)
         sh->ops->softmax_xent(logits, static_cast<const int32_t*>((*p)[1]), B, C, 0.0f, dlogits,
                               &stats, history, &counters);
@@ -185,15 +96,14 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
                      &counters);
       benchmark::DoNotOptimize(dlogits.data);
       benchmark::DoNotOptimize(stats);
-      benchmark::ClobberMemory();
-    }
-    // logits (and targets) read, d(logits) written.
+    });
+    // logits (and labels or targets) read, d(logits) written.
     const int64_t bytes = (xent ? 2 * B * C + B : 3 * B * C) * 4;
-    state.SetBytesProcessed(state.iterations() * bytes);
+    report_work(state, OpWork{0.0, static_cast<double>(bytes), false}, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_optimizer(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t n) {
+void register_optimizer(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t n) {
   const OptimizerConfig cfg = r.optimizer;
   const bool sgd = cfg.kind == OptimizerKind::kSgd;
   const std::string name = std::string(sgd ? "sgd/" : "adam/") + r.name + "/n=" + std::to_string(n);
@@ -204,26 +114,26 @@ void register_optimizer(const std::shared_ptr<Shared>& sh, const Recipe& r, int6
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, specs, cfg, n,
                                               sgd](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     auto* params = static_cast<float*>((*p)[0]);
     const auto* grads = static_cast<const float*>((*p)[1]);
     auto* s0 = static_cast<float*>((*p)[2]);
     const StepCounters counters{0, 0};
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       if (sgd)
         sh->ops->sgd(params, grads, s0, n, cfg.sgd, &counters);
       else
         sh->ops->adam(params, grads, s0, static_cast<float*>((*p)[3]), n, cfg.adam, &counters);
       benchmark::DoNotOptimize(params);
-      benchmark::ClobberMemory();
-    }
+    });
     // Adam reads p, g, m, v and writes p, m, v; SGD reads p, g, buf and writes p, buf.
-    state.SetBytesProcessed(state.iterations() * n * 4 * (sgd ? 5 : 7));
+    const double bytes = static_cast<double>(n) * 4.0 * (sgd ? 5 : 7);
+    report_work(state, OpWork{0.0, bytes, false}, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_gather(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t rows_total,
+void register_gather(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t rows_total,
                      int64_t row_elems, size_t ws_bytes) {
   const int64_t B = r.batch;
   const int64_t steps = rows_total / B;  // drop_last: whole batches only
@@ -238,27 +148,28 @@ void register_gather(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, specs, B, steps, rows_total,
                                               row_elems](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     const ConstView src{(*p)[0], DType::kF32, rows_total * row_elems};
     auto* perm = static_cast<int32_t*>((*p)[1]);
     const View dst{(*p)[3], DType::kF32, B * row_elems};
     if (fresh) sh->ops->shuffle(0, 0, rows_total, perm, (*p)[2]);  // epoch 0's order, seed 0
     StepCounters counters{0, 0};
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       sh->ops->gather_rows(src, perm, B, row_elems, &counters, dst);
       benchmark::DoNotOptimize(dst.data);
-      benchmark::ClobberMemory();
       // The next batch of the epoch, as the training step's advance() does.
       if (++counters.batch_in_epoch == steps) counters.batch_in_epoch = 0;
-    }
-    state.SetBytesProcessed(state.iterations() * B * row_elems * 4 * 2);  // read + write
+    });
+    // The batch's rows read and written, its B indices read.
+    const double bytes = static_cast<double>(B) * (static_cast<double>(row_elems) * 8.0 + 4.0);
+    report_work(state, OpWork{0.0, bytes, false}, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 // Registers one recipe's benchmarks; returns how many, or an error for a recipe that
 // cannot be planned.
-Result<int> register_recipe(const std::shared_ptr<Shared>& sh, const Recipe& r,
+Result<int> register_recipe(const std::shared_ptr<MicroShared>& sh, const Recipe& r,
                             std::vector<std::string>& skipped) {
   Result<std::unique_ptr<Module>> model = build_model(r);
   if (!model) return model.error();
@@ -322,27 +233,31 @@ Result<int> register_recipe(const std::shared_ptr<Shared>& sh, const Recipe& r,
 
 }  // namespace
 
-MicroRegistration register_micro_benchmarks(int threads) {
+MicroRegistration register_micro_benchmarks(int threads, const Roofline& roofline) {
   MicroRegistration reg;
   if (threads <= 0) threads = default_thread_count();
-  auto sh = std::make_shared<Shared>();
+  auto sh = std::make_shared<MicroShared>();
   sh->ops = std::make_unique<CpuOps>(threads);
+  sh->roofline = roofline;
   reg.backend = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                 (threads == 1 ? "" : "s") + ")";
+  std::vector<Recipe> loaded;
   for (const std::string& name : list_recipes()) {
     Result<Recipe> r = load_recipe_for_model(name);
     if (!r) {
       reg.skipped.push_back(name + ": " + r.error().message);
       continue;
     }
+    loaded.push_back(*r);
     Result<int> n = register_recipe(sh, *r, reg.skipped);
     if (!n) {
       reg.skipped.push_back(name + ": " + n.error().message);
       continue;
     }
     reg.benchmarks += *n;
-    reg.recipes.push_back(name);
   }
+  reg.benchmarks += register_op_benchmarks(sh, loaded, reg.skipped);
+  for (const Recipe& r : loaded) reg.recipes.push_back(r.name);
   return reg;
 }
 
