@@ -4,6 +4,7 @@
 // planned and allocated once per benchmark (harness/micro/micro_buffers.h).
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,12 +14,10 @@
 #include "harness/micro/micro_buffers.h"
 #include "harness/micro/micro_roofline.h"
 #include "harness/micro/op_benchmarks.h"
-#include "kernels/cpu/cpu_ops.h"
-#include "models/model_builder.h"
-#include "models/recipe.h"
+#include "harness/micro/op_trace.h"
 #include "kernels/backend.h"
-#include "nn/memory_plan.h"
-#include "nn/params.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "models/recipe.h"
 
 namespace noeira {
 
@@ -38,7 +37,7 @@ struct GemmCase {
 };
 
 void register_gemm(const std::shared_ptr<MicroShared>& sh, const std::string& prefix,
-                   const GemmCase& g) {
+                   const GemmCase& g, const std::string& label) {
   const std::string name = "gemm/" + prefix + "/" + g.what + "/M=" + std::to_string(g.M) +
                            "/N=" + std::to_string(g.N) + "/K=" + std::to_string(g.K);
   // op(A)(M,K), op(B)(K,N), C(M,N); stored row-major as the Linear layer stores them.
@@ -47,7 +46,7 @@ void register_gemm(const std::shared_ptr<MicroShared>& sh, const std::string& pr
   std::vector<BufferSpec> specs = {{a, DType::kF32, Fill::kSigned},
                                    {b, DType::kF32, Fill::kSigned},
                                    {Shape{g.M, g.N}, DType::kF32, Fill::kSigned}};
-  benchmark::RegisterBenchmark(name.c_str(), [sh, name, g, specs](benchmark::State& state) {
+  benchmark::RegisterBenchmark(name.c_str(), [sh, name, g, specs, label](benchmark::State& state) {
     bool fresh = false;
     const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
@@ -55,20 +54,24 @@ void register_gemm(const std::shared_ptr<MicroShared>& sh, const std::string& pr
     const ConstView B{(*p)[1], DType::kF32, g.K * g.N};
     auto* C = static_cast<float*>((*p)[2]);
     const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
-    const double seconds = timed_loop(state, [&] {
+    const auto call = [&] {
       sh->ops->gemm(g.ta, g.tb, g.M, g.N, g.K, 1.0f, A, lda, B, ldb, g.beta, C, g.N);
       benchmark::DoNotOptimize(C);
-    });
+    };
+    // oneDNN creates a shape's matmul primitive at its first call: not timed (Google
+    // Benchmark may time a single iteration).
+    if (fresh) call();
+    const double seconds = timed_loop(state, call);
     // A and B read, C written (and read when beta accumulates).
     const double M = static_cast<double>(g.M), N = static_cast<double>(g.N), K = static_cast<double>(g.K);
     const OpWork work{2.0 * M * N * K, 4.0 * (M * K + K * N + (g.beta != 0.0f ? 2.0 : 1.0) * M * N), false};
-    report_work(state, work, sh->roofline, seconds);
+    report_work(state, work, sh->roofline, seconds, label);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_loss(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t C) {
-  const int64_t B = r.batch;
-  const bool xent = r.task == Task::kClassification;
+// The loss over B rows of C (softmax cross-entropy, or MSE for regression recipes).
+void register_loss(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t B, int64_t C) {
+  const bool xent = r.task != Task::kRegression;
   const std::string name = std::string(xent ? "softmax_xent/" : "mse/") + r.name +
                            "/B=" + std::to_string(B) + "/C=" + std::to_string(C);
   std::vector<BufferSpec> specs = {
@@ -167,54 +170,45 @@ void register_gather(const std::shared_ptr<MicroShared>& sh, const Recipe& r, in
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-// Registers one recipe's benchmarks; returns how many, or an error for a recipe that
-// cannot be planned.
-Result<int> register_recipe(const std::shared_ptr<MicroShared>& sh, const Recipe& r,
-                            std::vector<std::string>& skipped) {
-  Result<std::unique_ptr<Module>> model = build_model(r);
-  if (!model) return model.error();
-  // Plan the model exactly as the trainer does, to read the layer shapes and the size
-  // of the parameter arena (the flat array the optimizer runs over).
-  MemoryPlan plan;
-  ParamRegistry params;
-  int64_t scratch = 0;
-  size_t workspace = 0;
-  PlanContext pc{plan, params, r.batch, false, "", NoAMP, DType::kF32, &scratch,
-                 sh->ops.get(), &workspace};
-  Shape out;
-  try {
-    out = (*model)->plan(pc, r.input_shape);
-  } catch (const PlanError& e) {
-    return make_error(e.what());
-  }
+// Rank of a GEMM's role, for registering a layer's three in step order.
+int gemm_rank(const std::string& what) {
+  return what == "forward_NT" ? 0 : what == "weight_grad_TN" ? 1 : 2;
+}
+
+// Registers one recipe's GEMMs, loss, optimizer and gather from its traced fp32 step;
+// returns how many.
+int register_recipe(const std::shared_ptr<MicroShared>& sh, const Recipe& r, const StepOps& step,
+                    std::vector<std::string>& skipped) {
   int count = 0;
-
-  bool first_layer = true;
-  for (const ParamInfo& p : params.all()) {
-    if (p.role != ParamRole::kWeight || p.value.shape.rank != 2) continue;
-    const int64_t n_out = p.value.shape[0], n_in = p.value.shape[1], B = r.batch;
-    std::string layer = p.name;
-    if (const size_t dot = layer.rfind(".weight"); dot != std::string::npos) layer.resize(dot);
-    const std::string prefix = r.name + "/" + layer;
-    // The three GEMMs of a Linear layer's training step (nn/linear.cpp):
-    //   forward      y(B,out)   = x(B,in) W(out,in)^T           NT, beta 0
-    //   weight grad  dW(out,in) += dz(B,out)^T x(B,in)          TN, beta 1
-    //   input grad   dx(B,in)   = dz(B,out) W(out,in)           NN, beta 0
-    // The first layer's input needs no gradient, so the step never runs its input-grad
-    // GEMM and neither do we.
-    register_gemm(sh, prefix, {"forward_NT", false, true, B, n_out, n_in, 0.0f});
-    register_gemm(sh, prefix, {"weight_grad_TN", true, false, n_out, n_in, B, 1.0f});
-    count += 2;
-    if (!first_layer) {
-      register_gemm(sh, prefix, {"input_grad_NN", false, false, B, n_in, n_out, 0.0f});
-      ++count;
-    }
-    first_layer = false;
+  // The GEMMs the step runs, layer by layer (parameter order) in forward, weight-grad,
+  // input-grad order: Linear layers, and the tied LM head (nn/linear.cpp, tied_head.cpp).
+  // The first layer's input needs no gradient, so it has no input-grad GEMM. Layers of
+  // one shape (a transformer's blocks) are one benchmark, named by the first.
+  std::vector<GemmCall> gemms = step.gemms;
+  std::stable_sort(gemms.begin(), gemms.end(), [](const GemmCall& a, const GemmCall& b) {
+    return a.param != b.param ? a.param < b.param : gemm_rank(a.what) < gemm_rank(b.what);
+  });
+  std::map<std::string, std::pair<size_t, int>> seen;  // shape -> (first index, calls)
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmCall& g = gemms[i];
+    const std::string shape = g.what + "/" + std::to_string(g.M) + "/" + std::to_string(g.N) +
+                              "/" + std::to_string(g.K);
+    ++seen.try_emplace(shape, i, 0).first->second.second;
   }
-
-  register_loss(sh, r, out.numel());
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmCall& g = gemms[i];
+    const auto& [first, calls] = seen.at(g.what + "/" + std::to_string(g.M) + "/" +
+                                         std::to_string(g.N) + "/" + std::to_string(g.K));
+    if (first != i) continue;
+    register_gemm(sh, r.name + "/" + g.layer, {g.what.c_str(), g.ta, g.tb, g.M, g.N, g.K, g.beta},
+                  "per step: " + r.name + " x" + std::to_string(calls));
+    ++count;
+  }
+  // Softmax over the last dimension: (B, C) for classifiers, (B T, V) for the gpt family.
+  const int64_t C = step.out[step.out.rank - 1];
+  register_loss(sh, r, r.batch * (step.out.numel() / C), C);
   ++count;
-  register_optimizer(sh, r, static_cast<int64_t>(plan.bytes(MemCategory::kParams) / 4));
+  register_optimizer(sh, r, step.params);
   ++count;
   const int64_t rows = train_rows(r.dataset);
   Result<size_t> ws_bytes = rows >= r.batch ? sh->ops->shuffle_workspace_bytes(rows)
@@ -241,23 +235,32 @@ MicroRegistration register_micro_benchmarks(int threads, const Roofline& rooflin
   sh->roofline = roofline;
   reg.backend = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                 (threads == 1 ? "" : "s") + ")";
-  std::vector<Recipe> loaded;
+  // Each recipe's step traced once per policy: fp32 feeds both kinds of benchmark, bf16
+  // the op benchmarks (harness/micro/op_trace.h).
+  std::vector<AmpPolicy> policies = {NoAMP};
+  if (sh->ops->supports_bf16())
+    policies.push_back(BF16Policy);
+  else
+    reg.skipped.push_back("bf16 op benchmarks (this backend does not store bf16)");
+  std::vector<TracedStep> steps;
   for (const std::string& name : list_recipes()) {
     Result<Recipe> r = load_recipe_for_model(name);
     if (!r) {
       reg.skipped.push_back(name + ": " + r.error().message);
       continue;
     }
-    loaded.push_back(*r);
-    Result<int> n = register_recipe(sh, *r, reg.skipped);
-    if (!n) {
-      reg.skipped.push_back(name + ": " + n.error().message);
-      continue;
+    for (AmpPolicy amp : policies) {
+      Result<StepOps> step = trace_training_step(*r, amp, *sh->ops);
+      if (!step) {
+        reg.skipped.push_back(name + " (" + amp_name(amp) + "): " + step.error().message);
+        continue;
+      }
+      if (amp == NoAMP) reg.benchmarks += register_recipe(sh, *r, *step, reg.skipped);
+      steps.push_back({name, amp, std::move(*step)});
     }
-    reg.benchmarks += *n;
+    reg.recipes.push_back(name);
   }
-  reg.benchmarks += register_op_benchmarks(sh, loaded, reg.skipped);
-  for (const Recipe& r : loaded) reg.recipes.push_back(r.name);
+  reg.benchmarks += register_op_benchmarks(sh, steps);
   return reg;
 }
 

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "harness/micro/micro_roofline.h"
-#include "harness/micro/op_trace.h"
 
 namespace noeira {
 
@@ -42,7 +41,10 @@ void register_entry(const std::shared_ptr<MicroShared>& sh, const Entry& e) {
     bool fresh = false;
     const std::vector<void*>* p = micro_buffers(state, *sh, name, c.buffers, &fresh);
     if (!p) return;
+    // One untimed call on fresh buffers: whatever a backend creates at a shape's first
+    // call is not timed (Google Benchmark may time a single iteration).
     if (fresh && c.prepare) c.prepare(*sh->ops, *p);
+    if (fresh) c.call(*sh->ops, *p);
     const double seconds = timed_loop(state, [&] { c.call(*sh->ops, *p); });
     report_work(state, c.work, sh->roofline, seconds, label);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -51,30 +53,17 @@ void register_entry(const std::shared_ptr<MicroShared>& sh, const Entry& e) {
 }  // namespace
 
 int register_op_benchmarks(const std::shared_ptr<MicroShared>& sh,
-                           const std::vector<Recipe>& recipes,
-                           std::vector<std::string>& skipped) {
+                           const std::vector<TracedStep>& steps) {
   std::map<std::string, Entry> entries;  // by OpCase::key()
-  std::vector<AmpPolicy> policies = {NoAMP};
-  if (sh->ops->supports_bf16())
-    policies.push_back(BF16Policy);
-  else
-    skipped.push_back("bf16 op benchmarks (this backend does not store bf16)");
-  for (const Recipe& r : recipes)
-    for (AmpPolicy amp : policies) {
-      Result<StepOps> step = trace_training_step(r, amp, *sh->ops);
-      if (!step) {
-        skipped.push_back(r.name + " (" + amp_name(amp) + "): " + step.error().message);
-        continue;
+  for (const TracedStep& t : steps)
+    for (size_t i = 0; i < t.step.cases.size(); ++i) {
+      const OpCase& c = t.step.cases[i];
+      auto [it, fresh] = entries.try_emplace(c.key());
+      if (fresh) {
+        it->second.first = entries.size();
+        it->second.c = c;
       }
-      for (size_t i = 0; i < step->cases.size(); ++i) {
-        OpCase& c = step->cases[i];
-        auto [it, fresh] = entries.try_emplace(c.key());
-        if (fresh) {
-          it->second.first = entries.size();
-          it->second.c = std::move(c);
-        }
-        it->second.uses.emplace_back(r.name, step->calls[i]);
-      }
+      it->second.uses.emplace_back(t.recipe, t.step.calls[i]);
     }
   std::vector<const Entry*> order;
   for (const auto& [key, e] : entries) order.push_back(&e);

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <type_traits>
@@ -86,7 +87,7 @@ class NoComputeOps : public Ops {
 };
 
 // Records the calls the micro-benchmarks time (op_cases.h), each distinct (op, shape) once
-// with its count.
+// with its count, and every GEMM with the parameter it multiplies.
 class RecordingOps final : public NoComputeOps {
  public:
   using NoComputeOps::NoComputeOps;
@@ -97,10 +98,23 @@ class RecordingOps final : public NoComputeOps {
   void act_backward(ConstView, ConstView pre, ConstView post, View dx, Act act) override {
     add(op_case::act_backward(dx.n, dx.dtype, act, !pre.empty(), !post.empty()));
   }
-  // Only a Linear layer's activation: its bias_act (kernels/composed_ops.h).
-  void linear_forward(ConstView, ConstView, const float* b, View y, View pre, float*, int64_t M,
-                      int64_t N, int64_t, Act act) override {
+  // Its GEMM, and a Linear layer's activation: bias_act (kernels/composed_ops.h).
+  void linear_forward(ConstView x, ConstView W, const float* b, View y, View pre, float*,
+                      int64_t M, int64_t N, int64_t K, Act act) override {
+    add_gemm(W.data, "forward_NT", false, true, M, N, K, 0.0f, x.dtype);
     if (act != Act::kNone) add(op_case::bias_act(M, N, y.dtype, act, b != nullptr, !pre.empty()));
+  }
+  // Its GEMM (the bias sums are bias_grad's, not timed here).
+  void linear_backward_params(ConstView dz, ConstView, float* dW, float*, int64_t M, int64_t N,
+                              int64_t K) override {
+    add_gemm(dW, "weight_grad_TN", true, false, N, K, M, 1.0f, dz.dtype);
+  }
+  // The input gradients (dz W: NN).
+  void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float, ConstView A, int64_t,
+            ConstView B, int64_t, float beta, float* C, int64_t) override {
+    const char* what = !ta && !tb ? "input_grad_NN" : !ta ? "forward_NT" : !tb ? "weight_grad_TN" : "TT";
+    const void* p = params_.count(B.data) ? B.data : params_.count(A.data) ? A.data : C;
+    add_gemm(p, what, ta, tb, M, N, K, beta, A.dtype);
   }
   void cast(ConstView x, View y) override { add(op_case::cast(y.n, x.dtype, y.dtype)); }
   void layernorm_forward(ConstView x, const float*, const float* beta, View, float*, float*, int64_t N,
@@ -145,6 +159,21 @@ class RecordingOps final : public NoComputeOps {
     add(op_case::conv2d_backward_weights(inner_, s, x.dtype));
   }
 
+  // Names the parameter slots' addresses (values, bf16 copies, gradients).
+  void name_param(const void* p, size_t index, const std::string& name) {
+    std::string layer = name;
+    if (const size_t dot = layer.rfind(".weight"); dot != std::string::npos) layer.resize(dot);
+    params_[p] = {index, layer};
+  }
+
+  void add_gemm(const void* p, const char* what, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                float beta, DType dt) {
+    const auto it = params_.find(p);
+    const size_t index = it == params_.end() ? SIZE_MAX : it->second.first;
+    step.gemms.push_back({index, it == params_.end() ? "?" : it->second.second, what, ta, tb, M, N, K,
+                          beta, dt});
+  }
+
   void add(Result<OpCase> c) {
     if (!c) {
       if (error.empty()) error = c.error().message;
@@ -160,6 +189,7 @@ class RecordingOps final : public NoComputeOps {
 
  private:
   std::map<std::string, size_t> index_;
+  std::map<const void*, std::pair<size_t, std::string>> params_;
 };
 
 }  // namespace
@@ -195,6 +225,11 @@ Result<StepOps> trace_training_step(const Recipe& r, AmpPolicy amp, Ops& backend
   AddressSpaceAllocator allocator;
   Result<Arenas> arenas = Arenas::allocate(plan, allocator);
   if (!arenas) return arenas.error();
+  for (size_t i = 0; i < params.all().size(); ++i) {
+    const ParamInfo& p = params.all()[i];
+    for (const Slot& slot : {p.value, p.copy, p.grad})
+      if (slot.valid()) rec.name_param(arenas->ptr(slot), i, p.name);
+  }
   NullStream stream;
   Context ctx(rec, stream, *arenas, counters, scratch_slot, workspace_slot);
   ctx.set_training(true);
@@ -203,6 +238,8 @@ Result<StepOps> trace_training_step(const Recipe& r, AmpPolicy amp, Ops& backend
   // TrainerCore::refresh_param_copies, once per step.
   if (amp == BF16Policy) rec.add(op_case::cast(n_params, DType::kF32, DType::kBF16, true));
   if (!rec.error.empty()) return make_error(rec.error);
+  rec.step.out = out;
+  rec.step.params = n_params;
   return std::move(rec.step);
 }
 
