@@ -40,10 +40,12 @@ std::function<int()> add_micro_command(CLI::App& app) {
       "  <op>/<recipes>/<dtype>/<shape>, one per distinct shape, fp32 and bf16, for act_forward,\n"
       "  act_backward, bias_act, layernorm_*, batchnorm_*, attention_*, maxpool2d_*,\n"
       "  conv2d_forward|backward_data|backward_weights, cast (.../weights: the bf16 weight copy)\n"
-      "Before the table: this CPU's roofline on --threads threads (peak: the per-core estimate\n"
-      "x threads; bandwidth: the stream probe, measured now). Counters: bytes_per_second\n"
-      "(operand bytes), FLOP/s (matrix work) and roofline_pct = 100 x max(FLOPs / peak,\n"
-      "bytes / bandwidth) / time; the label gives the calls per step and the bound.");
+      "Before the table: this CPU's roofline on --threads threads (peak: the larger of the\n"
+      "per-core estimate, from the nominal clock, x threads and a GEMM measured now; bandwidth:\n"
+      "the stream probe measured now over L2-, L3- and DRAM-sized working sets). Counters:\n"
+      "bytes_per_second (operand bytes), FLOP/s (matrix work) and roofline_pct = 100 x\n"
+      "max(FLOPs / peak, bytes / bandwidth of the smallest level holding the bytes) / time;\n"
+      "the label gives the calls per step and the bound: compute-bound or memory-bound (L2|L3|DRAM).");
   return [cmd, o]() { return cmd->parsed() ? run_micro(o->threads, cmd->remaining()) : kNotThisCommand; };
 }
 

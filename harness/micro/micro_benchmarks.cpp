@@ -227,7 +227,7 @@ int register_recipe(const std::shared_ptr<MicroShared>& sh, const Recipe& r, con
 
 }  // namespace
 
-MicroRegistration register_micro_benchmarks(int threads, const Roofline& roofline) {
+MicroRegistration register_micro_benchmarks(int threads, const MicroRoofline& roofline) {
   MicroRegistration reg;
   if (threads <= 0) threads = default_thread_count();
   auto sh = std::make_shared<MicroShared>();

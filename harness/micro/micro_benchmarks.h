@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/profile/roofline.h"
+#include "harness/micro/micro_roofline.h"
 
 namespace noeira {
 
@@ -32,7 +32,7 @@ struct MicroRegistration {
 // reporting bytes_per_second, FLOP/s (matrix work) and roofline_pct against `roofline`
 // (harness/micro/micro_roofline.h). Buffers are planned and allocated once per benchmark,
 // outside the timed loop.
-MicroRegistration register_micro_benchmarks(int threads, const Roofline& roofline);
+MicroRegistration register_micro_benchmarks(int threads, const MicroRoofline& roofline);
 
 // Measures this CPU's roofline on `threads` threads (0 = all cores; skipped when only
 // listing) and prints it, registers the benchmarks and runs them with Google Benchmark,

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/profile/roofline.h"
+#include "harness/micro/micro_roofline.h"
 #include "kernels/allocator.h"
 #include "kernels/ops.h"
 #include "nn/memory_plan.h"
@@ -54,7 +54,7 @@ class BufferCache {
 struct MicroShared {
   std::unique_ptr<Ops> ops;  // one CpuOps
   BufferCache cache;
-  Roofline roofline;         // harness/micro/micro_roofline.h
+  MicroRoofline roofline;
 };
 
 // The benchmark's buffers from the cache, or null after marking the benchmark errored.

@@ -56,10 +56,10 @@ int run_micro(int threads, const std::vector<std::string>& passthrough) {
     return kExitUsage;
   }
 
-  // The roofline (a stream probe of a fraction of a second) only when something will run;
+  // The roofline (GEMM and stream probes, under a second) only when something will run;
   // printed on stdout before the console table, on stderr when stdout is JSON or CSV.
   if (threads <= 0) threads = default_thread_count();
-  Roofline roofline;
+  MicroRoofline roofline;
   if (!flag_true(flag_value(passthrough, "benchmark_list_tests"))) {
     roofline = measure_cpu_roofline(threads);
     const std::string format = flag_value(passthrough, "benchmark_format");

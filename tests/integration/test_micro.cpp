@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <string>
+
+#include "harness/micro/micro_roofline.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "tests/support/run_binary.h"
 
@@ -31,10 +34,19 @@ TEST_CASE("micro --benchmark_format=json prints JSON with a context block", "[mi
   const nlohmann::json j = nlohmann::json::parse(r.output.substr(begin, end - begin + 1));
   REQUIRE(j.contains("context"));
   CHECK(j["context"].contains("noeira_backend"));
-  // The roofline's figures travel in the context, each benchmark's place under it as a counter.
-  CHECK(j["context"].contains("noeira_roofline_stream_gbs"));
-  CHECK(j["context"].contains("noeira_roofline_peak_fp32_gflops"));
-  CHECK(j["context"].contains("noeira_roofline_peak_bf16_gflops"));
+  // The roofline's figures travel in the context (strings), each benchmark's place under it
+  // as a counter. Sizes and rates are positive wherever they were measured or read.
+  for (const char* key : {"stream_gbs", "l2_gbs", "l3_gbs", "l2_bytes", "l3_bytes", "l2_set_bytes",
+                          "l3_set_bytes", "dram_set_bytes", "peak_fp32_gflops", "peak_bf16_gflops",
+                          "gemm_fp32_gflops"}) {
+    const std::string k = std::string("noeira_roofline_") + key;
+    INFO(k);
+    REQUIRE(j["context"].contains(k));
+    REQUIRE(j["context"][k].is_string());
+    CHECK(std::stod(j["context"][k].get<std::string>()) > 0.0);
+  }
+  // 0 where /proc/cpuinfo gives no clock: present, not necessarily positive.
+  CHECK(j["context"].contains("noeira_roofline_estimate_fp32_gflops"));
   REQUIRE(j.contains("benchmarks"));
   REQUIRE(j["benchmarks"].size() >= 1);
   bool mlp = false;
@@ -103,11 +115,17 @@ TEST_CASE("micro runs an op benchmark beside the roofline", "[micro]") {
                                     "--benchmark_min_time=0.01");
   INFO(r.output);
   CHECK(r.exit_code == 0);
+  // The header: both peaks' sources said plainly, three bandwidth levels, the caches.
   CHECK_THAT(r.output, Catch::Contains("roofline (CPU, 1 thread): peak fp32") &&
-                           Catch::Contains("stream bandwidth"));
+                           Catch::Contains("stream bandwidth L2 ") && Catch::Contains(", DRAM ") &&
+                           Catch::Contains("nominal clock") && Catch::Contains("GEMM measured now") &&
+                           Catch::Contains("caches ("));
   CHECK_THAT(r.output, Catch::Contains("act_forward/resnet20/f32/relu/n=524288") &&
                            Catch::Contains("roofline_pct=") && Catch::Contains("bytes_per_second=") &&
-                           Catch::Contains("per step: resnet20 x") && Catch::Contains("memory-bound"));
+                           Catch::Contains("per step: resnet20 x"));
+  // Which level rated it depends on this machine's caches; that one was named does not.
+  CHECK_THAT(r.output, Catch::Contains("memory-bound (L2)") || Catch::Contains("memory-bound (L3)") ||
+                           Catch::Contains("memory-bound (DRAM)"));
   CHECK_THAT(r.output, !Catch::Contains("gemm/"));
 }
 
@@ -124,4 +142,19 @@ TEST_CASE("micro --help says where the other flags go", "[micro]") {
   CHECK_THAT(r.output, Catch::Contains("Google Benchmark") &&
                            Catch::Contains("--benchmark_filter") && Catch::Contains("--threads") &&
                            Catch::Contains("roofline_pct"));
+}
+
+TEST_CASE("micro rates an op at the smallest measured level that holds its bytes", "[micro]") {
+  noeira::MicroRoofline r;
+  r.levels = {{"L2", 1e6, 200e9}, {"L3", 16e6, 100e9}, {"DRAM", 128e6, 40e9}};
+  CHECK(r.level_for(1e6)->name == "L2");
+  CHECK(r.level_for(1e6 + 1)->name == "L3");
+  CHECK(r.level_for(16e6)->name == "L3");
+  CHECK(r.level_for(17e6)->name == "DRAM");
+  CHECK(r.level_for(1e9)->name == "DRAM");  // past every set: the largest
+  CHECK(r.dram_bytes_per_s() == 40e9);
+  r.levels[1].bytes_per_s = 0;  // a failed probe is skipped, never rated against
+  CHECK(r.level_for(2e6)->name == "DRAM");
+  r.levels = {};
+  CHECK(r.level_for(1.0) == nullptr);
 }
