@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -19,21 +20,31 @@ namespace {
 // Every figure is the best of timed repetitions after one untimed call: the probe asks
 // what the library can do, and the best repetition is the one least disturbed by the
 // machine's other work. At least kMinReps, until kMinSeconds have passed, at most kMaxReps.
+// With min_timing_s > 0 a timing repeats the call for at least that long (a cache-sized
+// stream takes microseconds: one call would time the clock and the thread fork/join).
 constexpr int kMinReps = 3, kMaxReps = 20;
 constexpr double kMinSeconds = 0.1;
 
 template <class F>
-double best_rate(F&& call, Stream& queue, double work) {
-  call();
-  queue.synchronize();
+double best_rate(F&& call, Stream& queue, double work, double min_timing_s = 0.0) {
+  using Clock = std::chrono::steady_clock;
+  const auto timed = [&](int calls) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) call();
+    queue.synchronize();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  timed(1);
+  int calls = 1;
+  if (min_timing_s > 0.0) {
+    const double one = std::max(timed(1), 1e-9);
+    calls = static_cast<int>(std::clamp(std::ceil(min_timing_s / one), 1.0, 1e7));
+  }
   double best = 0.0, spent = 0.0;
   for (int r = 0; r < kMaxReps && (r < kMinReps || spent < kMinSeconds); ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
-    queue.synchronize();
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double dt = timed(calls);
     spent += dt;
-    if (dt > 0.0) best = std::max(best, work / dt);
+    if (dt > 0.0) best = std::max(best, work * calls / dt);
   }
   return best;
 }
@@ -45,62 +56,76 @@ struct ProbeBuffers {
 };
 
 // Plans and allocates the probe's buffers on the backend's device (plan, then allocate
-// once) and fills the inputs with small values of both signs (no denormals, no zeros that
-// a kernel could skip).
-Result<ProbeBuffers> make_buffers(Backend& be, ProbeShape shape) {
-  const int64_t nn = int64_t{shape.gemm_n} * shape.gemm_n;
-  const int64_t ns = int64_t{shape.stream_mib} * 1024 * 1024 / 4;
+// once): n x n GEMM operands and two stream arrays of ns floats, either left out when 0;
+// fills the inputs with small values of both signs (no denormals, no zeros that a kernel
+// could skip).
+Result<ProbeBuffers> make_buffers(Backend& be, int64_t n, int64_t ns) {
+  const int64_t nn = n * n;
   MemoryPlan plan;
-  const Slot a32 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
-  const Slot b32 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
-  const Slot c = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
-  const Slot a16 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kBF16);
-  const Slot b16 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kBF16);
-  const Slot x = plan.reserve(MemCategory::kWorkspace, Shape{ns}, DType::kF32);
-  const Slot y = plan.reserve(MemCategory::kWorkspace, Shape{ns}, DType::kF32);
+  Slot a32, b32, c, a16, b16, x, y;
+  if (nn > 0) {
+    a32 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
+    b32 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
+    c = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kF32);
+    a16 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kBF16);
+    b16 = plan.reserve(MemCategory::kWorkspace, Shape{nn}, DType::kBF16);
+  }
+  if (ns > 0) {
+    x = plan.reserve(MemCategory::kWorkspace, Shape{ns}, DType::kF32);
+    y = plan.reserve(MemCategory::kWorkspace, Shape{ns}, DType::kF32);
+  }
   Result<Arenas> arenas = Arenas::allocate(plan, *be.allocator);
   if (!arenas) return arenas.error();
   ProbeBuffers p;
   p.arenas = std::move(*arenas);
-  p.a32 = p.arenas.as<float>(a32), p.b32 = p.arenas.as<float>(b32), p.c = p.arenas.as<float>(c);
-  p.a16 = p.arenas.as<bf16_t>(a16), p.b16 = p.arenas.as<bf16_t>(b16);
-  p.x = p.arenas.as<float>(x), p.y = p.arenas.as<float>(y);
-  std::vector<float> f(static_cast<size_t>(std::max(nn, ns)));
+  std::vector<float> f(static_cast<size_t>(std::max(nn + 1, ns)));
   for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 16.0f;
-  std::vector<bf16_t> h(static_cast<size_t>(nn));
-  for (size_t i = 0; i < h.size(); ++i) h[i] = f32_to_bf16(f[i]);
   Stream& stream = *be.stream;
-  stream.copy_to_device(p.a32, f.data(), static_cast<size_t>(nn) * 4);
-  stream.copy_to_device(p.b32, f.data() + 1, static_cast<size_t>(nn) * 4);
-  stream.copy_to_device(p.a16, h.data(), static_cast<size_t>(nn) * 2);
-  stream.copy_to_device(p.b16, h.data(), static_cast<size_t>(nn) * 2);
-  stream.copy_to_device(p.x, f.data(), static_cast<size_t>(ns) * 4);
+  if (nn > 0) {
+    p.a32 = p.arenas.as<float>(a32), p.b32 = p.arenas.as<float>(b32), p.c = p.arenas.as<float>(c);
+    p.a16 = p.arenas.as<bf16_t>(a16), p.b16 = p.arenas.as<bf16_t>(b16);
+    std::vector<bf16_t> h(static_cast<size_t>(nn));
+    for (size_t i = 0; i < h.size(); ++i) h[i] = f32_to_bf16(f[i]);
+    stream.copy_to_device(p.a32, f.data(), static_cast<size_t>(nn) * 4);
+    stream.copy_to_device(p.b32, f.data() + 1, static_cast<size_t>(nn) * 4);
+    stream.copy_to_device(p.a16, h.data(), static_cast<size_t>(nn) * 2);
+    stream.copy_to_device(p.b16, h.data(), static_cast<size_t>(nn) * 2);
+  }
+  if (ns > 0) {
+    p.x = p.arenas.as<float>(x), p.y = p.arenas.as<float>(y);
+    stream.copy_to_device(p.x, f.data(), static_cast<size_t>(ns) * 4);
+  }
   stream.synchronize();
   return p;
 }
 
-nlohmann::json probe_row(Backend& be, ProbeBuffers& p, ProbeShape shape, const nlohmann::json& threads) {
-  Ops& ops = *be.ops;
-  Stream& queue = *be.stream;
-  const int64_t n = shape.gemm_n;
-  const double gemm_flops = 2.0 * n * n * n;
-  const int64_t ns = int64_t{shape.stream_mib} * 1024 * 1024 / 4;
-  const double fp32 = best_rate(
+// y = max(x, 0) over ns floats: one read and one write stream of 4-byte elements.
+double stream_rate(Ops& ops, Stream& queue, const float* x, float* y, int64_t ns, double min_timing_s = 0.0) {
+  return best_rate([&] { ops.act_forward(ConstView(x, ns), View(y, ns), Act::kReLU); }, queue,
+                   2.0 * 4.0 * static_cast<double>(ns), min_timing_s);
+}
+
+// n^3 GEMMs, fp32 and bf16 (0 where the backend has no bf16 matmul: oneDNN below AVX-512).
+GemmRates gemm_rates(Ops& ops, Stream& queue, const ProbeBuffers& p, int64_t n) {
+  const double flops = 2.0 * n * n * n;
+  GemmRates g;
+  g.fp32 = best_rate(
       [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a32, n * n), n, ConstView(p.b32, n * n), n, 0.0f, p.c, n); },
-      queue, gemm_flops);
-  // A backend without bf16 matmuls (oneDNN below AVX-512): null, not a crash.
-  const nlohmann::json bf16 =
-      ops.supports_bf16()
-          ? nlohmann::json(1e-9 * best_rate(
-                [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a16, n * n), n, ConstView(p.b16, n * n), n, 0.0f, p.c, n); },
-                queue, gemm_flops))
-          : nlohmann::json();
-  // y = max(x, 0): one read and one write stream of 4-byte elements.
-  const double stream = best_rate([&] { ops.act_forward(ConstView(p.x, ns), View(p.y, ns), Act::kReLU); },
-                                  queue, 2.0 * 4.0 * static_cast<double>(ns));
+      queue, flops);
+  if (ops.supports_bf16())
+    g.bf16 = best_rate(
+        [&] { ops.gemm(false, false, n, n, n, 1.0f, ConstView(p.a16, n * n), n, ConstView(p.b16, n * n), n, 0.0f, p.c, n); },
+        queue, flops);
+  return g;
+}
+
+nlohmann::json probe_row(Backend& be, ProbeBuffers& p, ProbeShape shape, const nlohmann::json& threads) {
+  const int64_t ns = int64_t{shape.stream_mib} * 1024 * 1024 / 4;
+  const GemmRates g = gemm_rates(*be.ops, *be.stream, p, shape.gemm_n);
+  const double stream = stream_rate(*be.ops, *be.stream, p.x, p.y, ns);
   return {{"threads", threads},
-          {"gemm_fp32_gflops", fp32 * 1e-9},
-          {"gemm_bf16_gflops", bf16},
+          {"gemm_fp32_gflops", g.fp32 * 1e-9},
+          {"gemm_bf16_gflops", g.bf16 > 0.0 ? nlohmann::json(g.bf16 * 1e-9) : nlohmann::json()},
           {"stream_gbs", stream * 1e-9}};
 }
 
@@ -156,7 +181,8 @@ Result<nlohmann::json> run_our_probe(Device device, int threads) {
   for (int t : counts) {
     Result<Backend> be = make_backend(device, t);
     if (!be) return be.error();
-    Result<ProbeBuffers> p = make_buffers(*be, probe_shape(device));
+    Result<ProbeBuffers> p = make_buffers(*be, probe_shape(device).gemm_n,
+                                          int64_t{probe_shape(device).stream_mib} * 1024 * 1024 / 4);
     if (!p) return p.error();
     rows.push_back(probe_row(*be, *p, probe_shape(device),
                              device == Device::kCpu ? nlohmann::json(t) : nlohmann::json()));
@@ -167,6 +193,27 @@ Result<nlohmann::json> run_our_probe(Device device, int threads) {
     math = "oneDNN " + dnn.value("version", std::string("?")) + " (" + dnn.value("isa", std::string("?")) + ")";
   }
   return nlohmann::json{{"rows", rows}, {"math", {{"summary", math}}}};
+}
+
+Result<double> run_stream_probe(Device device, int threads, int64_t array_bytes, double min_timing_s) {
+  if (threads <= 0) threads = default_thread_count();
+  Result<Backend> be = make_backend(device, threads);
+  if (!be) return be.error();
+  if (array_bytes <= 0) array_bytes = int64_t{probe_shape(device).stream_mib} * 1024 * 1024;
+  const int64_t ns = std::max<int64_t>(array_bytes / 4, 1);
+  Result<ProbeBuffers> p = make_buffers(*be, 0, ns);
+  if (!p) return p.error();
+  return stream_rate(*be->ops, *be->stream, p->x, p->y, ns, min_timing_s);
+}
+
+Result<GemmRates> run_gemm_probe(Device device, int threads) {
+  if (threads <= 0) threads = default_thread_count();
+  Result<Backend> be = make_backend(device, threads);
+  if (!be) return be.error();
+  const int64_t n = probe_shape(device).gemm_n;
+  Result<ProbeBuffers> p = make_buffers(*be, n, 0);
+  if (!p) return p.error();
+  return gemm_rates(*be->ops, *be->stream, *p, n);
 }
 
 nlohmann::json measure_baseline_probes(Device device, int threads, const std::string& twin_python,

@@ -11,6 +11,7 @@
 //    twin: {rows, math} | {error}}, with rows = [{threads, gemm_fp32_gflops,
 //    gemm_bf16_gflops, stream_gbs}, ...] (threads null on a GPU).
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -40,6 +41,21 @@ inline constexpr ProbeShape probe_shape(Device device) {
 // Our probe on `device`: rows for 1 thread and `threads` (one row when that is 1; one row
 // with threads null on a GPU).
 Result<nlohmann::json> run_our_probe(Device device, int threads);
+
+// The streaming figure alone (y = max(x, 0) over two arrays of `array_bytes` each, 0:
+// probe_shape(device).stream_mib MiB; best of repetitions; bytes read + written per
+// second) on `threads` threads: what `micro` rates memory-bound kernels against, without
+// the GEMM probes' seconds. min_timing_s > 0: each timing repeats the kernel for at least
+// that long (cache-sized arrays).
+Result<double> run_stream_probe(Device device, int threads, int64_t array_bytes = 0,
+                                double min_timing_s = 0.0);
+
+// The GEMM figures alone: FLOP/s of probe_shape(device).gemm_n^3 GEMMs, best of
+// repetitions, on `threads` threads; bf16 0 where the backend has no bf16 matmul.
+struct GemmRates {
+  double fp32 = 0, bf16 = 0;
+};
+Result<GemmRates> run_gemm_probe(Device device, int threads);
 
 // The whole probes object of a run: ours on `device`, the twin's through `twin_python`
 // (skipped when empty: no twin timed), the CPU's peak estimate, shapes and method.

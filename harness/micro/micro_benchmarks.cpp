@@ -1,117 +1,27 @@
-// The kernels `noeira-bench micro` times, registered programmatically from the recipes.
-//
-// Each benchmark plans its buffers in a MemoryPlan and allocates them as one arena the
-// first time Google Benchmark calls it (plan, then allocate once: DESIGN.md rule 1);
-// later calls of the same benchmark (Google Benchmark calls it once per trial
-// iteration count) reuse them. One cache holds the buffers of the benchmark that is
-// running, so peak memory is one benchmark's, not the sum of all.
+// The kernels `noeira-bench micro` times, registered programmatically from the recipes:
+// here the Linear layers' GEMMs, the loss, the optimizer and the batch gather per recipe;
+// the other ops of a training step in harness/micro/op_benchmarks.cpp. Buffers are
+// planned and allocated once per benchmark (harness/micro/micro_buffers.h).
 #include <benchmark/benchmark.h>
 
-#include <cstring>
+#include <map>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "harness/micro/micro_benchmarks.h"
-#include "kernels/common/philox.h"
-#include "kernels/cpu/cpu_ops.h"
-#include "models/model_builder.h"
-#include "models/recipe.h"
+#include "harness/micro/micro_buffers.h"
+#include "harness/micro/micro_roofline.h"
+#include "harness/micro/op_benchmarks.h"
+#include "harness/micro/op_trace.h"
 #include "kernels/backend.h"
-#include "nn/memory_plan.h"
-#include "nn/params.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "models/recipe.h"
 
 namespace noeira {
 
 namespace {
-
-enum class Fill : uint8_t {
-  kZero,      // left as allocated (zero)
-  kSigned,    // floats in [-1, 1)
-  kPositive,  // floats in [0, 1) (e.g. Adam's second moment)
-  kLabels,    // int32 classes in [0, classes)
-};
-
-struct BufferSpec {
-  Shape shape;
-  DType dtype = DType::kF32;
-  Fill fill = Fill::kZero;
-  int64_t classes = 0;  // kLabels only
-};
-
-// Deterministic fill from the project's one RNG (Philox, purpose kInit, stream = the
-// buffer's index), so every run of a benchmark sees the same numbers.
-void fill_buffer(void* p, const BufferSpec& s, uint32_t stream) {
-  const int64_t n = s.shape.numel();
-  if (s.fill == Fill::kZero) return;
-  if (s.fill == Fill::kLabels) {
-    auto* y = static_cast<int32_t*>(p);
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = static_cast<int32_t>(philox_word(0, RngPurpose::kInit, stream,
-                                              static_cast<uint64_t>(i)) %
-                                  static_cast<uint32_t>(s.classes));
-    return;
-  }
-  auto* x = static_cast<float*>(p);
-  const bool sign = s.fill == Fill::kSigned;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float u =
-        u32_to_unit_float(philox_word(0, RngPurpose::kInit, stream, static_cast<uint64_t>(i)));
-    x[i] = sign ? 2.0f * u - 1.0f : u;
-  }
-}
-
-class BufferCache {
- public:
-  // The buffers of benchmark `key`, planned, allocated and filled at its first call.
-  // `fresh` says whether they were just made (for extra set-up such as a shuffle).
-  const std::vector<void*>& get(const std::string& key, const std::vector<BufferSpec>& specs,
-                                bool* fresh) {
-    *fresh = key != key_;
-    if (!*fresh) return ptrs_;
-    key_.clear();
-    ptrs_.clear();
-    arenas_ = Arenas();  // release the previous benchmark's memory first
-    MemoryPlan plan;
-    std::vector<Slot> slots;
-    for (const BufferSpec& s : specs)
-      slots.push_back(plan.reserve(MemCategory::kWorkspace, s.shape, s.dtype));
-    Result<Arenas> a = Arenas::allocate(plan, allocator_);
-    if (!a) throw std::runtime_error(a.error().message);
-    arenas_ = std::move(*a);
-    for (size_t i = 0; i < specs.size(); ++i) {
-      ptrs_.push_back(arenas_.ptr(slots[i]));
-      fill_buffer(ptrs_.back(), specs[i], static_cast<uint32_t>(i));
-    }
-    key_ = key;
-    return ptrs_;
-  }
-
- private:
-  HostAllocator allocator_;
-  std::string key_;
-  Arenas arenas_;
-  std::vector<void*> ptrs_;
-};
-
-struct Shared {
-  std::unique_ptr<Ops> ops;
-  BufferCache cache;
-};
-
-// Gets the benchmark's buffers, or marks the benchmark as errored and returns null.
-const std::vector<void*>* buffers(benchmark::State& state, Shared& sh, const std::string& key,
-                                  const std::vector<BufferSpec>& specs, bool* fresh) {
-  try {
-    return &sh.cache.get(key, specs, fresh);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return nullptr;
-  }
-}
 
 // Training-set rows of the recipe's data set (gather_rows reads from all of them).
 int64_t train_rows(const std::string& dataset) {
@@ -126,8 +36,8 @@ struct GemmCase {
   float beta;
 };
 
-void register_gemm(const std::shared_ptr<Shared>& sh, const std::string& prefix,
-                   const GemmCase& g) {
+void register_gemm(const std::shared_ptr<MicroShared>& sh, const std::string& prefix,
+                   const GemmCase& g, const std::string& label) {
   const std::string name = "gemm/" + prefix + "/" + g.what + "/M=" + std::to_string(g.M) +
                            "/N=" + std::to_string(g.N) + "/K=" + std::to_string(g.K);
   // op(A)(M,K), op(B)(K,N), C(M,N); stored row-major as the Linear layer stores them.
@@ -136,28 +46,32 @@ void register_gemm(const std::shared_ptr<Shared>& sh, const std::string& prefix,
   std::vector<BufferSpec> specs = {{a, DType::kF32, Fill::kSigned},
                                    {b, DType::kF32, Fill::kSigned},
                                    {Shape{g.M, g.N}, DType::kF32, Fill::kSigned}};
-  benchmark::RegisterBenchmark(name.c_str(), [sh, name, g, specs](benchmark::State& state) {
+  benchmark::RegisterBenchmark(name.c_str(), [sh, name, g, specs, label](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     const ConstView A{(*p)[0], DType::kF32, g.M * g.K};
     const ConstView B{(*p)[1], DType::kF32, g.K * g.N};
     auto* C = static_cast<float*>((*p)[2]);
     const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
-    for (auto _ : state) {
+    const auto call = [&] {
       sh->ops->gemm(g.ta, g.tb, g.M, g.N, g.K, 1.0f, A, lda, B, ldb, g.beta, C, g.N);
       benchmark::DoNotOptimize(C);
-      benchmark::ClobberMemory();
-    }
-    state.counters["FLOP/s"] = benchmark::Counter(
-        2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K),
-        benchmark::Counter::kIsIterationInvariantRate);
+    };
+    // oneDNN creates a shape's matmul primitive at its first call: not timed (Google
+    // Benchmark may time a single iteration).
+    if (fresh) call();
+    const double seconds = timed_loop(state, call);
+    // A and B read, C written (and read when beta accumulates).
+    const double M = static_cast<double>(g.M), N = static_cast<double>(g.N), K = static_cast<double>(g.K);
+    const OpWork work{2.0 * M * N * K, 4.0 * (M * K + K * N + (g.beta != 0.0f ? 2.0 : 1.0) * M * N), false};
+    report_work(state, work, sh->roofline, seconds, label);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C) {
-  const int64_t B = r.batch;
-  const bool xent = r.task == Task::kClassification;
+// The loss over B rows of C (softmax cross-entropy, or MSE for regression recipes).
+void register_loss(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t B, int64_t C) {
+  const bool xent = r.task != Task::kRegression;
   const std::string name = std::string(xent ? "softmax_xent/" : "mse/") + r.name +
                            "/B=" + std::to_string(B) + "/C=" + std::to_string(C);
   std::vector<BufferSpec> specs = {
@@ -169,14 +83,14 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, specs, B, C,
                                               xent](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     const ConstView logits{(*p)[0], DType::kF32, B * C};
     const View dlogits{(*p)[2], DType::kF32, B * C};
     auto* history = static_cast<float*>((*p)[3]);
     LossStats stats{};
     const StepCounters counters{0, 0};
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       if (xent)
         sh->ops->softmax_xent(logits, static_cast<const int32_t*>((*p)[1]), B, C, 0.0f, dlogits,
                               &stats, history, &counters);
@@ -185,15 +99,14 @@ void register_loss(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t C
                      &counters);
       benchmark::DoNotOptimize(dlogits.data);
       benchmark::DoNotOptimize(stats);
-      benchmark::ClobberMemory();
-    }
-    // logits (and targets) read, d(logits) written.
+    });
+    // logits (and labels or targets) read, d(logits) written.
     const int64_t bytes = (xent ? 2 * B * C + B : 3 * B * C) * 4;
-    state.SetBytesProcessed(state.iterations() * bytes);
+    report_work(state, OpWork{0.0, static_cast<double>(bytes), false}, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_optimizer(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t n) {
+void register_optimizer(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t n) {
   const OptimizerConfig cfg = r.optimizer;
   const bool sgd = cfg.kind == OptimizerKind::kSgd;
   const std::string name = std::string(sgd ? "sgd/" : "adam/") + r.name + "/n=" + std::to_string(n);
@@ -204,26 +117,26 @@ void register_optimizer(const std::shared_ptr<Shared>& sh, const Recipe& r, int6
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, specs, cfg, n,
                                               sgd](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     auto* params = static_cast<float*>((*p)[0]);
     const auto* grads = static_cast<const float*>((*p)[1]);
     auto* s0 = static_cast<float*>((*p)[2]);
     const StepCounters counters{0, 0};
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       if (sgd)
         sh->ops->sgd(params, grads, s0, n, cfg.sgd, &counters);
       else
         sh->ops->adam(params, grads, s0, static_cast<float*>((*p)[3]), n, cfg.adam, &counters);
       benchmark::DoNotOptimize(params);
-      benchmark::ClobberMemory();
-    }
+    });
     // Adam reads p, g, m, v and writes p, m, v; SGD reads p, g, buf and writes p, buf.
-    state.SetBytesProcessed(state.iterations() * n * 4 * (sgd ? 5 : 7));
+    const double bytes = static_cast<double>(n) * 4.0 * (sgd ? 5 : 7);
+    report_work(state, OpWork{0.0, bytes, false}, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-void register_gather(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t rows_total,
+void register_gather(const std::shared_ptr<MicroShared>& sh, const Recipe& r, int64_t rows_total,
                      int64_t row_elems, size_t ws_bytes) {
   const int64_t B = r.batch;
   const int64_t steps = rows_total / B;  // drop_last: whole batches only
@@ -238,72 +151,64 @@ void register_gather(const std::shared_ptr<Shared>& sh, const Recipe& r, int64_t
   benchmark::RegisterBenchmark(name.c_str(), [sh, name, specs, B, steps, rows_total,
                                               row_elems](benchmark::State& state) {
     bool fresh = false;
-    const std::vector<void*>* p = buffers(state, *sh, name, specs, &fresh);
+    const std::vector<void*>* p = micro_buffers(state, *sh, name, specs, &fresh);
     if (!p) return;
     const ConstView src{(*p)[0], DType::kF32, rows_total * row_elems};
     auto* perm = static_cast<int32_t*>((*p)[1]);
     const View dst{(*p)[3], DType::kF32, B * row_elems};
     if (fresh) sh->ops->shuffle(0, 0, rows_total, perm, (*p)[2]);  // epoch 0's order, seed 0
     StepCounters counters{0, 0};
-    for (auto _ : state) {
+    const double seconds = timed_loop(state, [&] {
       sh->ops->gather_rows(src, perm, B, row_elems, &counters, dst);
       benchmark::DoNotOptimize(dst.data);
-      benchmark::ClobberMemory();
       // The next batch of the epoch, as the training step's advance() does.
       if (++counters.batch_in_epoch == steps) counters.batch_in_epoch = 0;
-    }
-    state.SetBytesProcessed(state.iterations() * B * row_elems * 4 * 2);  // read + write
+    });
+    // The batch's rows read and written, its B indices read.
+    const double bytes = static_cast<double>(B) * (static_cast<double>(row_elems) * 8.0 + 4.0);
+    report_work(state, OpWork{0.0, bytes, false}, sh->roofline, seconds);
   })->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-// Registers one recipe's benchmarks; returns how many, or an error for a recipe that
-// cannot be planned.
-Result<int> register_recipe(const std::shared_ptr<Shared>& sh, const Recipe& r,
-                            std::vector<std::string>& skipped) {
-  Result<std::unique_ptr<Module>> model = build_model(r);
-  if (!model) return model.error();
-  // Plan the model exactly as the trainer does, to read the layer shapes and the size
-  // of the parameter arena (the flat array the optimizer runs over).
-  MemoryPlan plan;
-  ParamRegistry params;
-  int64_t scratch = 0;
-  size_t workspace = 0;
-  PlanContext pc{plan, params, r.batch, false, "", NoAMP, DType::kF32, &scratch,
-                 sh->ops.get(), &workspace};
-  Shape out;
-  try {
-    out = (*model)->plan(pc, r.input_shape);
-  } catch (const PlanError& e) {
-    return make_error(e.what());
-  }
+// Rank of a GEMM's role, for registering a layer's three in step order.
+int gemm_rank(const std::string& what) {
+  return what == "forward_NT" ? 0 : what == "weight_grad_TN" ? 1 : 2;
+}
+
+// Registers one recipe's GEMMs, loss, optimizer and gather from its traced fp32 step;
+// returns how many.
+int register_recipe(const std::shared_ptr<MicroShared>& sh, const Recipe& r, const StepOps& step,
+                    std::vector<std::string>& skipped) {
   int count = 0;
-
-  bool first_layer = true;
-  for (const ParamInfo& p : params.all()) {
-    if (p.role != ParamRole::kWeight || p.value.shape.rank != 2) continue;
-    const int64_t n_out = p.value.shape[0], n_in = p.value.shape[1], B = r.batch;
-    std::string layer = p.name;
-    if (const size_t dot = layer.rfind(".weight"); dot != std::string::npos) layer.resize(dot);
-    const std::string prefix = r.name + "/" + layer;
-    // The three GEMMs of a Linear layer's training step (nn/linear.cpp):
-    //   forward      y(B,out)   = x(B,in) W(out,in)^T           NT, beta 0
-    //   weight grad  dW(out,in) += dz(B,out)^T x(B,in)          TN, beta 1
-    //   input grad   dx(B,in)   = dz(B,out) W(out,in)           NN, beta 0
-    // The first layer's input needs no gradient, so the step never runs its input-grad
-    // GEMM and neither do we.
-    register_gemm(sh, prefix, {"forward_NT", false, true, B, n_out, n_in, 0.0f});
-    register_gemm(sh, prefix, {"weight_grad_TN", true, false, n_out, n_in, B, 1.0f});
-    count += 2;
-    if (!first_layer) {
-      register_gemm(sh, prefix, {"input_grad_NN", false, false, B, n_in, n_out, 0.0f});
-      ++count;
-    }
-    first_layer = false;
+  // The GEMMs the step runs, layer by layer (parameter order) in forward, weight-grad,
+  // input-grad order: Linear layers, and the tied LM head (nn/linear.cpp, tied_head.cpp).
+  // The first layer's input needs no gradient, so it has no input-grad GEMM. Layers of
+  // one shape (a transformer's blocks) are one benchmark, named by the first.
+  std::vector<GemmCall> gemms = step.gemms;
+  std::stable_sort(gemms.begin(), gemms.end(), [](const GemmCall& a, const GemmCall& b) {
+    return a.param != b.param ? a.param < b.param : gemm_rank(a.what) < gemm_rank(b.what);
+  });
+  std::map<std::string, std::pair<size_t, int>> seen;  // shape -> (first index, calls)
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmCall& g = gemms[i];
+    const std::string shape = g.what + "/" + std::to_string(g.M) + "/" + std::to_string(g.N) +
+                              "/" + std::to_string(g.K);
+    ++seen.try_emplace(shape, i, 0).first->second.second;
   }
-
-  register_loss(sh, r, out.numel());
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmCall& g = gemms[i];
+    const auto& [first, calls] = seen.at(g.what + "/" + std::to_string(g.M) + "/" +
+                                         std::to_string(g.N) + "/" + std::to_string(g.K));
+    if (first != i) continue;
+    register_gemm(sh, r.name + "/" + g.layer, {g.what.c_str(), g.ta, g.tb, g.M, g.N, g.K, g.beta},
+                  "per step: " + r.name + " x" + std::to_string(calls));
+    ++count;
+  }
+  // Softmax over the last dimension: (B, C) for classifiers, (B T, V) for the gpt family.
+  const int64_t C = step.out[step.out.rank - 1];
+  register_loss(sh, r, r.batch * (step.out.numel() / C), C);
   ++count;
-  register_optimizer(sh, r, static_cast<int64_t>(plan.bytes(MemCategory::kParams) / 4));
+  register_optimizer(sh, r, step.params);
   ++count;
   const int64_t rows = train_rows(r.dataset);
   Result<size_t> ws_bytes = rows >= r.batch ? sh->ops->shuffle_workspace_bytes(rows)
@@ -322,27 +227,40 @@ Result<int> register_recipe(const std::shared_ptr<Shared>& sh, const Recipe& r,
 
 }  // namespace
 
-MicroRegistration register_micro_benchmarks(int threads) {
+MicroRegistration register_micro_benchmarks(int threads, const MicroRoofline& roofline) {
   MicroRegistration reg;
   if (threads <= 0) threads = default_thread_count();
-  auto sh = std::make_shared<Shared>();
+  auto sh = std::make_shared<MicroShared>();
   sh->ops = std::make_unique<CpuOps>(threads);
+  sh->roofline = roofline;
   reg.backend = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                 (threads == 1 ? "" : "s") + ")";
+  // Each recipe's step traced once per policy: fp32 feeds both kinds of benchmark, bf16
+  // the op benchmarks (harness/micro/op_trace.h).
+  std::vector<AmpPolicy> policies = {NoAMP};
+  if (sh->ops->supports_bf16())
+    policies.push_back(BF16Policy);
+  else
+    reg.skipped.push_back("bf16 op benchmarks (this backend does not store bf16)");
+  std::vector<TracedStep> steps;
   for (const std::string& name : list_recipes()) {
     Result<Recipe> r = load_recipe_for_model(name);
     if (!r) {
       reg.skipped.push_back(name + ": " + r.error().message);
       continue;
     }
-    Result<int> n = register_recipe(sh, *r, reg.skipped);
-    if (!n) {
-      reg.skipped.push_back(name + ": " + n.error().message);
-      continue;
+    for (AmpPolicy amp : policies) {
+      Result<StepOps> step = trace_training_step(*r, amp, *sh->ops);
+      if (!step) {
+        reg.skipped.push_back(name + " (" + amp_name(amp) + "): " + step.error().message);
+        continue;
+      }
+      if (amp == NoAMP) reg.benchmarks += register_recipe(sh, *r, *step, reg.skipped);
+      steps.push_back({name, amp, std::move(*step)});
     }
-    reg.benchmarks += *n;
     reg.recipes.push_back(name);
   }
+  reg.benchmarks += register_op_benchmarks(sh, steps);
   return reg;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/micro/micro_roofline.h"
+
 namespace noeira {
 
 // What register_micro_benchmarks did (harness/micro/micro_benchmarks.cpp).
@@ -20,13 +22,22 @@ struct MicroRegistration {
 //   softmax_xent/<recipe>/B=../C=..   (mse/... for regression recipes)
 //   adam/<recipe>/n=..                 (sgd/... for SGD recipes)
 //   gather_rows/<recipe>/B=../row=../src=..
-// all on one CpuOps with `threads` threads (0 = every core this process may use).
-// Buffers are planned and allocated once per benchmark, outside the timed loop.
-MicroRegistration register_micro_benchmarks(int threads);
+// and the other ops of one traced training step, fp32 and bf16 (harness/micro/
+// op_benchmarks.h: <op>/<recipes>/<dtype>/<shape>):
+//   act_forward, act_backward, bias_act (a Linear layer's activation), layernorm_forward,
+//   layernorm_backward, batchnorm_forward_train, batchnorm_backward, attention_forward,
+//   attention_backward, maxpool2d_forward, maxpool2d_backward, conv2d_forward,
+//   conv2d_backward_data, conv2d_backward_weights, cast (the bf16 weight refresh too)
+// all on one CpuOps with `threads` threads (0 = every core this process may use), each
+// reporting bytes_per_second, FLOP/s (matrix work) and roofline_pct against `roofline`
+// (harness/micro/micro_roofline.h). Buffers are planned and allocated once per benchmark,
+// outside the timed loop.
+MicroRegistration register_micro_benchmarks(int threads, const MicroRoofline& roofline);
 
-// Registers the benchmarks on `threads` threads (0 = all cores) and runs them with
-// Google Benchmark, which takes `passthrough` (its flags) as its argv; returns the exit
-// code: kExitUsage for flags it does not know.
+// Measures this CPU's roofline on `threads` threads (0 = all cores; skipped when only
+// listing) and prints it, registers the benchmarks and runs them with Google Benchmark,
+// which takes `passthrough` (its flags) as its argv; returns the exit code: kExitUsage for
+// flags it does not know.
 int run_micro(int threads, const std::vector<std::string>& passthrough);
 
 }  // namespace noeira

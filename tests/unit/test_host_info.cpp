@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/env/cpu_caches.h"
 #include "harness/env/host_info.h"
 
 using namespace noeira;
@@ -124,4 +125,17 @@ TEST_CASE("build_info and host_info record the math libraries and CPU features h
   for (const char* f : {"avx", "avx2", "avx512f", "avx512_bf16", "amx_bf16"})
     CHECK(h.at("cpu_features").at(f).is_boolean());
   CHECK(h.at("cpu_id").is_string());
+}
+
+TEST_CASE("cache sizes: sysfs's spelling, and some size for both levels here", "[host_info]") {
+  CHECK(parse_cache_size("1024K") == 1024 * 1024);
+  CHECK(parse_cache_size("32M") == 32 * 1024 * 1024);
+  CHECK(parse_cache_size("512") == 512);
+  CHECK(parse_cache_size("") == 0);
+  CHECK(parse_cache_size("K") == 0);
+  CHECK(parse_cache_size("12Q") == 0);
+  const CpuCaches c = cpu_caches();
+  CHECK(c.l2_bytes > 0);
+  CHECK(c.l3_bytes > 0);
+  CHECK_FALSE(c.source.empty());
 }
