@@ -1,8 +1,9 @@
 // CudaOps' token + position embedding (contracts: kernels/op_list.inc). Nothing here
 // uses floating-point atomics: every reduction's order is fixed by the ids.
 //
-// Forward: one thread per element of y; an id outside [0, V) is not checked against V
-// (the op has no V) but a negative one writes NaN rather than reading out of bounds.
+// Forward: one thread per element of y, 32-bit indices below 2^31 elements
+// (kernels/common/fast_divmod.h); an id outside [0, V) is not checked against V (the op
+// has no V) but a negative one writes NaN rather than reading out of bounds.
 //
 // Backward. dwte: the rows are sorted by token with cub's LSD radix sort of (id, row)
 // pairs, which is stable, so each token's rows stay in row order (an id outside [0, V) is
@@ -22,7 +23,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -34,14 +35,15 @@ namespace {
 constexpr size_t kAlign = 256;
 size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-template <class T>
+// y (rows, C) = wte[id] + wpe[r % T]; I: the index type (index.cuh).
+template <class T, class I>
 __global__ void embedding_forward_kernel(const int32_t* ids, const float* wte, const float* wpe,
-                                         T* y, int64_t rows, int64_t T_, int64_t C) {
-  const int64_t n = rows * C;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t r = i / C, c = i - r * C;
+                                         T* y, I n, Divider<I> C, Divider<I> T_) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    const I r = C.div(i), c = i - r * C.value();
     const int32_t id = ids[r];
-    const float v = id >= 0 ? wte[static_cast<int64_t>(id) * C + c] + wpe[(r % T_) * C + c]
+    const int64_t w = static_cast<int64_t>(T_.mod(r)) * C.value() + c;
+    const float v = id >= 0 ? wte[static_cast<int64_t>(id) * C.value() + c] + wpe[w]
                             : NAN;  // a bad id: NaN, never a stray read
     store_f32(y[i], v);
   }
@@ -135,9 +137,12 @@ cudaError_t launch_embedding_forward(cudaStream_t stream, const int32_t* ids, co
   if (T <= 0) return cudaErrorInvalidValue;
   return dispatch_float(op, {y}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    embedding_forward_kernel<<<grid_for(rows * C), kBlock, 0, stream>>>(ids, wte, wpe,
-                                                                        y.as<S>(), rows, T, C);
-    return cudaGetLastError();
+    return with_index(rows * C, [&](auto index) {
+      using I = typename decltype(index)::type;
+      embedding_forward_kernel<<<grid_for(rows * C), kBlock, 0, stream>>>(
+          ids, wte, wpe, y.as<S>(), static_cast<I>(rows * C), Divider<I>(C), Divider<I>(T));
+      return cudaGetLastError();
+    });
   });
 }
 
