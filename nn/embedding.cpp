@@ -21,9 +21,10 @@ Shape Embedding::plan(PlanContext& pc, const Shape& in) {
   const Shape out{T_, width_};
   y_ = pc.plan.reserve(MemCategory::kActivations, out.with_batch(pc.batch), out_dtype_);
   if (pc.ops) {
-    pc.need_workspace(pc.ops->embedding_workspace_bytes(pc.batch * T_, vocab_));
+    pc.need_workspace(pc.ops->embedding_workspace_bytes(pc.batch * T_, vocab_, width_));
     if (pc.tail_rows > 0)
-      pc.need_workspace(pc.ops->embedding_workspace_bytes(pc.tail_rows * T_, vocab_));
+      pc.need_workspace(pc.ops->embedding_workspace_bytes(pc.tail_rows * T_, vocab_,
+                                                            width_));
   }
   return out;
 }

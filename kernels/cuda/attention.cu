@@ -39,7 +39,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/gemm_lt.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -93,38 +93,43 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The shapes of the head layout changes, dividers in the index type I (index.cuh): every
+// index below n = parts * B * T * C, so the index math stays in I.
+template <class I>
+struct HeadsGeom {
+  I n, B, T, C, nh, hd, parts;
+  Divider<I> by_hd, by_T, by_nh, by_B, by_C, by_row;  // row = parts * C
+};
+
+template <class I>
+HeadsGeom<I> heads_geom(int parts, int64_t B, int64_t T, int64_t C, int64_t nh) {
+  const int64_t hd = C / nh;
+  return {static_cast<I>(parts * B * T * C), static_cast<I>(B), static_cast<I>(T),
+          static_cast<I>(C), static_cast<I>(nh), static_cast<I>(hd), static_cast<I>(parts),
+          Divider<I>(hd), Divider<I>(T), Divider<I>(nh), Divider<I>(B), Divider<I>(C),
+          Divider<I>(parts * C)};
+}
+
 // Element e of dst (parts, B, nh, T, hd) <- src (B, T, parts * C) at the same (part, b, t,
 // h, d); parts = 3 for qkv, 1 for a (B, T, C) tensor.
-template <class T>
-__global__ void to_heads_kernel(const T* src, float* dst, int parts, int64_t B, int64_t T_,
-                                int64_t C, int64_t nh) {
-  const int64_t hd = C / nh;
-  const int64_t n = parts * B * T_ * C;
-  for (int64_t e = global_thread(); e < n; e += grid_stride()) {
-    const int64_t d = e % hd;
-    int64_t rest = e / hd;
-    const int64_t t = rest % T_;
-    rest /= T_;
-    const int64_t h = rest % nh;
-    rest /= nh;
-    const int64_t b = rest % B;
-    const int64_t part = rest / B;
-    dst[e] = load_f32(src[(b * T_ + t) * parts * C + part * C + h * hd + d]);
+template <class T, class I>
+__global__ void to_heads_kernel(const T* src, float* dst, HeadsGeom<I> g) {
+  for (I e = first_index<I>(); e < g.n; e += index_stride<I>()) {
+    I d, t, h, b;
+    const I part = g.by_B.divmod(g.by_nh.divmod(g.by_T.divmod(g.by_hd.divmod(e, d), t), h), b);
+    dst[e] = load_f32(src[(b * g.T + t) * g.parts * g.C + part * g.C + h * g.hd + d]);
   }
 }
 
 // Element i of y (B, T, parts * C) <- src (parts, B, nh, T, hd), rounded once.
-template <class T>
-__global__ void from_heads_kernel(const float* src, T* y, int parts, int64_t B, int64_t T_,
-                                  int64_t C, int64_t nh) {
-  const int64_t hd = C / nh;
-  const int64_t row = parts * C;
-  const int64_t n = B * T_ * row;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t bt = i / row, j = i - bt * row;
-    const int64_t b = bt / T_, t = bt - b * T_;
-    const int64_t part = j / C, h = (j - part * C) / hd, d = j - part * C - h * hd;
-    store_f32(y[i], src[((((part * B + b) * nh + h) * T_) + t) * hd + d]);
+template <class T, class I>
+__global__ void from_heads_kernel(const float* src, T* y, HeadsGeom<I> g) {
+  for (I i = first_index<I>(); i < g.n; i += index_stride<I>()) {
+    I j, t, c, d;
+    const I b = g.by_T.divmod(g.by_row.divmod(i, j), t);
+    const I part = g.by_C.divmod(j, c);
+    const I h = g.by_hd.divmod(c, d);
+    store_f32(y[i], src[((((part * g.B + b) * g.nh + h) * g.T) + t) * g.hd + d]);
   }
 }
 
@@ -180,8 +185,12 @@ cudaError_t to_heads(cudaStream_t stream, const char* op, ConstView src, float* 
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {src}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    to_heads_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<S>(), dst, parts, B, T, C, nh);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      to_heads_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<S>(), dst,
+                                                          heads_geom<I>(parts, B, T, C, nh));
+      return cudaGetLastError();
+    });
   });
 }
 
@@ -192,8 +201,12 @@ cudaError_t from_heads(cudaStream_t stream, const char* op, const float* src, Vi
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {y}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    from_heads_kernel<<<grid_for(n), kBlock, 0, stream>>>(src, y.as<S>(), parts, B, T, C, nh);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      from_heads_kernel<<<grid_for(n), kBlock, 0, stream>>>(src, y.as<S>(),
+                                                            heads_geom<I>(parts, B, T, C, nh));
+      return cudaGetLastError();
+    });
   });
 }
 

@@ -2,10 +2,10 @@
 // x (B, C, S), fp32 or bf16 storage, fp32 math, channel sums in double. Each pass is three
 // kernels: the per-channel partial sums (channel_sum.cuh), one thread per channel adding
 // its partials in chunk order and doing the channel's math, and one thread per element
-// applying it. The workspace (batchnorm_workspace_bytes) carries the channel partials
-// (channel_partials_bytes), then two floats per channel (the forward's mean and invstd;
-// the backward's mean of dy and of dy * xhat); no atomics, so the order is fixed by the
-// shape and every run repeats bit for bit.
+// applying it (batchnorm_apply.cuh). The workspace (batchnorm_workspace_bytes) carries the
+// channel partials (channel_partials_bytes), then two floats per channel (the forward's
+// mean and invstd; the backward's mean of dy and of dy * xhat); no atomics, so the order
+// is fixed by the shape and every run repeats bit for bit.
 //
 // Synchronised BatchNorm splits each pass where the channel totals are known: the *_stats
 // ops stop after the partials, adding them in chunk order into (C, 2) doubles; the
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "kernels/common/norm.h"
+#include "kernels/cuda/batchnorm_apply.cuh"
 #include "kernels/cuda/channel_sum.cuh"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.cuh"
@@ -151,41 +152,6 @@ __global__ void bn_channel_sums_kernel(const double2* partials, int64_t chunks, 
   }
 }
 
-template <class T>
-__global__ void bn_apply_train_kernel(const T* x, const float2* stats, const float* gamma,
-                                      const float* beta, T* y, int64_t n, int64_t C, int64_t S) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t c = (i / S) % C;
-    const float2 st = stats[c];
-    store_f32(y[i], batchnorm_apply(load_f32(x[i]), st.x, st.y, gamma ? gamma[c] : 1.0f,
-                                    beta ? beta[c] : 0.0f));
-  }
-}
-
-template <class T>
-__global__ void bn_apply_eval_kernel(const T* x, const float* gamma, const float* beta,
-                                     const float* running_mean, const float* running_var,
-                                     float eps, T* y, int64_t n, int64_t C, int64_t S) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t c = (i / S) % C;
-    store_f32(y[i], batchnorm_eval(load_f32(x[i]), running_mean[c], running_var[c], eps,
-                                   gamma ? gamma[c] : 1.0f, beta ? beta[c] : 0.0f));
-  }
-}
-
-template <class T>
-__global__ void bn_apply_backward_kernel(const T* dy, const T* x, const float* gamma,
-                                         const float* save_mean, const float* save_invstd,
-                                         const float2* grad_means, T* dx, int64_t n, int64_t C,
-                                         int64_t S) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t c = (i / S) % C;
-    const float2 m = grad_means[c];
-    store_f32(dx[i], batchnorm_dx(load_f32(dy[i]), load_f32(x[i]), save_mean[c], save_invstd[c],
-                                  gamma ? gamma[c] : 1.0f, m.x, m.y));
-  }
-}
-
 // The workspace's two parts.
 struct BnWorkspace {
   double2* partials;
@@ -222,8 +188,7 @@ cudaError_t launch_batchnorm_forward_train(cudaStream_t stream, const NormShape&
     bn_forward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         ws.partials, chunks, s.channels, s.per_channel(), h, ws.stats, save_mean, save_invstd,
         running_mean, running_var);
-    bn_apply_train_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        x.as<T>(), ws.stats, gamma, beta, y.as<T>(), n, s.channels, s.spatial);
+    bn_apply_train(stream, s, x.as<T>(), ws.stats, gamma, beta, y.as<T>());
     return cudaGetLastError();
   });
 }
@@ -267,8 +232,7 @@ cudaError_t launch_batchnorm_forward_from_stats(cudaStream_t stream, const NormS
   if (n == 0) return cudaGetLastError();
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_apply_train_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        x.as<T>(), ws.stats, gamma, beta, y.as<T>(), n, s.channels, s.spatial);
+    bn_apply_train(stream, s, x.as<T>(), ws.stats, gamma, beta, y.as<T>());
     return cudaGetLastError();
   });
 }
@@ -283,9 +247,8 @@ cudaError_t launch_batchnorm_forward_eval(cudaStream_t stream, const NormShape& 
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_apply_eval_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        x.as<T>(), gamma, beta, running_mean, running_var, h.eps, y.as<T>(), n, s.channels,
-        s.spatial);
+    bn_apply_eval(stream, s, x.as<T>(), gamma, beta, running_mean, running_var, h.eps,
+                  y.as<T>());
     return cudaGetLastError();
   });
 }
@@ -307,9 +270,8 @@ cudaError_t launch_batchnorm_backward(cudaStream_t stream, const NormShape& s, C
     bn_backward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         ws.partials, chunks, s.channels, s.per_channel(), ws.stats, dgamma, dbeta);
     if (!dx.empty())
-      bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-          dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd, ws.stats, dx.as<T>(), n,
-          s.channels, s.spatial);
+      bn_apply_backward(stream, s, dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd,
+                        ws.stats, dx.as<T>());
     return cudaGetLastError();
   });
 }
@@ -351,9 +313,8 @@ cudaError_t launch_batchnorm_backward_from_stats(cudaStream_t stream, const Norm
     bn_backward_from_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         local, total, s.channels, count, ws.stats, dgamma, dbeta);
     if (!dx.empty())
-      bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-          dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd, ws.stats, dx.as<T>(), n,
-          s.channels, s.spatial);
+      bn_apply_backward(stream, s, dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd,
+                        ws.stats, dx.as<T>());
     return cudaGetLastError();
   });
 }

@@ -5,27 +5,30 @@
 #include <cstdint>
 
 #include "kernels/cuda/channel_sum.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 
 namespace noeira::cuda {
 
 // Grid (chunks, min(C, 65535)); block kChannelSumThreads. Block (k, y) writes chunk k's
 // partial of channels y, y + gridDim.y, ... to partials[c * chunks + k]. f(i, c) returns
-// the two terms of element i (a flat (B, C, S) index) of channel c.
-template <class F>
-__global__ void channel_partials_kernel(F f, int64_t C, int64_t S, int64_t n,
-                                        ChannelSumPlan plan, double2* partials) {
+// the two terms of element i (a flat (B, C, S) index) of channel c. I: the index type of
+// j < n = B * S (index.cuh).
+template <class F, class I>
+__global__ void channel_partials_kernel(F f, int64_t C, Divider<I> S, I n, ChannelSumPlan plan,
+                                        double2* partials) {
   __shared__ double sum_a[kChannelSumThreads];
   __shared__ double sum_b[kChannelSumThreads];
   const int t = threadIdx.x;
   const int64_t k = blockIdx.x;
-  const int64_t begin = k * plan.per_chunk;
-  const int64_t end = begin + plan.per_chunk < n ? begin + plan.per_chunk : n;
+  const int64_t first = k * plan.per_chunk;
+  const I begin = static_cast<I>(first);
+  const I end = first + plan.per_chunk < static_cast<int64_t>(n)
+                    ? static_cast<I>(first + plan.per_chunk) : n;
   for (int64_t c = blockIdx.y; c < C; c += gridDim.y) {
     double a = 0.0, b = 0.0;
-    for (int64_t j = begin + t; j < end; j += kChannelSumThreads) {
-      const int64_t bi = j / S, si = j - bi * S;
-      const double2 v = f((bi * C + c) * S + si, c);
+    for (I j = begin + t; j < end; j += kChannelSumThreads) {
+      const I bi = S.div(j), si = j - bi * S.value();
+      const double2 v = f((static_cast<int64_t>(bi) * C + c) * S.value() + si, c);
       a += v.x;
       b += v.y;
     }
@@ -51,7 +54,11 @@ void launch_channel_partials(cudaStream_t stream, F f, int64_t B, int64_t C, int
   const ChannelSumPlan plan = channel_sum_plan(n);
   const dim3 grid(static_cast<unsigned>(plan.chunks),
                   static_cast<unsigned>(C < 65535 ? C : 65535));
-  channel_partials_kernel<<<grid, kChannelSumThreads, 0, stream>>>(f, C, S, n, plan, partials);
+  with_index(n, [&](auto index) {
+    using I = typename decltype(index)::type;
+    channel_partials_kernel<<<grid, kChannelSumThreads, 0, stream>>>(
+        f, C, Divider<I>(S), static_cast<I>(n), plan, partials);
+  });
 }
 
 // Channel c's total: its partials added in chunk order.

@@ -1,12 +1,13 @@
 // CudaOps' class token (contracts: kernels/op_list.inc): the class token + position
 // assembly, and the row copies around it. One thread per output element (copied element),
-// grid-stride loops, 64-bit indices; every element is computed by itself (an fp32 sum of
-// two operands rounded once into y's dtype, or a copy of the stored bits, fp32 or bf16),
-// so results depend on neither the launch shape nor scheduling.
+// grid-stride loops, 32-bit index math below 2^31 elements (index.cuh), 64-bit addresses;
+// every element is computed by itself (an fp32 sum of two operands rounded once into y's
+// dtype, or a copy of the stored bits, fp32 or bf16), so results depend on neither the
+// launch shape nor scheduling.
 #include <string>
 
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -16,30 +17,29 @@ namespace cuda {
 namespace {
 
 // y (B, N + 1, C): token 0 = cls + pos[0], token 1 + n = x[b][n] + pos[1 + n]; fp32 sums,
-// rounded once into T.
-template <class T>
+// rounded once into T. I: the index type (index.cuh); addresses in int64_t.
+template <class T, class I>
 __global__ void class_token_forward_kernel(const T* x, const float* cls, const float* pos, T* y,
-                                           int64_t B, int64_t N, int64_t C) {
-  const int64_t tokens = N + 1;
-  const int64_t n = B * tokens * C;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t c = i % C, t = (i / C) % tokens, b = i / (C * tokens);
+                                           I n, Divider<I> C, Divider<I> tokens, int64_t N) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    I c, t;
+    const int64_t b = tokens.divmod(C.divmod(i, c), t), Cv = C.value();
     const float v = t == 0 ? cls[c] + pos[c]
-                           : load_f32(x[(b * N + t - 1) * C + c]) + pos[t * C + c];
+                           : load_f32(x[(b * N + t - 1) * Cv + c]) + pos[t * Cv + c];
     store_f32(y[i], v);
   }
 }
 
 // dst[b][dst_t0 + t][c] = src[b][src_t0 + t][c] for b < B, t < count, c < C: the stored
 // bits, unchanged.
-template <class T>
+template <class T, class I>
 __global__ void copy_token_rows_kernel(const T* src, int64_t src_T, int64_t src_t0, T* dst,
-                                       int64_t dst_T, int64_t dst_t0, int64_t count, int64_t B,
-                                       int64_t C) {
-  const int64_t n = B * count * C;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t c = i % C, t = (i / C) % count, b = i / (C * count);
-    dst[(b * dst_T + dst_t0 + t) * C + c] = src[(b * src_T + src_t0 + t) * C + c];
+                                       int64_t dst_T, int64_t dst_t0, I n, Divider<I> C,
+                                       Divider<I> count) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    I c, t;
+    const int64_t b = count.divmod(C.divmod(i, c), t), Cv = C.value();
+    dst[(b * dst_T + dst_t0 + t) * Cv + c] = src[(b * src_T + src_t0 + t) * Cv + c];
   }
 }
 
@@ -53,9 +53,13 @@ cudaError_t launch_class_token_forward(cudaStream_t stream, ConstView x, const f
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {y, x}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    class_token_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(x.as<S>(), cls, pos,
-                                                                    y.as<S>(), B, N, C);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      class_token_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          x.as<S>(), cls, pos, y.as<S>(), static_cast<I>(n), Divider<I>(C), Divider<I>(N + 1),
+          N);
+      return cudaGetLastError();
+    });
   });
 }
 
@@ -69,9 +73,13 @@ cudaError_t launch_copy_token_rows(cudaStream_t stream, ConstView src, int64_t s
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {dst, src}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    copy_token_rows_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        src.as<S>(), src_T, src_t0, dst.as<S>(), dst_T, dst_t0, count, B, C);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      copy_token_rows_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          src.as<S>(), src_T, src_t0, dst.as<S>(), dst_T, dst_t0, static_cast<I>(n),
+          Divider<I>(C), Divider<I>(count));
+      return cudaGetLastError();
+    });
   });
 }
 

@@ -12,7 +12,7 @@
 #include "kernels/cuda/channel_sum.cuh"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cudnn_conv.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/cuda/launchers.h"
 #include "kernels/dispatch.h"
 
@@ -22,12 +22,12 @@ namespace cuda {
 
 namespace {
 
-// y(b, c, s) = in(b, c, s) + bias[c]; in may alias y when T is float.
-template <class T>
-__global__ void channel_bias_add_kernel(const float* in, const float* bias, T* y, int64_t n,
-                                        int64_t C, int64_t S) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride())
-    store_f32(y[i], in[i] + bias[(i / S) % C]);
+// y(b, c, s) = in(b, c, s) + bias[c]; in may alias y when T is float. I: index.cuh's.
+template <class T, class I>
+__global__ void channel_bias_add_kernel(const float* in, const float* bias, T* y, I n,
+                                        Divider<I> C, Divider<I> S) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>())
+    store_f32(y[i], in[i] + bias[C.mod(S.div(i))]);
 }
 
 template <class T>
@@ -54,8 +54,12 @@ cudaError_t launch_channel_bias_add(cudaStream_t stream, const float* in, const 
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    channel_bias_add_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, bias, y.as<T>(), n, C, S);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      channel_bias_add_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          in, bias, y.as<T>(), static_cast<I>(n), Divider<I>(C), Divider<I>(S));
+      return cudaGetLastError();
+    });
   });
 }
 

@@ -4,12 +4,13 @@
 // kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32 math, bf16 rounding
 // by kernels/common/bf16.h; the launchers dispatch once on the views' dtype. Both move
 // groups of 8 elements (one 16-byte access per bf16 operand, two per fp32 one) when every
-// buffer is 16-byte aligned, and the same bits either way.
+// buffer is 16-byte aligned, and the same bits either way. bias_act's column index takes
+// 32-bit math below 2^31 elements (index.cuh).
 #include <initializer_list>
 #include <type_traits>
 
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/cuda/launchers.h"
 #include "kernels/cuda/vec8.cuh"
 #include "kernels/dispatch.h"
@@ -23,35 +24,34 @@ namespace {
 // y(M,N) = act(acc + bias), pre (may be null) = acc + bias: fp32 math, In / Out storage.
 // fp32 runs it in place (acc == y: each thread reads its group before writing it); bf16
 // reads the fp32 GEMM result and stores bf16; 8 elements per thread when the buffers are
-// 16-byte aligned.
-template <class In, class Out>
-__global__ void bias_act_kernel(const In* acc, const float* bias, Out* y, Out* pre, int64_t M,
-                                int64_t N, Act act, bool vec8) {
-  const int64_t n = M * N;
+// 16-byte aligned. I: the index type (index.cuh), n = M * N.
+template <class In, class Out, class I>
+__global__ void bias_act_kernel(const In* acc, const float* bias, Out* y, Out* pre, I n,
+                                Divider<I> N, Act act, bool vec8) {
   // Element math, once for both paths: z = acc + bias[j], out = act(z).
-  auto bias_act_at = [bias, act](float a, int64_t j, float& z, float& out) {
+  auto bias_act_at = [bias, act](float a, I j, float& z, float& out) {
     z = a + (bias ? bias[j] : 0.0f);
     out = act_forward(act, z);
   };
-  int64_t done = 0;
+  I done = 0;
   if (vec8) {
-    const int64_t groups = n / kVec;
-    for (int64_t g = global_thread(); g < groups; g += grid_stride()) {
+    const I groups = n / kVec;
+    for (I g = first_index<I>(); g < groups; g += index_stride<I>()) {
       float va[kVec], vz[kVec], vy[kVec];
       load8(acc, g, va);
-      int64_t j = (g * kVec) % N;  // column of the group's first element
+      I j = N.mod(g * kVec);  // column of the group's first element
       for (int k = 0; k < kVec; ++k) {
         bias_act_at(va[k], j, vz[k], vy[k]);
-        if (++j == N) j = 0;
+        if (++j == N.value()) j = 0;
       }
       if (pre) store8(pre, g, vz);
       store8(y, g, vy);
     }
     done = groups * kVec;
   }
-  for (int64_t i = done + global_thread(); i < n; i += grid_stride()) {
+  for (I i = done + first_index<I>(); i < n; i += index_stride<I>()) {
     float z, out;
-    bias_act_at(load_f32(acc[i]), i % N, z, out);  // acc[i] is read before y[i] is written
+    bias_act_at(load_f32(acc[i]), N.mod(i), z, out);  // acc[i] is read before y[i] is written
     if (pre) store_f32(pre[i], z);
     store_f32(y[i], out);
   }
@@ -101,9 +101,12 @@ cudaError_t launch_bias_act(cudaStream_t stream, const float* acc, const float* 
   return dispatch_float(op, {y, pre}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     const bool vec8 = use_vec8<T>({acc, y.data, pre.data});
-    bias_act_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
-        acc, bias, y.as<T>(), pre.as<T>(), M, N, act, vec8);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      bias_act_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
+          acc, bias, y.as<T>(), pre.as<T>(), static_cast<I>(n), Divider<I>(N), act, vec8);
+      return cudaGetLastError();
+    });
   });
 }
 

@@ -2,9 +2,10 @@
 // data set through the epoch permutation. The batch index is read from the device counter,
 // so a captured step gathers the next batch at every replay. Under BF16Policy the gather
 // is also the input's boundary cast; labels are gathered as int32 rows of one element.
-// 16-byte (or, for the cast, 8-element) accesses when the rows and buffers allow.
+// 16-byte (or, for the cast, 8-element) accesses when the rows and buffers allow; 32-bit
+// index math below 2^31 vectors (index.cuh).
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/cuda/vec8.cuh"
 #include "kernels/dispatch.h"
 
@@ -30,15 +31,27 @@ __device__ __forceinline__ void convert(const Float8& s, Bf16x8& d) {
 // dst(rows, row_vecs) = convert(src[perm[batch * rows + r]]); (S, D) is (float, float),
 // (float4, float4), (int32_t, int32_t), (bf16_t, bf16_t) or (int4, int4) (a copy), or (float, bf16_t) or
 // (Float8, Bf16x8) (gather + cast).
-template <class S, class D>
+// I: the index type of t < rows * row_vecs (index.cuh).
+template <class S, class D, class I>
 __global__ void gather_rows_kernel(const S* src, const int32_t* perm, int64_t rows,
-                                   int64_t row_vecs, const StepCounters* counters, D* dst) {
+                                   Divider<I> row_vecs, I n, const StepCounters* counters,
+                                   D* dst) {
   const int32_t* idx = perm + counters->batch_in_epoch * rows;  // (rows)
-  const int64_t n = rows * row_vecs;
-  for (int64_t t = global_thread(); t < n; t += grid_stride()) {
-    const int64_t r = t / row_vecs, k = t - r * row_vecs;
-    convert(src[static_cast<int64_t>(idx[r]) * row_vecs + k], dst[t]);
+  for (I t = first_index<I>(); t < n; t += index_stride<I>()) {
+    I k;
+    const I r = row_vecs.divmod(t, k);
+    convert(src[static_cast<int64_t>(idx[r]) * row_vecs.value() + k], dst[t]);
   }
+}
+
+template <class S, class D>
+void gather_rows_launch(cudaStream_t stream, const S* src, const int32_t* perm, int64_t rows,
+                        int64_t row_vecs, const StepCounters* counters, D* dst) {
+  with_index(rows * row_vecs, [&](auto index) {
+    using I = typename decltype(index)::type;
+    gather_rows_kernel<<<grid_for(rows * row_vecs), kBlock, 0, stream>>>(
+        src, perm, rows, Divider<I>(row_vecs), static_cast<I>(rows * row_vecs), counters, dst);
+  });
 }
 
 // Launches gather_rows_kernel for storage (S, D), moving whole vectors (SV, DV: vec_elems
@@ -49,13 +62,10 @@ cudaError_t gather_launch(cudaStream_t stream, const S* src, const int32_t* perm
                           int64_t vec_elems) {
   if (rows * row_elems == 0) return cudaSuccess;
   if (row_elems % vec_elems == 0 && aligned16(src) && aligned16(dst)) {
-    const int64_t row_vecs = row_elems / vec_elems;
-    gather_rows_kernel<<<grid_for(rows * row_vecs), kBlock, 0, stream>>>(
-        reinterpret_cast<const SV*>(src), perm, rows, row_vecs, counters,
-        reinterpret_cast<DV*>(dst));
+    gather_rows_launch(stream, reinterpret_cast<const SV*>(src), perm, rows,
+                       row_elems / vec_elems, counters, reinterpret_cast<DV*>(dst));
   } else {
-    gather_rows_kernel<<<grid_for(rows * row_elems), kBlock, 0, stream>>>(
-        src, perm, rows, row_elems, counters, dst);
+    gather_rows_launch(stream, src, perm, rows, row_elems, counters, dst);
   }
   return cudaGetLastError();
 }

@@ -6,11 +6,13 @@
 namespace noeira::cuda {
 
 inline constexpr int kBlock = 256;
+inline constexpr int64_t kMaxGridBlocks = int64_t{1} << 20;
 
 // Blocks for `work` items, one item per thread, capped (the loops stride over the rest).
 inline unsigned grid_for(int64_t work) {
   const int64_t blocks = (work + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > (1 << 20) ? (1 << 20) : blocks));
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxGridBlocks ? kMaxGridBlocks
+                                                                         : blocks));
 }
 
 __device__ __forceinline__ int64_t global_thread() {

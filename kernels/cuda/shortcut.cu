@@ -1,11 +1,12 @@
 // CudaOps' option-A shortcut (contracts: kernels/op_list.inc; kernels/common/image_shapes.h):
-// one thread per output element, grid-stride loops; every element is computed by itself,
-// so results depend on neither the launch shape nor scheduling.
+// one thread per output element, grid-stride loops (32-bit index math below 2^31 elements:
+// index.cuh); every element is computed by itself, so results depend on neither the launch
+// shape nor scheduling.
 #include <string>
 
 #include "kernels/common/bf16.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -36,14 +37,26 @@ ShortcutGeom geom_of(const ShortcutShape& s) {
           s.out_width(), s.stride, s.pad_channels()};
 }
 
+// The geometry's divisors in the index type I (index.cuh); addresses stay in int64_t.
+template <class I>
+struct ShortcutDiv {
+  Divider<I> Cin, H, W, Cout, Ho, Wo, stride;
+};
+
+template <class I>
+ShortcutDiv<I> div_of(const ShortcutGeom& g) {
+  return {Divider<I>(g.Cin), Divider<I>(g.H),  Divider<I>(g.W), Divider<I>(g.Cout),
+          Divider<I>(g.Ho),  Divider<I>(g.Wo), Divider<I>(g.stride)};
+}
+
 // y(b, co, oh, ow) = x(b, co - p, oh * s, ow * s) for kept channels, else 0.
-template <class T>
-__global__ void shortcut_forward_kernel(const T* x, T* y, ShortcutGeom g) {
-  const int64_t n = g.B * g.Cout * g.Ho * g.Wo;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t ow = i % g.Wo, oh = (i / g.Wo) % g.Ho;
-    const int64_t co = (i / (g.Wo * g.Ho)) % g.Cout, b = i / (g.Wo * g.Ho * g.Cout);
-    const int64_t ci = co - g.pad_c;
+template <class T, class I>
+__global__ void shortcut_forward_kernel(const T* x, T* y, ShortcutGeom g, ShortcutDiv<I> d,
+                                        I n) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    I ow, oh, co;
+    const int64_t b = d.Cout.divmod(d.Ho.divmod(d.Wo.divmod(i, ow), oh), co);
+    const int64_t ci = static_cast<int64_t>(co) - g.pad_c;
     float v = 0.0f;
     if (ci >= 0 && ci < g.Cin)
       v = load_f32(x[((b * g.Cin + ci) * g.H + oh * g.stride) * g.W + ow * g.stride]);
@@ -52,15 +65,16 @@ __global__ void shortcut_forward_kernel(const T* x, T* y, ShortcutGeom g) {
 }
 
 // dx(b, ci, h, w) = dy(b, ci + p, h / s, w / s) at the subsampled pixels, else 0.
-template <class T>
-__global__ void shortcut_backward_kernel(const T* dy, T* dx, ShortcutGeom g) {
-  const int64_t n = g.B * g.Cin * g.H * g.W;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t w = i % g.W, h = (i / g.W) % g.H;
-    const int64_t ci = (i / (g.W * g.H)) % g.Cin, b = i / (g.W * g.H * g.Cin);
+template <class T, class I>
+__global__ void shortcut_backward_kernel(const T* dy, T* dx, ShortcutGeom g, ShortcutDiv<I> d,
+                                         I n) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    I w, h, ci, hr, wr;
+    const int64_t b = d.Cin.divmod(d.H.divmod(d.W.divmod(i, w), h), ci);
+    const int64_t hs = d.stride.divmod(h, hr), ws = d.stride.divmod(w, wr);
     float v = 0.0f;
-    if (h % g.stride == 0 && w % g.stride == 0)
-      v = load_f32(dy[((b * g.Cout + ci + g.pad_c) * g.Ho + h / g.stride) * g.Wo + w / g.stride]);
+    if (hr == 0 && wr == 0)
+      v = load_f32(dy[((b * g.Cout + ci + g.pad_c) * g.Ho + hs) * g.Wo + ws]);
     store_f32(dx[i], v);
   }
 }
@@ -76,13 +90,18 @@ cudaError_t launch_shortcut(cudaStream_t stream, const char* op, const ShortcutS
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {in, out}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    if (backward)
-      shortcut_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(in.as<T>(), out.as<T>(),
-                                                                   geom_of(s));
-    else
-      shortcut_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(in.as<T>(), out.as<T>(),
-                                                                  geom_of(s));
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      const ShortcutGeom g = geom_of(s);
+      const ShortcutDiv<I> d = div_of<I>(g);
+      if (backward)
+        shortcut_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(in.as<T>(), out.as<T>(), g,
+                                                                     d, static_cast<I>(n));
+      else
+        shortcut_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(in.as<T>(), out.as<T>(), g,
+                                                                    d, static_cast<I>(n));
+      return cudaGetLastError();
+    });
   });
 }
 

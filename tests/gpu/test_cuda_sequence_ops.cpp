@@ -59,9 +59,9 @@ TEST_CASE("cuda: embedding forward and backward equal the CPU bit for bit, fp32 
     DeviceArray<int32_t> ids(gpu, ids0);
     DeviceArray<float> wte(gpu, wte0), wpe(gpu, wpe0), dy(gpu, dy0);
     DeviceArray<bf16_t> dyb(gpu, dyb0);
-    DeviceWorkspace ws(gpu, gpu.ops->embedding_workspace_bytes(rows, s.V));
-    REQUIRE(gpu.ops->embedding_workspace_bytes(rows, s.V) > 0);
-    std::vector<double> hws = host_workspace(cpu.embedding_workspace_bytes(rows, s.V));
+    DeviceWorkspace ws(gpu, gpu.ops->embedding_workspace_bytes(rows, s.V, s.C));
+    REQUIRE(gpu.ops->embedding_workspace_bytes(rows, s.V, s.C) > 0);
+    std::vector<double> hws = host_workspace(cpu.embedding_workspace_bytes(rows, s.V, s.C));
 
     // forward
     std::vector<float> y_cpu(rows * s.C);
@@ -456,7 +456,7 @@ TEST_CASE("cuda: the sequence ops repeat their bits, and a captured step replays
   const std::vector<int64_t> seg0 = {0, V * C, V * C + T * C};  // dwte, dwpe as one arena
   DeviceArray<int64_t> seg(gpu, seg0);
   DeviceArray<float> arena(gpu, seg0.back());
-  DeviceWorkspace ws_emb(gpu, gpu.ops->embedding_workspace_bytes(rows, V));
+  DeviceWorkspace ws_emb(gpu, gpu.ops->embedding_workspace_bytes(rows, V, C));
   DeviceWorkspace ws_ln(gpu, gpu.ops->layernorm_workspace_bytes(rows, C));
   DeviceWorkspace ws_att(gpu, gpu.ops->attention_workspace_bytes(B, T, C, nh, DType::kF32));
   DeviceWorkspace ws_clip(gpu, gpu.ops->clip_workspace_bytes(2));

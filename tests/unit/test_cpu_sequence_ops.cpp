@@ -35,7 +35,7 @@ EmbOut run_embedding(int threads, const std::vector<int32_t>& ids, const Vec& wt
   EmbOut o;
   o.dwte = random_vec(V * C, 5);  // accumulated into
   o.dwpe = random_vec(T_ * C, 6);
-  std::vector<char> ws(ops.embedding_workspace_bytes(rows, V));
+  std::vector<char> ws(ops.embedding_workspace_bytes(rows, V, C));
   ops.embedding_backward(ids.data(), ConstView(dyt.data(), rows * C), o.dwte.data(),
                          with_dwpe ? o.dwpe.data() : nullptr, rows, T_, C, V, ws.data());
   for (const T& v : y) o.y.push_back(load_f32(v));

@@ -1,0 +1,91 @@
+// BatchNorm's per-element kernels (batchnorm.cu; math: kernels/common/norm.h): one thread
+// per element of x (B, C, S), channel c = (i / S) % C in the index type the shape allows
+// (index.cuh: 32-bit multiply-shift below 2^31 elements). Each element is computed by
+// itself, so the launch shape never changes a bit.
+#pragma once
+#include <cstdint>
+
+#include "kernels/common/bf16.h"
+#include "kernels/common/image_shapes.h"
+#include "kernels/common/norm.h"
+#include "kernels/cuda/index.cuh"
+
+namespace noeira::cuda {
+
+// y = gamma (x - mean) invstd + beta, stats[c] = (mean, invstd).
+template <class T, class I>
+__global__ void bn_apply_train_kernel(const T* x, const float2* stats, const float* gamma,
+                                      const float* beta, T* y, I n, Divider<I> C, Divider<I> S) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    const I c = C.mod(S.div(i));
+    const float2 st = stats[c];
+    store_f32(y[i], batchnorm_apply(load_f32(x[i]), st.x, st.y, gamma ? gamma[c] : 1.0f,
+                                    beta ? beta[c] : 0.0f));
+  }
+}
+
+template <class T, class I>
+__global__ void bn_apply_eval_kernel(const T* x, const float* gamma, const float* beta,
+                                     const float* running_mean, const float* running_var,
+                                     float eps, T* y, I n, Divider<I> C, Divider<I> S) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    const I c = C.mod(S.div(i));
+    store_f32(y[i], batchnorm_eval(load_f32(x[i]), running_mean[c], running_var[c], eps,
+                                   gamma ? gamma[c] : 1.0f, beta ? beta[c] : 0.0f));
+  }
+}
+
+// grad_means[c] = (mean of dy, mean of dy * xhat).
+template <class T, class I>
+__global__ void bn_apply_backward_kernel(const T* dy, const T* x, const float* gamma,
+                                         const float* save_mean, const float* save_invstd,
+                                         const float2* grad_means, T* dx, I n, Divider<I> C,
+                                         Divider<I> S) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
+    const I c = C.mod(S.div(i));
+    const float2 m = grad_means[c];
+    store_f32(dx[i], batchnorm_dx(load_f32(dy[i]), load_f32(x[i]), save_mean[c], save_invstd[c],
+                                  gamma ? gamma[c] : 1.0f, m.x, m.y));
+  }
+}
+
+// The launches over s.elems() > 0 elements (errors: cudaGetLastError after).
+template <class T>
+void bn_apply_train(cudaStream_t stream, const NormShape& s, const T* x, const float2* stats,
+                    const float* gamma, const float* beta, T* y) {
+  const int64_t n = s.elems();
+  with_index(n, [&](auto index) {
+    using I = typename decltype(index)::type;
+    bn_apply_train_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        x, stats, gamma, beta, y, static_cast<I>(n), Divider<I>(s.channels),
+        Divider<I>(s.spatial));
+  });
+}
+
+template <class T>
+void bn_apply_eval(cudaStream_t stream, const NormShape& s, const T* x, const float* gamma,
+                   const float* beta, const float* running_mean, const float* running_var,
+                   float eps, T* y) {
+  const int64_t n = s.elems();
+  with_index(n, [&](auto index) {
+    using I = typename decltype(index)::type;
+    bn_apply_eval_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        x, gamma, beta, running_mean, running_var, eps, y, static_cast<I>(n),
+        Divider<I>(s.channels), Divider<I>(s.spatial));
+  });
+}
+
+template <class T>
+void bn_apply_backward(cudaStream_t stream, const NormShape& s, const T* dy, const T* x,
+                       const float* gamma, const float* save_mean, const float* save_invstd,
+                       const float2* grad_means, T* dx) {
+  const int64_t n = s.elems();
+  with_index(n, [&](auto index) {
+    using I = typename decltype(index)::type;
+    bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        dy, x, gamma, save_mean, save_invstd, grad_means, dx, static_cast<I>(n),
+        Divider<I>(s.channels), Divider<I>(s.spatial));
+  });
+}
+
+}  // namespace noeira::cuda
