@@ -77,12 +77,11 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy) {
   ops.linear_backward_params(dz, x_, ctx.f32(weight_.grad),
                              has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_);
   if (!dx_.valid()) return Tensor{};
-  // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded when dx is bf16
+  // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded once when dx is bf16
+  // (on CUDA by cuBLASLt itself; the scratch is for the backends that round after)
   Tensor dx = ctx.view(dx_, x_.rows());
-  const bool rounded = dx.dtype != DType::kF32;
-  float* acc = rounded ? ctx.scratch_f32() : dx.f32();
-  ops.gemm(false, false, M, in_, out_, 1.0f, dz, out_, weight(ctx), in_, 0.0f, acc, in_);
-  if (rounded) ops.cast(ConstView{acc, M * in_}, dx);
+  ops.linear_backward_data(dz, weight(ctx), dx,
+                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, out_, in_);
   return dx;
 }
 

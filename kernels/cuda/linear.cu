@@ -1,8 +1,10 @@
-// CudaOps' matrix products, gemm, linear_forward and linear_backward_params (contracts:
-// kernels/op_list.inc), through cuBLASLt (gemm_lt.h): A/B fp32 (TF32 when on) or bf16
-// (CUDA_R_16BF, plain fp32 accumulation whatever the TF32 switch says), one algorithm per
-// shape, chosen once and reused by eager and captured runs. Our one kernel here is the
-// K == 0 case, which cuBLASLt does not take.
+// CudaOps' matrix products, gemm, linear_forward, linear_backward_data and
+// linear_backward_params (contracts: kernels/op_list.inc), through cuBLASLt (gemm_lt.h):
+// A/B fp32 (TF32 when on) or bf16 (CUDA_R_16BF, plain fp32 accumulation whatever the TF32
+// switch says), one algorithm per shape, chosen once and reused by eager and captured
+// runs. linear_backward_data writes a bf16 dx straight from cuBLASLt (one rounding) where
+// kernels/cuda/gemm_lt_choice.h says so. Our one kernel here is the K == 0 case, which
+// cuBLASLt does not take.
 #include <string>
 #include <type_traits>
 
@@ -59,6 +61,22 @@ void CudaOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
             .ab_type = ab_type});
 }
 
+namespace {
+
+// Our storage dtype as cuBLASLt's (fp32, bf16); false for any other.
+bool lt_type_of(DType d, cuda::LtType* t) {
+  if (d == DType::kF32) *t = cuda::LtType::kF32;
+  else if (d == DType::kBF16) *t = cuda::LtType::kBF16;
+  else return false;
+  return true;
+}
+
+cudaDataType_t cuda_type(cuda::LtType t) {
+  return t == cuda::LtType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+}  // namespace
+
 // fp32: y(M,N) = act(x(M,K) W(N,K)^T + b) in one cuBLASLt call: BIAS, RELU_BIAS or
 // GELU_AUX_BIAS (the GELU input lands in `pre`). cuBLASLt's GELU is the same tanh
 // approximation as ours (kernels/common/math.h). Where no epilogue fits (pre requested for
@@ -99,6 +117,34 @@ void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, V
     if (run_gemm(c)) return;
   }
   composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);  // gemm + bias_act
+}
+
+// dx(M,K) = dz(M,N) W(N,K). A bf16 dx (bf16 dz, W) straight from cuBLASLt: fp32
+// accumulation, one rounding on the store, no fp32 product in memory and no cast kernel.
+// fp32 dx, a dx not 16-byte aligned, or a refusal: the GEMM into fp32 (dx or acc), then
+// our cast.
+void CudaOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
+                                   int64_t N, int64_t K) {
+  OpScope scope(*state_, "linear_backward_data");
+  if (M == 0 || K == 0) return;
+  cuda::LtRequest r;
+  if (dx.dtype == DType::kBF16 && dz.dtype == W.dtype && lt_type_of(dz.dtype, &r.ab)) {
+    r.d = cuda::LtType::kBF16;
+    r.tf32 = gemm_->tf32();
+    r.K = N;
+    r.align_d = cuda::lt_alignment(dx.data);
+    const cuda::LtLayoutChoice choice = cuda::choose_lt_types(r);
+    if (choice.direct) {
+      expect_elems("linear_backward_data", M * K, {dx});
+      // (M, K) = (M, N) x (N, K)
+      const cuda::GemmCall c{.trans_a = false, .trans_b = false, .M = M, .N = K, .K = N,
+                             .alpha = 1.0f, .A = dz.data, .lda = N, .B = W.data, .ldb = K,
+                             .beta = 0.0f, .C = dx.data, .ldc = K,
+                             .ab_type = cuda_type(choice.ab), .cd_type = cuda_type(choice.cd)};
+      if (run_gemm(c)) return;
+    }
+  }
+  composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);  // gemm + cast
 }
 
 // dW(N,K) += dz(M,N)^T x(M,K) with beta = 1, then db(N) += column sums of dz by our
