@@ -54,8 +54,9 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
     x_ = ctx.view(x_cast_, x.rows());
     ctx.ops().cast(x, x_);
   }
-  // y (M, out) = act(x (M, in) . W^T (in, out) + b); under BF16Policy the fp32 product
-  // goes through the scratch and bias + act round it to bf16.
+  // y (M, out) = act(x (M, in) . W^T (in, out) + b); under BF16Policy rounded once to
+  // bf16: by cuBLASLt's epilogue on CUDA, else by bias_act from the fp32 product in the
+  // scratch (kernels/op_list.inc).
   ctx.ops().linear_forward(x_, weight(ctx), has_bias_ ? ctx.f32(bias_.value) : nullptr, y,
                            pre_.valid() ? ctx.view(pre_, x.rows()) : Tensor{},
                            bf16_ ? ctx.scratch_f32() : nullptr, M, out_, in_, act_);
