@@ -10,6 +10,13 @@ void composed_linear_forward(Ops& ops, ConstView x, ConstView W, const float* b,
   if (product != y.data || b || act != Act::kNone) ops.bias_act(product, b, y, pre, M, N, act);
 }
 
+void composed_linear_backward_data(Ops& ops, ConstView dz, ConstView W, View dx, float* acc,
+                                   int64_t M, int64_t N, int64_t K) {
+  float* product = dx.dtype == DType::kF32 ? dx.as<float>() : acc;
+  ops.gemm(false, false, M, K, N, 1.0f, dz, N, W, K, 0.0f, product, K);
+  if (product != dx.data) ops.cast(ConstView{product, M * K}, dx);
+}
+
 void composed_linear_backward_params(Ops& ops, ConstView dz, ConstView x, float* dW, float* db,
                                      int64_t M, int64_t N, int64_t K) {
   ops.gemm(true, false, N, K, M, 1.0f, dz, N, x, K, 1.0f, dW, K);

@@ -13,6 +13,10 @@ namespace noeira {
 void composed_linear_forward(Ops& ops, ConstView x, ConstView W, const float* b, View y,
                              View pre, float* acc, int64_t M, int64_t N, int64_t K, Act act);
 
+// linear_backward_data as gemm into dx (fp32) or acc, then cast into a dx that is not fp32.
+void composed_linear_backward_data(Ops& ops, ConstView dz, ConstView W, View dx, float* acc,
+                                   int64_t M, int64_t N, int64_t K);
+
 // linear_backward_params as gemm accumulating dW, then bias_grad into db.
 void composed_linear_backward_params(Ops& ops, ConstView dz, ConstView x, float* dW, float* db,
                                      int64_t M, int64_t N, int64_t K);

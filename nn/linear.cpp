@@ -54,8 +54,9 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
     x_ = ctx.view(x_cast_, x.rows());
     ctx.ops().cast(x, x_);
   }
-  // y (M, out) = act(x (M, in) . W^T (in, out) + b); under BF16Policy the fp32 product
-  // goes through the scratch and bias + act round it to bf16.
+  // y (M, out) = act(x (M, in) . W^T (in, out) + b); under BF16Policy rounded once to
+  // bf16: by cuBLASLt's epilogue on CUDA, else by bias_act from the fp32 product in the
+  // scratch (kernels/op_list.inc).
   ctx.ops().linear_forward(x_, weight(ctx), has_bias_ ? ctx.f32(bias_.value) : nullptr, y,
                            pre_.valid() ? ctx.view(pre_, x.rows()) : Tensor{},
                            bf16_ ? ctx.scratch_f32() : nullptr, M, out_, in_, act_);
@@ -77,12 +78,11 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy) {
   ops.linear_backward_params(dz, x_, ctx.f32(weight_.grad),
                              has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_);
   if (!dx_.valid()) return Tensor{};
-  // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded when dx is bf16
+  // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded once when dx is bf16
+  // (on CUDA by cuBLASLt itself; the scratch is for the backends that round after)
   Tensor dx = ctx.view(dx_, x_.rows());
-  const bool rounded = dx.dtype != DType::kF32;
-  float* acc = rounded ? ctx.scratch_f32() : dx.f32();
-  ops.gemm(false, false, M, in_, out_, 1.0f, dz, out_, weight(ctx), in_, 0.0f, acc, in_);
-  if (rounded) ops.cast(ConstView{acc, M * in_}, dx);
+  ops.linear_backward_data(dz, weight(ctx), dx,
+                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, out_, in_);
   return dx;
 }
 

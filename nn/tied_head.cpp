@@ -57,11 +57,10 @@ Tensor TiedLmHead::backward(Context& ctx, const Tensor& dy) {
   // dwte (V, C) += dy^T (V, M) . x (M, C)
   ops.linear_backward_params(dy, x_, ctx.f32(wte_.grad), nullptr, M, V_, C_);
   if (!dx_.valid()) return Tensor{};
+  // dx (M, C) = dy (M, V) . wte (V, C), rounded once when dx is bf16
   Tensor dx = ctx.view(dx_, x_.rows());
-  const bool rounded = dx.dtype != DType::kF32;
-  float* acc = rounded ? ctx.scratch_f32() : dx.f32();
-  ops.gemm(false, false, M, C_, V_, 1.0f, dy, V_, weight(ctx), C_, 0.0f, acc, C_);
-  if (rounded) ops.cast(ConstView{acc, M * C_}, dx);
+  ops.linear_backward_data(dy, weight(ctx), dx,
+                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, V_, C_);
   return dx;
 }
 

@@ -1,6 +1,6 @@
 // CpuOps' matrix products (contracts: kernels/op_list.inc): gemm through oneDNN
-// (onednn_matmul.h fp32, bf16_gemm.h bf16); the linear layer's passes as gemm + bias_act
-// and gemm + bias_grad (kernels/composed_ops.h).
+// (onednn_matmul.h fp32, bf16_gemm.h bf16); the linear layer's passes as gemm + bias_act,
+// gemm + cast and gemm + bias_grad (kernels/composed_ops.h).
 #include <algorithm>
 #include <type_traits>
 
@@ -44,6 +44,11 @@ void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 void CpuOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
                             float* acc, int64_t M, int64_t N, int64_t K, Act act) {
   composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);
+}
+
+void CpuOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
+                                  int64_t N, int64_t K) {
+  composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);
 }
 
 void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,

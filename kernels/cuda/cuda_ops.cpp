@@ -16,6 +16,8 @@ CudaOptions cuda_options_from_env() {
   CudaOptions o;
   o.tf32 = tf32_from_env();
   if (const char* v = std::getenv("NOEIRA_ATTENTION")) o.flash_attention = std::strcmp(v, "flash") == 0;
+  if (const char* v = std::getenv("NOEIRA_GELU_EPILOGUE"))
+    o.lt_gelu_bf16 = std::strcmp(v, "cublaslt") == 0;
   return o;
 }
 
@@ -41,6 +43,7 @@ Result<std::unique_ptr<CudaOps>> CudaOps::create(std::shared_ptr<cuda::StreamSta
   }
   ops->gemm_ = std::move(gemm).value();
   ops->flash_attention_ = options.flash_attention;
+  ops->lt_gelu_bf16_ = options.lt_gelu_bf16;
   return ops;
 }
 
@@ -61,8 +64,12 @@ bool CudaOps::supports_bf16() const { return true; }
 bool CudaOps::run_gemm(const cuda::GemmCall& call) {
   std::string error;
   switch (gemm_->run(call, stream_, &error)) {
-    case cuda::GemmLt::Outcome::kDone: return true;
-    case cuda::GemmLt::Outcome::kUnsupported: return false;
+    case cuda::GemmLt::Outcome::kDone:
+      if (call.cd_type == CUDA_R_16BF) ++lt_counts_.bf16_direct;
+      return true;
+    case cuda::GemmLt::Outcome::kUnsupported:
+      ++lt_counts_.refused;
+      return false;
     case cuda::GemmLt::Outcome::kFailed: break;
   }
   fail(error);

@@ -46,10 +46,16 @@ struct CudaOptions {
   // bf16 attention through the fused flash-style kernels (CUDA cores, no T x T buffer) at
   // every T, rather than the tensor-core GEMM path up to kGemmAttentionMaxT (attention.cu).
   bool flash_attention = false;
+  // A GELU into bf16 (Linear under BF16Policy) through cuBLASLt's GELU epilogue, written
+  // by the GEMM in one rounding, rather than the GEMM into fp32 and our bias_act. Not the
+  // CPU's bits (its GELU is its own code); off until the [gpu] test's bf16 bound holds
+  // for it on the machine (kernels/cuda/gemm_lt_choice.h).
+  bool lt_gelu_bf16 = false;
 };
 
-// Defaults, with NOEIRA_TF32=0 turning TF32 off and NOEIRA_ATTENTION=flash choosing the
-// flash kernels for bf16 attention.
+// Defaults, with NOEIRA_TF32=0 turning TF32 off, NOEIRA_ATTENTION=flash choosing the
+// flash kernels for bf16 attention and NOEIRA_GELU_EPILOGUE=cublaslt cuBLASLt's GELU for
+// bf16 outputs (lt_gelu_bf16).
 CudaOptions cuda_options_from_env();
 
 class CudaOps final : public Ops {
@@ -62,6 +68,13 @@ class CudaOps final : public Ops {
   CudaOps& operator=(const CudaOps&) = delete;
 
   bool tf32() const;
+  // GEMM calls so far that wrote a bf16 destination straight from cuBLASLt, and calls
+  // cuBLASLt refused (no algorithm for the epilogue or the bf16 D: run through the fp32
+  // path instead), for tests and logs (kernels/cuda/gemm_lt_choice.h).
+  struct LtCounts {
+    int64_t bf16_direct = 0, refused = 0;
+  };
+  LtCounts lt_counts() const { return lt_counts_; }
   // The planned algorithms of a convolution shape, for logs and tests; empty when not
   // planned (conv2d.cu).
   std::string conv2d_plan_description(const ConvShape& s, DType dtype) const;
@@ -86,6 +99,8 @@ class CudaOps final : public Ops {
   cuda::LossPartial* loss_partials_ = nullptr;  // (kMaxLossBlocks), device
   bool warned_unbound_ = false;                 // the one-chunk note is printed once
   bool flash_attention_ = false;                // CudaOptions::flash_attention
+  bool lt_gelu_bf16_ = false;                   // CudaOptions::lt_gelu_bf16
+  LtCounts lt_counts_;
   // Whether bf16 attention over T positions takes the flash kernels (attention.cu).
   bool bf16_attention_is_flash(int64_t T) const;
 };

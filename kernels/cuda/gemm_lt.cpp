@@ -8,19 +8,10 @@ namespace noeira::cuda {
 
 namespace {
 
-// Largest power of two (<= 256) dividing the address: the alignment cuBLASLt may assume.
-uint32_t alignment_of(const void* p) {
-  if (!p) return 256;
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  uint32_t align = 256;
-  while (align > 1 && a % align != 0) align >>= 1;
-  return align;
-}
-
-// A batched operand's alignment: every matrix of the batch starts at p + i * stride
-// elements, so the stride in bytes bounds it too.
+// A batched operand's alignment (lt_alignment: what cuBLASLt may assume): every matrix of
+// the batch starts at p + i * stride elements, so the stride in bytes bounds it too.
 uint32_t batched_alignment(const void* p, int64_t batch, int64_t stride, size_t elem_bytes) {
-  uint32_t align = alignment_of(p);
+  uint32_t align = lt_alignment(p);
   if (batch > 1) {
     const uint64_t bytes = static_cast<uint64_t>(stride) * elem_bytes;
     while (align > 1 && bytes % align != 0) align >>= 1;
@@ -37,7 +28,35 @@ bool uses_aux(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
 
+size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_16BF ? 2 : 4; }
+
 }  // namespace
+
+cublasLtEpilogue_t cublas_epilogue(LtEpilogue e) {
+  switch (e) {
+    case LtEpilogue::kDefault: return CUBLASLT_EPILOGUE_DEFAULT;
+    case LtEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
+    case LtEpilogue::kReLU: return CUBLASLT_EPILOGUE_RELU;
+    case LtEpilogue::kReLUBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case LtEpilogue::kGELU: return CUBLASLT_EPILOGUE_GELU;
+    case LtEpilogue::kGELUBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case LtEpilogue::kGELUAux: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case LtEpilogue::kGELUAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool lt_epilogue_of(cublasLtEpilogue_t e, LtEpilogue* out) {
+  for (LtEpilogue l : {LtEpilogue::kDefault, LtEpilogue::kBias, LtEpilogue::kReLU,
+                       LtEpilogue::kReLUBias, LtEpilogue::kGELU, LtEpilogue::kGELUBias,
+                       LtEpilogue::kGELUAux, LtEpilogue::kGELUAuxBias}) {
+    if (cublas_epilogue(l) == e) {
+      *out = l;
+      return true;
+    }
+  }
+  return false;
+}
 
 const char* epilogue_name(cublasLtEpilogue_t e) {
   switch (e) {
@@ -59,14 +78,38 @@ std::string describe(const GemmCall& c) {
          std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + " (trans_a " + std::to_string(c.trans_a) + ", trans_b " + std::to_string(c.trans_b) +
          ", lda " + std::to_string(c.lda) + ", ldb " + std::to_string(c.ldb) + ", ldc " +
          std::to_string(c.ldc) + ", epilogue " + epilogue_name(c.epilogue) + " (" +
-         std::to_string(static_cast<int>(c.epilogue)) + "))";
+         std::to_string(static_cast<int>(c.epilogue)) + ")" +
+         (c.cd_type == CUDA_R_16BF ? ", D bf16" : "") + ")";
 }
 
+namespace {
+
+// "the GELU_BIAS epilogue" / "the BIAS epilogue into a bf16 D"
+std::string what_was_refused(const GemmCall& c) {
+  return "the " + std::string(epilogue_name(c.epilogue)) + " epilogue" +
+         (c.cd_type == CUDA_R_16BF ? " into a bf16 D" : "");
+}
+
+// What the caller does instead.
+const char* fallback_text(const GemmCall& c) {
+  return c.cd_type == CUDA_R_16BF
+             ? "this shape runs the GEMM into fp32 and our bias/activation or cast kernel, "
+               "which rounds, instead"
+             : "this shape runs a plain GEMM and our bias/activation kernel instead";
+}
+
+}  // namespace
+
 std::string epilogue_fallback_note(const GemmCall& c, cublasStatus_t status, int found) {
-  return "noeira: cuBLASLt has no algorithm for the " + std::string(epilogue_name(c.epilogue)) +
-         " epilogue of " + describe(c) + " (cublasLtMatmulAlgoGetHeuristic: " +
-         error_text(status) + ", " + std::to_string(found) +
-         " found); this shape runs a plain GEMM and our bias/activation kernel instead";
+  return "noeira: cuBLASLt has no algorithm for " + what_was_refused(c) + " of " +
+         describe(c) + " (cublasLtMatmulAlgoGetHeuristic: " + error_text(status) + ", " +
+         std::to_string(found) + " found); " + fallback_text(c);
+}
+
+std::string matmul_refusal_note(const GemmCall& c, cublasStatus_t status) {
+  return "noeira: cuBLASLt refused " + what_was_refused(c) + " of " + describe(c) +
+         " on its first matmul (cublasLtMatmul: " + error_text(status) + "); " +
+         fallback_text(c);
 }
 
 namespace {
@@ -116,11 +159,40 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
     }                                                       \
   } while (0)
 
-  // bf16 inputs: plain fp32 accumulation (TF32 is about rounding fp32 inputs; it does not
-  // apply). fp32 inputs: TF32 tensor cores when the switch is on.
-  const bool bf16 = c.ab_type == CUDA_R_16BF;
-  const cublasComputeType_t compute =
-      !bf16 && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // The types, compute and epilogue: gemm_lt_choice.h. The caller applied its policy (a
+  // GELU into bf16: CudaOptions::lt_gelu_bf16) before calling, so here GELU is allowed;
+  // the alignment rules are checked again, as the key's alignments say.
+  LtRequest request;
+  if (!lt_epilogue_of(c.epilogue, &request.epilogue) ||
+      (c.ab_type != CUDA_R_32F && c.ab_type != CUDA_R_16BF) ||
+      (c.cd_type != CUDA_R_32F && c.cd_type != CUDA_R_16BF)) {
+    if (error)
+      *error = "GemmLt takes fp32 or bf16 A/B and C/D and the BIAS, RELU and GELU epilogues; "
+               "not " + describe(c) + " (a programming error in the caller)";
+    return Outcome::kFailed;
+  }
+  request.ab = c.ab_type == CUDA_R_16BF ? LtType::kBF16 : LtType::kF32;
+  request.d = c.cd_type == CUDA_R_16BF ? LtType::kBF16 : LtType::kF32;
+  request.tf32 = tf32_;
+  request.lt_gelu_bf16 = true;
+  request.K = c.K;
+  request.align_d = key.align_c;
+  request.align_bias = key.align_bias;
+  request.align_aux = key.align_aux;
+  request.ld_aux = c.N;  // our (M, N) row-major = column-major (N, M), ld N
+  const LtLayoutChoice choice = choose_lt_types(request);
+  if (!choice.direct) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "noeira: %s: %s; the caller's fp32 path runs instead\n",
+                 describe(c).c_str(), choice.why);
+    return Outcome::kUnsupported;
+  }
+  plan.may_refuse = c.epilogue != CUBLASLT_EPILOGUE_DEFAULT || choice.cd == LtType::kBF16;
+
+  const cublasComputeType_t compute = choice.compute == LtCompute::k32FFastTF32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t cd_type = choice.cd == LtType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
   NOEIRA_LT_CALL(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
   // Operands swapped (see the header): cuBLASLt's A is our B, its B is our A.
   const int32_t op_a = c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -133,11 +205,17 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
   NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                 &epilogue, sizeof epilogue));
   // The heuristic reads the epilogue pointers' alignment, so set them before asking.
-  if (uses_bias(c.epilogue))
+  if (uses_bias(c.epilogue)) {
     NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                   &c.bias, sizeof c.bias));
-  if (uses_aux(c.epilogue)) {
-    const int64_t aux_ld = c.N;  // our (M, N) row-major = column-major (N, M), ld N
+    if (choice.set_bias_type) {  // our fp32 bias; unset, a bf16 D would read it as bf16
+      const int32_t bias_type = CUDA_R_32F;
+      NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(
+          plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+    }
+  }
+  if (uses_aux(c.epilogue)) {  // stored in D's type (EPILOGUE_AUX_DATA_TYPE left unset)
+    const int64_t aux_ld = request.ld_aux;
     NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c.aux, sizeof c.aux));
     NOEIRA_LT_CALL(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
@@ -150,7 +228,7 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
   const uint64_t b_rows = c.trans_a ? c.M : c.K, b_cols = c.trans_a ? c.K : c.M;  // our A
   NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_a, c.ab_type, a_rows, a_cols, c.ldb));
   NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_b, c.ab_type, b_rows, b_cols, c.lda));
-  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_c, CUDA_R_32F, c.N, c.M, c.ldc));
+  NOEIRA_LT_CALL(cublasLtMatrixLayoutCreate(&plan.layout_c, cd_type, c.N, c.M, c.ldc));
   if (c.batch > 1) {  // strided batch; the operands swapped as above
     const int32_t count = static_cast<int32_t>(c.batch);
     const cublasLtMatrixLayout_t layouts[3] = {plan.layout_a, plan.layout_b, plan.layout_c};
@@ -172,10 +250,10 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
   } guard{pref};
   const uint64_t max_ws = workspace_bytes_;
   // In-place split-K accumulates partial products in the output; keep only the schemes
-  // that reduce in a separate, fixed-order step (or do not split K at all).
-  const uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE |
-                              CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
-                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+  // that reduce in a separate, fixed-order step (or do not split K at all), and for a
+  // bf16 D not the one that keeps the partial sums in bf16 (cublasLt.h 1924-1926).
+  uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  if (choice.output_type_reduction) reductions |= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
   NOEIRA_LT_CALL(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws));
   NOEIRA_LT_CALL(cublasLtMatmulPreferenceSetAttribute(
@@ -194,10 +272,10 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
       cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.layout_a, plan.layout_b,
                                      plan.layout_c, plan.layout_c, pref, 1, &result, &found);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
-    // An epilogue cuBLASLt cannot do for this shape (e.g. not supported or invalid for
-    // these layouts): the caller runs the plain GEMM and our kernel instead. The plan is
+    // An epilogue or a bf16 D cuBLASLt cannot do for this shape (e.g. not supported or
+    // invalid for these layouts): the caller runs its fp32 path instead. The plan is
     // cached as unsupported, so this line appears once per shape key.
-    if (c.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    if (plan.may_refuse) {
       std::fflush(stdout);
       std::fprintf(stderr, "%s\n", epilogue_fallback_note(c, s, found).c_str());
       return Outcome::kUnsupported;
@@ -217,7 +295,7 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
 }
 
 GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string* error) {
-  const size_t ab_bytes = c.ab_type == CUDA_R_16BF ? 2 : 4;
+  const size_t ab_bytes = type_bytes(c.ab_type);
   const int64_t batch = c.batch > 1 ? c.batch : 1;
   const Key key{c.trans_a,
                 c.trans_b,
@@ -229,11 +307,12 @@ GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string*
                 c.ldc,
                 static_cast<uint32_t>(c.epilogue),
                 static_cast<uint32_t>(c.ab_type),
+                static_cast<uint32_t>(c.cd_type),
                 batched_alignment(c.A, batch, c.stride_a, ab_bytes),
                 batched_alignment(c.B, batch, c.stride_b, ab_bytes),
-                batched_alignment(c.C, batch, c.stride_c, sizeof(float)),
-                alignment_of(uses_bias(c.epilogue) ? c.bias : nullptr),
-                alignment_of(uses_aux(c.epilogue) ? c.aux : nullptr),
+                batched_alignment(c.C, batch, c.stride_c, type_bytes(c.cd_type)),
+                lt_alignment(uses_bias(c.epilogue) ? c.bias : nullptr),
+                lt_alignment(uses_aux(c.epilogue) ? c.aux : nullptr),
                 batch,
                 batch > 1 ? c.stride_a : 0,
                 batch > 1 ? c.stride_b : 0,
@@ -264,11 +343,21 @@ GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string*
                      &c.beta, c.C, plan.layout_c, c.C, plan.layout_c, &plan.algo, workspace_,
                      workspace_bytes_, stream);
   if (s != CUBLAS_STATUS_SUCCESS) {
+    // A combination the header does not promise, refused before anything was enqueued:
+    // from now on this key takes the caller's fp32 path (one note, as for the heuristic).
+    if (plan.may_refuse && !plan.ran &&
+        (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE)) {
+      plan.supported = false;
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s\n", matmul_refusal_note(c, s).c_str());
+      return Outcome::kUnsupported;
+    }
     if (error)
       *error = lt_error("cublasLtMatmul", s, c) +
                "; check that A, B and C are device buffers of the sizes the shapes imply";
     return Outcome::kFailed;
   }
+  plan.ran = true;
   return Outcome::kDone;
 }
 

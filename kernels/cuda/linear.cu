@@ -1,8 +1,10 @@
-// CudaOps' matrix products, gemm, linear_forward and linear_backward_params (contracts:
-// kernels/op_list.inc), through cuBLASLt (gemm_lt.h): A/B fp32 (TF32 when on) or bf16
-// (CUDA_R_16BF, plain fp32 accumulation whatever the TF32 switch says), one algorithm per
-// shape, chosen once and reused by eager and captured runs. Our one kernel here is the
-// K == 0 case, which cuBLASLt does not take.
+// CudaOps' matrix products, gemm, linear_forward, linear_backward_data and
+// linear_backward_params (contracts: kernels/op_list.inc), through cuBLASLt (gemm_lt.h):
+// A/B fp32 (TF32 when on) or bf16 (CUDA_R_16BF, plain fp32 accumulation whatever the TF32
+// switch says), one algorithm per shape, chosen once and reused by eager and captured
+// runs. The linear passes write a bf16 output straight from cuBLASLt (one rounding, bias
+// and activation fused) where kernels/cuda/gemm_lt_choice.h says so. Our one kernel here
+// is the K == 0 case, which cuBLASLt does not take.
 #include <string>
 #include <type_traits>
 
@@ -59,46 +61,89 @@ void CudaOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
             .ab_type = ab_type});
 }
 
-// fp32: y(M,N) = act(x(M,K) W(N,K)^T + b) in one cuBLASLt call: BIAS, RELU_BIAS or
-// GELU_AUX_BIAS (the GELU input lands in `pre`). cuBLASLt's GELU is the same tanh
-// approximation as ours (kernels/common/math.h). Where no epilogue fits (pre requested for
-// ReLU/identity, a GELU aux row stride N not a multiple of 8, or no algorithm for the
-// epilogue), and for bf16, it is a plain GEMM followed by our bias_act kernel, as on the CPU.
+namespace {
+
+// Our storage dtype as cuBLASLt's (fp32, bf16); false for any other.
+bool lt_type_of(DType d, cuda::LtType* t) {
+  if (d == DType::kF32) *t = cuda::LtType::kF32;
+  else if (d == DType::kBF16) *t = cuda::LtType::kBF16;
+  else return false;
+  return true;
+}
+
+cudaDataType_t cuda_type(cuda::LtType t) {
+  return t == cuda::LtType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+}  // namespace
+
+// y(M,N) = act(x(M,K) W(N,K)^T + b) in one cuBLASLt call where gemm_lt_choice.h says so:
+// the epilogue BIAS, RELU[_BIAS] or GELU[_AUX][_BIAS] (the GELU input lands in `pre`),
+// into fp32 y, or into bf16 y straight from the fp32 accumulator with one rounding (bias
+// in fp32; a GELU into bf16 only with CudaOptions::lt_gelu_bf16, cuBLASLt's GELU being
+// its own code: gemm_lt_choice.h). Elsewhere (pre asked of ReLU/identity, a GELU pre row
+// stride N not a multiple of 8, a bf16 buffer not 16-byte aligned, a GELU into bf16 by
+// default, or no algorithm for the combination) it is the GEMM into fp32 (y or acc)
+// followed by our bias_act kernel, as on the CPU.
 void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
                              float* acc, int64_t M, int64_t N, int64_t K, Act act) {
   OpScope scope(*state_, "linear_forward");
   if (M == 0 || N == 0) return;
-  const bool fp32 = x.dtype == DType::kF32 && W.dtype == DType::kF32 && y.dtype == DType::kF32 &&
-                    (pre.empty() || pre.dtype == DType::kF32);
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  bool fusable = fp32 && K > 0;
-  switch (act) {
-    case Act::kNone:
-      epilogue = b ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-      fusable = fusable && pre.empty();
-      break;
-    case Act::kReLU:
-      epilogue = b ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-      fusable = fusable && pre.empty();
-      break;
-    case Act::kGELU:
-      if (!pre.empty())
-        epilogue = b ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-      else
-        epilogue = b ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-      fusable = fusable && (pre.empty() || N % 8 == 0);  // cuBLASLt: aux ld divisible by 8
-      break;
-  }
-  if (fusable) {
-    expect_elems("linear_forward", M * N, {y, pre});
-    // (M, N) = (M, K) x (N, K)^T, epilogue on the (M, N) result
-    const cuda::GemmCall c{.trans_a = false, .trans_b = true, .M = M, .N = N, .K = K,
-                           .alpha = 1.0f, .A = x.data, .lda = K, .B = W.data, .ldb = K,
-                           .beta = 0.0f, .C = y.as<float>(), .ldc = N, .epilogue = epilogue,
-                           .bias = b, .aux = pre.as<float>()};
-    if (run_gemm(c)) return;
+  const cuda::LinearEpilogue e = cuda::linear_epilogue(act, b != nullptr, !pre.empty());
+  cuda::LtRequest r;
+  const bool types = x.dtype == W.dtype && lt_type_of(x.dtype, &r.ab) &&
+                     lt_type_of(y.dtype, &r.d) && (pre.empty() || pre.dtype == y.dtype);
+  if (e.fits && types) {
+    r.tf32 = gemm_->tf32();
+    r.epilogue = e.epilogue;
+    r.lt_gelu_bf16 = lt_gelu_bf16_;
+    r.K = K;
+    r.align_d = cuda::lt_alignment(y.data);
+    r.align_bias = cuda::lt_alignment(b);
+    r.align_aux = cuda::lt_alignment(pre.data);
+    r.ld_aux = N;
+    const cuda::LtLayoutChoice choice = cuda::choose_lt_types(r);
+    if (choice.direct) {
+      expect_elems("linear_forward", M * N, {y, pre});
+      // (M, N) = (M, K) x (N, K)^T, epilogue on the (M, N) result
+      const cuda::GemmCall c{.trans_a = false, .trans_b = true, .M = M, .N = N, .K = K,
+                             .alpha = 1.0f, .A = x.data, .lda = K, .B = W.data, .ldb = K,
+                             .beta = 0.0f, .C = y.data, .ldc = N,
+                             .epilogue = cuda::cublas_epilogue(choice.epilogue), .bias = b,
+                             .aux = pre.data, .ab_type = cuda_type(choice.ab),
+                             .cd_type = cuda_type(choice.cd)};
+      if (run_gemm(c)) return;
+    }
   }
   composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);  // gemm + bias_act
+}
+
+// dx(M,K) = dz(M,N) W(N,K). A bf16 dx (bf16 dz, W) straight from cuBLASLt: fp32
+// accumulation, one rounding on the store, no fp32 product in memory and no cast kernel.
+// fp32 dx, a dx not 16-byte aligned, or a refusal: the GEMM into fp32 (dx or acc), then
+// our cast.
+void CudaOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
+                                   int64_t N, int64_t K) {
+  OpScope scope(*state_, "linear_backward_data");
+  if (M == 0 || K == 0) return;
+  cuda::LtRequest r;
+  if (dx.dtype == DType::kBF16 && dz.dtype == W.dtype && lt_type_of(dz.dtype, &r.ab)) {
+    r.d = cuda::LtType::kBF16;
+    r.tf32 = gemm_->tf32();
+    r.K = N;
+    r.align_d = cuda::lt_alignment(dx.data);
+    const cuda::LtLayoutChoice choice = cuda::choose_lt_types(r);
+    if (choice.direct) {
+      expect_elems("linear_backward_data", M * K, {dx});
+      // (M, K) = (M, N) x (N, K)
+      const cuda::GemmCall c{.trans_a = false, .trans_b = false, .M = M, .N = K, .K = N,
+                             .alpha = 1.0f, .A = dz.data, .lda = N, .B = W.data, .ldb = K,
+                             .beta = 0.0f, .C = dx.data, .ldc = K,
+                             .ab_type = cuda_type(choice.ab), .cd_type = cuda_type(choice.cd)};
+      if (run_gemm(c)) return;
+    }
+  }
+  composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);  // gemm + cast
 }
 
 // dW(N,K) += dz(M,N)^T x(M,K) with beta = 1, then db(N) += column sums of dz by our

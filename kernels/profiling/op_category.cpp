@@ -16,6 +16,7 @@ constexpr std::array<const char*, kOpCategoryCount> kNames = {
 constexpr std::pair<std::string_view, OpCategory> kOps[] = {
     {"gemm", OpCategory::kGemm},
     {"linear_forward", OpCategory::kGemm},
+    {"linear_backward_data", OpCategory::kGemm},
     {"linear_backward_params", OpCategory::kGemm},
     {"bias_act", OpCategory::kActivation},
     {"act_forward", OpCategory::kActivation},

@@ -55,6 +55,11 @@ OpCost of(linear_forward_tag, const ConstView& x, const ConstView& W, const floa
   return OpCost{2.0 * M * N * K, view_bytes(x) + view_bytes(W) + view_bytes(y) + view_bytes(pre)};
 }
 template <class... Rest>
+OpCost of(linear_backward_data_tag, const ConstView& dz, const ConstView& W, const View& dx,
+          float*, int64_t M, int64_t N, int64_t K, const Rest&...) {
+  return OpCost{2.0 * M * N * K, view_bytes(dz) + view_bytes(W) + view_bytes(dx)};
+}
+template <class... Rest>
 OpCost of(linear_backward_params_tag, const ConstView& dz, const ConstView& x, float*, float*,
           int64_t M, int64_t N, int64_t K, const Rest&...) {
   return OpCost{2.0 * M * N * K, view_bytes(dz) + view_bytes(x) + 4.0 * N * K};

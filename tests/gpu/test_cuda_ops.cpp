@@ -106,7 +106,8 @@ TEST_CASE("cuda: gemm matches the CPU in every transpose, TF32 on and off", "[gp
 #endif
 }
 
-TEST_CASE("cuda: linear_forward epilogues and linear_backward_params match the CPU", "[gpu]") {
+TEST_CASE("cuda: linear_forward epilogues, linear_backward_data and _params match the CPU",
+          "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   CpuOps cpu(1);
@@ -154,6 +155,12 @@ TEST_CASE("cuda: linear_forward epilogues and linear_backward_params match the C
       INFO("backward tf32 " << tf32 << " M " << M << " N " << N << " K " << K);
       CHECK(rel_error(dW.download(), dW_cpu) < (tf32 ? tf32_tolerance(M) : 1e-5));
       CHECK(rel_error(db.download(), db_cpu) < 1e-5);
+      // dx = dz W, overwriting what is there: fp32, gemm's product.
+      std::vector<float> dx_cpu(M * K);
+      cpu.linear_backward_data(view_of(dz0), view_of(W0), view_of(dx_cpu), nullptr, M, N, K);
+      DeviceArray<float> dx(gpu, random_floats(M * K, seed++));
+      gpu.ops->linear_backward_data(dz.view(), W.view(), dx.view(), nullptr, M, N, K);
+      CHECK(rel_error(dx.download(), dx_cpu) < (tf32 ? tf32_tolerance(N) : 1e-5));
     }
   }
 #endif

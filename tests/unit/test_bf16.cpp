@@ -93,6 +93,31 @@ TEST_CASE("bf16 GEMM against the fp32 GEMM, every transpose, beta 0 and 1", "[bf
       }
 }
 
+TEST_CASE("CPU linear_backward_data is the gemm into dx, or into acc and one rounding",
+          "[bf16]") {
+  CpuOps ops(2);
+  const int64_t M = 70, N = 33, K = 129;  // dx (M, K) = dz (M, N) W (N, K)
+  const auto dz = random_vec(M * N, 11), W = random_vec(N * K, 12);
+  // fp32: exactly gemm's bits.
+  std::vector<float> want(M * K), dx(M * K, 7.0f);
+  ops.gemm(false, false, M, K, N, 1.0f, view_of(dz), N, view_of(W), K, 0.0f, want.data(), K);
+  ops.linear_backward_data(view_of(dz), view_of(W), view_of(dx), nullptr, M, N, K);
+  CHECK(dx == want);
+  // bf16 inputs into a bf16 dx: the fp32 product rounded once (what cuBLASLt stores on
+  // the GPU), through the caller's scratch.
+  const auto dzb = to_bf16(dz), Wb = to_bf16(W);
+  std::vector<float> product(M * K), acc(M * K);
+  ops.gemm(false, false, M, K, N, 1.0f, view_of(dzb), N, view_of(Wb), K, 0.0f, product.data(),
+           K);
+  std::vector<bf16_t> dxb(M * K, 0);
+  ops.linear_backward_data(view_of(dzb), view_of(Wb), view_of(dxb), acc.data(), M, N, K);
+  CHECK(dxb == to_bf16(product));
+  // bf16 inputs into an fp32 dx (an fp32 input cast at the boundary): no rounding.
+  std::vector<float> dxf(M * K);
+  ops.linear_backward_data(view_of(dzb), view_of(Wb), view_of(dxf), nullptr, M, N, K);
+  CHECK(dxf == product);
+}
+
 TEST_CASE("bf16 GEMM gives the same bits with 1 and 2 threads", "[bf16][determinism]") {
   CpuOps one(1), two(2);
   const int64_t M = 256, N = 512, K = 784;
