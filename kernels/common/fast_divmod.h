@@ -15,7 +15,7 @@ namespace noeira {
 // pure function of the shape, so eager and captured launches take the same path.
 NOEIRA_HD bool use_index32(int64_t n) { return n >= 0 && n <= INT32_MAX; }
 
-// n / d and n % d for 0 <= n < 2^31 and 1 <= d < 2^31 (d = 0 is taken as 1: never divided
+// n / d and n % d for 0 <= n < 2^31 and 1 <= d <= 2^31 (d = 0 is taken as 1: never divided
 // by, as a launch over 0 elements returns first). shift = ceil(log2 d), magic =
 // floor(2^32 (2^shift - d) / d) + 1 (< 2^32), and n / d = (mulhi(n, magic) + n) >> shift;
 // the sum stays below 2^32 because mulhi(n, magic) <= n < 2^31.
@@ -43,8 +43,10 @@ struct FastDivmod {
 };
 
 // A divisor for an index type I: uint32_t divides by FastDivmod, int64_t by the machine's
-// `/` (the path for n >= 2^31). Kernels templated on I write their index math once; a
-// uint32_t divisor is a dimension of the loop's shape, so d <= n < 2^31.
+// `/` (the path for n >= 2^31). Kernels templated on I write their index math once. A
+// uint32_t divisor above 2^31 (a shape's dimension need not be bounded by n, e.g. a stride
+// or T with few rows) is held as 2^31, where FastDivmod is still exact: every index is
+// below it, so the quotient is 0 and the remainder the index, as for the real divisor.
 template <class I>
 struct Divider;
 
@@ -52,10 +54,12 @@ template <>
 struct Divider<uint32_t> {
   FastDivmod f;
   Divider() = default;
-  NOEIRA_HD explicit Divider(int64_t d) : f(static_cast<uint32_t>(d)) {}
+  static constexpr int64_t kMaxDivisor = int64_t{1} << 31;
+  NOEIRA_HD explicit Divider(int64_t d)
+      : f(static_cast<uint32_t>(d < 1 ? 1 : (d > kMaxDivisor ? kMaxDivisor : d))) {}
   NOEIRA_HD uint32_t div(uint32_t n) const { return f.div(n); }
   NOEIRA_HD uint32_t mod(uint32_t n) const { return f.mod(n); }
-  NOEIRA_HD uint32_t value() const { return f.divisor; }
+  NOEIRA_HD uint32_t value() const { return f.divisor; }  // min(d, 2^31)
   // n / d, with n % d into rem.
   NOEIRA_HD uint32_t divmod(uint32_t n, uint32_t& rem) const {
     const uint32_t q = f.div(n);

@@ -96,13 +96,22 @@ __global__ void embedding_position_sums_kernel(const T* dy, float* dwpe, int64_t
   }
 }
 
-// cub's temporary storage for `rows` (int32, int32) pairs (a size query: nothing runs).
-cudaError_t cub_temp_bytes(int64_t rows, size_t* bytes) {
+// Bits that hold every key 0 .. V.
+int key_bits(int64_t V) {
+  int bits = 1;
+  while (bits < 31 && (int64_t{1} << bits) <= V) ++bits;
+  return bits;
+}
+
+// cub's temporary storage for sorting `rows` (int32, int32) pairs on key_bits(V) bits, as
+// the launch sorts (a size query: nothing runs). One pass (V < 256) needs no double buffers.
+cudaError_t cub_temp_bytes(int64_t rows, int64_t V, size_t* bytes) {
   *bytes = 0;
   return cub::DeviceRadixSort::SortPairs(nullptr, *bytes, static_cast<const int32_t*>(nullptr),
                                          static_cast<int32_t*>(nullptr),
                                          static_cast<const int32_t*>(nullptr),
-                                         static_cast<int32_t*>(nullptr), static_cast<int>(rows));
+                                         static_cast<int32_t*>(nullptr), static_cast<int>(rows), 0,
+                                         key_bits(V));
 }
 
 struct EmbLayout {
@@ -130,13 +139,6 @@ EmbLayout emb_layout(void* workspace, int64_t rows, int64_t C) {
   return l;
 }
 
-// Bits that hold every key 0 .. V.
-int key_bits(int64_t V) {
-  int bits = 1;
-  while (bits < 31 && (int64_t{1} << bits) <= V) ++bits;
-  return bits;
-}
-
 cudaError_t launch_embedding_forward(cudaStream_t stream, const int32_t* ids, const float* wte,
                                      const float* wpe, View y, int64_t rows, int64_t T,
                                      int64_t C) {
@@ -158,7 +160,7 @@ cudaError_t launch_embedding_forward(cudaStream_t stream, const int32_t* ids, co
 size_t embedding_workspace_bytes(int64_t rows, int64_t V, int64_t C) {
   if (rows <= 0 || rows > INT_MAX || V < 0 || V >= INT_MAX || C < 0) return 0;
   size_t temp = 0;
-  if (cub_temp_bytes(rows, &temp) != cudaSuccess) {
+  if (cub_temp_bytes(rows, V, &temp) != cudaSuccess) {
     (void)cudaGetLastError();  // a failed query must not be blamed on a later op
     return 0;
   }
@@ -177,7 +179,7 @@ cudaError_t launch_embedding_backward(cudaStream_t stream, const int32_t* ids, C
     return cudaErrorInvalidValue;
   size_t temp = 0;
   if (dwte) {
-    if (const cudaError_t e = cub_temp_bytes(rows, &temp); e != cudaSuccess) return e;
+    if (const cudaError_t e = cub_temp_bytes(rows, V, &temp); e != cudaSuccess) return e;
   }
   const EmbLayout l = dwte ? emb_layout(workspace, rows, C) : EmbLayout{};
   return dispatch_float(op, {dy}, [&](auto storage) {

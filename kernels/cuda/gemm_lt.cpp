@@ -188,6 +188,7 @@ GemmLt::Outcome GemmLt::make_plan(const Key& key, const GemmCall& c, Plan& plan,
     return Outcome::kUnsupported;
   }
   plan.may_refuse = c.epilogue != CUBLASLT_EPILOGUE_DEFAULT || choice.cd == LtType::kBF16;
+  plan.typed_bias = choice.set_bias_type;
 
   const cublasComputeType_t compute = choice.compute == LtCompute::k32FFastTF32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
@@ -345,9 +346,13 @@ GemmLt::Outcome GemmLt::run(const GemmCall& c, cudaStream_t stream, std::string*
   if (s != CUBLAS_STATUS_SUCCESS) {
     // A combination the header does not promise, refused before anything was enqueued:
     // from now on this key takes the caller's fp32 path (one note, as for the heuristic).
+    // INVALID_VALUE counts as a refusal only where we set a type the header does not
+    // promise (the fp32 bias of a bf16 D); elsewhere it is a caller's bug, reported.
     if (plan.may_refuse && !plan.ran &&
-        (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE)) {
+        (s == CUBLAS_STATUS_NOT_SUPPORTED ||
+         (s == CUBLAS_STATUS_INVALID_VALUE && plan.typed_bias))) {
       plan.supported = false;
+      (void)cudaGetLastError();  // nothing of the refusal may be blamed on a later op
       std::fflush(stdout);
       std::fprintf(stderr, "%s\n", matmul_refusal_note(c, s).c_str());
       return Outcome::kUnsupported;

@@ -119,6 +119,7 @@ class GemmLt {
     // A plan whose combination cublasLt.h does not promise (an epilogue, a bf16 D): its
     // first matmul may still refuse it, and until one has run, a refusal means kUnsupported.
     bool may_refuse = false, ran = false;
+    bool typed_bias = false;  // set CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE (not the default)
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_c = nullptr;
     cublasLtMatmulAlgo_t algo{};

@@ -162,6 +162,11 @@ inline LtLayoutChoice choose_lt_types(const LtRequest& r) {
   if (lt_has_aux(r.epilogue) && r.ld_aux % kLtAuxLdMultiple != 0)
     return no("the GELU input's leading dimension is not a multiple of 8");
   if (r.d == LtType::kF32) {  // as it was: everything fused, the heuristic told the alignments
+    // bf16 A/B into fp32 with an epilogue stays composed, as before this path existed: the
+    // modules never ask it (their outputs are the flow's dtype) and no test covers it.
+    if (r.ab == LtType::kBF16 && r.epilogue != LtEpilogue::kDefault)
+      return no("bf16 A/B into an fp32 destination with an epilogue: the GEMM writes fp32, "
+                "bias_act applies it");
     c.direct = true;
     return c;
   }

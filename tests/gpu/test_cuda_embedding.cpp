@@ -29,9 +29,10 @@ TEST_CASE("cuda: embedding backward of a long token and bad ids equals the CPU b
     int64_t rows, big, C, V;
   };
   // 5,000 rows of one token (79 chunks); a GPT batch (64 x 256 rows, 65 tokens, the space
-  // token's ~2,500 rows); a vocabulary larger than the rows, one token just over 2K rows.
+  // token's ~2,500 rows); a vocabulary of 1000, one token just over 2K rows; a vocabulary
+  // larger than the rows (GPT-2's 50257: 16 sort bits).
   for (const Shape s : {Shape{5003, 5000, 37, 4}, Shape{16384, 2500, 384, 65},
-                        Shape{6001, 130, 300, 1000}}) {
+                        Shape{6001, 130, 300, 1000}, Shape{3000, 200, 64, 50257}}) {
     INFO("rows " << s.rows << " big " << s.big << " C " << s.C << " V " << s.V);
     std::vector<int32_t> ids0 = random_labels(s.rows, static_cast<int32_t>(s.V), 30);
     std::fill(ids0.begin(), ids0.begin() + s.big, 1);

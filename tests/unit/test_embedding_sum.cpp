@@ -127,7 +127,7 @@ struct Case {
   bool bad;
 };
 
-// 5,000 rows of one token (78 chunks, the last ragged) in 5,003 or 6,001 rows; exactly K
+// 5,000 rows of one token (79 chunks: 78 of 64 rows and one of 8) in 5,003 or 6,001 rows; exactly K
 // and K + 1 rows; C over one column tile; the GPT tokenizer's 65 tokens.
 const Case kCases[] = {{5003, 5000, 5, 4, true},   {6001, 5000, 37, 9, false},
                        {2 * K + 5, K, 3, 3, true}, {700, K + 1, 300, 6, false},

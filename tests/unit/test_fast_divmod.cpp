@@ -116,6 +116,24 @@ TEST_CASE("Divider<I> decomposes flat indices as / and % do, for both index type
   CHECK(dh64.value() == 64);
 }
 
+TEST_CASE("Divider<uint32_t> with a divisor above every index: quotient 0, remainder n",
+          "[fast_divmod]") {
+  // A dimension not bounded by the loop's n (a stride, or T with fewer rows): divisors past
+  // 2^31 are held as 2^31, where FastDivmod is still exact over the whole 31-bit domain.
+  for (const int64_t d : {int64_t{1} << 31, (int64_t{1} << 31) + 1, int64_t{1} << 32,
+                          (int64_t{1} << 32) - 2, int64_t{1} << 40}) {
+    INFO("d = " << d);
+    const Divider<uint32_t> div(d);
+    CHECK(div.value() == (uint32_t{1} << 31));
+    for (const uint32_t n : {0u, 1u, 12345u, (1u << 30) + 7u, uint32_t{INT32_MAX}}) {
+      uint32_t rem = 0;
+      CHECK(div.divmod(n, rem) == 0u);
+      CHECK(rem == n);
+      CHECK(div.mod(n) == n);
+    }
+  }
+}
+
 TEST_CASE("use_index32 takes 32-bit indices exactly below 2^31 elements", "[fast_divmod]") {
   CHECK(use_index32(0));
   CHECK(use_index32(1));

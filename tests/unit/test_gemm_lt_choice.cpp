@@ -170,6 +170,13 @@ TEST_CASE("bf16 in, fp32 out (the gemm op, parameter gradients): fp32 D as befor
   CHECK(c.epilogue == LtEpilogue::kDefault);
   CHECK_FALSE(c.set_bias_type);
   CHECK(c.output_type_reduction);
+  // With an epilogue it stays composed (GEMM into fp32, then bias_act), as before.
+  for (const LtEpilogue e : {LtEpilogue::kBias, LtEpilogue::kReLUBias, LtEpilogue::kGELU}) {
+    r.epilogue = e;
+    const LtLayoutChoice ce = choose_lt_types(r);
+    CHECK_FALSE(ce.direct);
+    CHECK_THAT(std::string(ce.why), Catch::Contains("fp32 destination with an epilogue"));
+  }
 }
 
 TEST_CASE("fp32 in, bf16 out and K == 0 keep the fp32 path", "[gemm_lt_choice]") {
