@@ -104,6 +104,13 @@ class RecordingOps final : public NoComputeOps {
     add_gemm(W.data, "forward_NT", false, true, M, N, K, 0.0f, x.dtype);
     if (act != Act::kNone) add(op_case::bias_act(M, N, y.dtype, act, b != nullptr, !pre.empty()));
   }
+  // Its GEMM, dx = dz W (NN), and on the CPU the rounding cast into a bf16 dx
+  // (kernels/composed_ops.h).
+  void linear_backward_data(ConstView dz, ConstView W, View dx, float*, int64_t M, int64_t N,
+                            int64_t K) override {
+    add_gemm(W.data, "input_grad_NN", false, false, M, K, N, 0.0f, dz.dtype);
+    if (dx.dtype != DType::kF32) add(op_case::cast(dx.n, DType::kF32, dx.dtype));
+  }
   // Its GEMM (the bias sums are bias_grad's, not timed here).
   void linear_backward_params(ConstView dz, ConstView, float* dW, float*, int64_t M, int64_t N,
                               int64_t K) override {
