@@ -10,7 +10,8 @@ namespace noeira {
 // Whether v replaces a max-pooling window's maximum so far, scanning in row-major order:
 // larger, or NaN — torch's `(val > maxval) || isnan(val)`, so ties keep the first maximum
 // and the last NaN of a window wins. (v != v is NaN's test on host and device alike.)
-NOEIRA_HD bool pool_takes_max(float v, float best) { return v > best || v != v; }
+// `|`, not `||`: no short-circuit branch (the CPU loops select without branches).
+NOEIRA_HD bool pool_takes_max(float v, float best) { return (v > best) | (v != v); }
 
 // The windows (outputs) that cover input index i along one axis of `out` outputs: o in
 // [lo, hi] (empty when lo > hi), window o spanning o * stride - pad .. o * stride - pad + k - 1.

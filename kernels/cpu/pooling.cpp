@@ -47,6 +47,19 @@ void maxpool_forward_unpadded(int threads, const PoolShape& s, const T* x, T* y,
   }
 }
 
+// Branch-free selects, bit for bit a or b. A row of Wo = 15 outputs is shorter than one
+// AVX-512 vector, so the whole row runs in the loop's scalar remainder, where GCC compiled
+// the selects into branches: mispredicted on real data (cifar-cnn's bf16 forward: 5.0 ms
+// on random inputs, against 1.0 on a predictable pattern).
+inline float select_f32(bool t, float a, float b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(t);
+  return f32_from_bits((f32_bits(a) & m) | (f32_bits(b) & ~m));
+}
+inline int32_t select_i32(bool t, int32_t a, int32_t b) {
+  const int32_t m = -static_cast<int32_t>(t);
+  return (a & m) | (b & ~m);
+}
+
 // The usual 2x2 window with stride 2 and no padding: each output reads two pairs of
 // neighbours, in the general loop's row-major order and with its comparisons (starting
 // from the first value instead of -inf keeps the result: -inf is never taken over -inf,
@@ -64,23 +77,23 @@ void maxpool_forward_2x2(int threads, const PoolShape& s, const T* x, T* y, int3
       const T* __restrict x1 = x0 + W;
       T* __restrict yr = y + (plane * Ho + oh) * Wo;
       int32_t* __restrict ar = argmax + (plane * Ho + oh) * Wo;
-#pragma omp simd
+#pragma omp simd simdlen(8)  // 8 lanes: bf16 alone would make 16, longer than a row of 15
       for (int64_t ow = 0; ow < Wo; ++ow) {
         const int32_t at = static_cast<int32_t>(top + 2 * ow);
         float best = load_f32(x0[2 * ow]);
         int32_t where = at;
         const float v1 = load_f32(x0[2 * ow + 1]);
         const bool t1 = pool_takes_max(v1, best);
-        best = t1 ? v1 : best;
-        where = t1 ? at + 1 : where;
+        best = select_f32(t1, v1, best);
+        where = select_i32(t1, at + 1, where);
         const float v2 = load_f32(x1[2 * ow]);
         const bool t2 = pool_takes_max(v2, best);
-        best = t2 ? v2 : best;
-        where = t2 ? at + static_cast<int32_t>(W) : where;
+        best = select_f32(t2, v2, best);
+        where = select_i32(t2, at + static_cast<int32_t>(W), where);
         const float v3 = load_f32(x1[2 * ow + 1]);
         const bool t3 = pool_takes_max(v3, best);
-        best = t3 ? v3 : best;
-        where = t3 ? at + static_cast<int32_t>(W) + 1 : where;
+        best = select_f32(t3, v3, best);
+        where = select_i32(t3, at + static_cast<int32_t>(W) + 1, where);
         store_f32(yr[ow], best);
         ar[ow] = where;
       }
@@ -135,12 +148,12 @@ void maxpool_backward_2x2(int threads, const PoolShape& s, const T* dy, const in
         const T* __restrict dyr = dy + (plane * Ho + oh) * Wo;
         const int32_t* __restrict ar = argmax + (plane * Ho + oh) * Wo;
         const int32_t row = static_cast<int32_t>(h * W);
-#pragma omp simd
+#pragma omp simd simdlen(8)
         for (int64_t ow = 0; ow < Wo; ++ow) {
           const float g = 0.0f + load_f32(dyr[ow]);  // never -0, as the general sum
           const int32_t at = row + static_cast<int32_t>(2 * ow);
-          store_f32(dxr[2 * ow], ar[ow] == at ? g : 0.0f);
-          store_f32(dxr[2 * ow + 1], ar[ow] == at + 1 ? g : 0.0f);
+          store_f32(dxr[2 * ow], select_f32(ar[ow] == at, g, 0.0f));
+          store_f32(dxr[2 * ow + 1], select_f32(ar[ow] == at + 1, g, 0.0f));
         }
         w_done = 2 * Wo;
       }
