@@ -137,7 +137,6 @@ void DatasetTrainer::upload(const TensorDataset& d, const Slot& x, const Slot& y
 
 void DatasetTrainer::begin_epoch() {
   Ops& ops = *backend_.ops;
-  Stream& stream = *backend_.stream;
   if (augmenter_) augmenter_->run(ops, arenas_, train_x_, cfg_.seed, static_cast<uint32_t>(epoch_));
   ops.shuffle(cfg_.seed, static_cast<uint32_t>(epoch_), train_count_, arenas_.as<int32_t>(perm_),
               arenas_.ptr(shuffle_ws_));
