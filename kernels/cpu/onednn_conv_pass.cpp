@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kernels/cpu/channel_blocks.h"
+
 namespace noeira::onednn {
 
 namespace {
@@ -24,10 +26,19 @@ using tag = dnnl::memory::format_tag;
 // bf16 takes the same choice (not timed separately).
 bool blocked_backward_data(const ConvShape& s) { return s.in_channels >= 4; }
 
+// Whether inner is plain's dims and type in nChw16c with whole blocks of 16 channels.
+bool is_channel_blocks(const md& plain, const md& inner) {
+  const dims d = plain.dims();
+  if (d.size() != 4 || plain != md(d, plain.data_type(), tag::nchw)) return false;
+  return inner == md(d, plain.data_type(), tag::nChw16c) &&
+         channel_blocks_apply(d[1], dnnl::memory::data_type_size(plain.data_type()));
+}
+
 ConvOperand operand(int arg, Flow flow, Scope scope, const md& plain, const md& inner) {
   ConvOperand o;
   o.arg = arg, o.flow = flow, o.scope = scope, o.plain = plain, o.inner = inner;
-  if (o.reordered()) {
+  o.channel_blocks = o.reordered() && is_channel_blocks(plain, inner);
+  if (o.reordered() && !o.channel_blocks) {
     const dnnl::engine& e = cpu_engine();
     const dnnl::reorder::primitive_desc pd =
         flow == Flow::kIn
@@ -47,6 +58,17 @@ void* find(std::span<const ConvArg> args, int arg) {
 
 void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& from,
              const dnnl::memory& to, std::byte* scratch) {
+  if (o.channel_blocks) {
+    const dims d = o.plain.dims();  // (N, C, H, W)
+    const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
+    if (o.flow == Flow::kIn)
+      nchw_to_channel_blocks(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
+                             d[2] * d[3], bytes);
+    else
+      channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
+                             d[2] * d[3], bytes);
+    return;
+  }
   o.reorder.execute(
       stream, {{DNNL_ARG_FROM, from},
                {DNNL_ARG_TO, to},

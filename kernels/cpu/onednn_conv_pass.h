@@ -26,6 +26,9 @@ struct ConvOperand {
   dnnl::primitive reorder;          // plain -> inner (kIn) or inner -> plain (kOut)
   dnnl::memory::desc reorder_scratch;
   size_t offset = 0;  // of the inner copy: in a thread's area (kSlab) or the shared area
+  // nchw <-> nChw16c with C a multiple of 16: our copies (channel_blocks.h) rather than
+  // oneDNN's reorder.
+  bool channel_blocks = false;
   bool reordered() const { return inner != plain; }
 };
 
