@@ -1,8 +1,8 @@
 // CpuOps' BatchNorm2d (contracts: kernels/op_list.inc; math: kernels/common/norm.h). x is
 // (B, C, S); a channel's values sit in B runs of S. Training sums each channel in double
 // in kLanes partials (value s of each run into lane s % kLanes, runs in b order, the lanes
-// added in lane order at the end), one channel per iteration of the parallel loop, so the
-// bits do not depend on the thread count. The fused ops (batchnorm_forward_train,
+// added in lane order at the end); a thread takes a chunk of whole channels, so the bits do
+// not depend on the thread count. The fused ops (batchnorm_forward_train,
 // batchnorm_backward) and the split ones of synchronised BatchNorm (batchnorm_stats ->
 // a sum over ranks -> batchnorm_forward_from_stats; batchnorm_backward_stats ->
 // batchnorm_backward_from_stats) run the same per-channel functions below, so a split
@@ -18,90 +18,139 @@ namespace noeira {
 
 namespace {
 
-// Two sums over channel c's values, term(at) giving element at's pair, in kLanes double
-// partials. One serial chain of double adds per sum was the cost of BatchNorm on the CPU
-// (a quarter of a resnet20 step, at 7 GB/s); independent lanes vectorise. The order is a
-// function of the shape alone.
+// Two sums per channel, term(c, at) giving element at's pair, in kLanes double partials:
+// value s of each (b, c) run into lane s % kLanes, runs in b order, the lanes added in lane
+// order at the end. One serial chain of double adds per sum was the cost of BatchNorm on
+// the CPU (a quarter of a resnet20 step, at 7 GB/s); independent lanes vectorise. The
+// order is a function of the shape alone.
+//
+// A thread takes a chunk of channels and walks the batch outside them: for each b the
+// chunk's runs are one contiguous stretch, which the prefetchers follow (a channel at a
+// time read runs of S values 4-8 KiB apart: at S = 64 every run was a miss). The
+// per-channel order above is unchanged, so the chunking may follow the thread count.
 constexpr int kLanes = 8;
+constexpr int64_t kChunk = 16;  // channels per chunk, at most
 
+struct Chunk {
+  int64_t c0, c1;  // channels [c0, c1)
+};
+
+// Channel chunks of kChunk or fewer, at least `threads` of them when there are channels
+// enough; f(chunk) runs on one thread.
+template <class F>
+void for_chunks(int threads, int64_t C, const F& f) {
+  const int64_t per_thread = (C + threads - 1) / threads;
+  const int64_t size = per_thread < kChunk ? (per_thread < 1 ? 1 : per_thread) : kChunk;
+  const int64_t chunks = (C + size - 1) / size;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t k = 0; k < chunks; ++k) f(Chunk{k * size, k * size + size < C ? k * size + size : C});
+}
+
+// out[c - c0] = channel c's two sums, for the chunk's channels.
 template <class Term>
-ChannelSums lane_sums(const NormShape& s, int64_t c, const Term& term) {
+void chunk_sums(const NormShape& s, Chunk ch, const Term& term, ChannelSums* out) {
   const int64_t C = s.channels, S = s.spatial;
-  double u[kLanes] = {}, v[kLanes] = {};
-  for (int64_t b = 0; b < s.batch; ++b) {
-    const int64_t at = (b * C + c) * S;
-    int64_t i = 0;
-    for (; i + kLanes <= S; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        const ChannelSums t = term(at + i + l);
-        u[l] += t.a;
-        v[l] += t.b;
+  double u[kChunk][kLanes] = {}, v[kChunk][kLanes] = {};
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t c = ch.c0; c < ch.c1; ++c) {
+      const int64_t at = (b * C + c) * S;
+      double lu[kLanes], lv[kLanes];  // in registers for the run
+      for (int l = 0; l < kLanes; ++l) lu[l] = u[c - ch.c0][l], lv[l] = v[c - ch.c0][l];
+      int64_t i = 0;
+      for (; i + kLanes <= S; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) {
+          const ChannelSums t = term(c, at + i + l);
+          lu[l] += t.a;
+          lv[l] += t.b;
+        }
+      for (; i < S; ++i) {
+        const ChannelSums t = term(c, at + i);
+        lu[i % kLanes] += t.a;
+        lv[i % kLanes] += t.b;
       }
-    for (; i < S; ++i) {
-      const ChannelSums t = term(at + i);
-      u[i % kLanes] += t.a;
-      v[i % kLanes] += t.b;
+      for (int l = 0; l < kLanes; ++l) u[c - ch.c0][l] = lu[l], v[c - ch.c0][l] = lv[l];
     }
+  for (int64_t c = ch.c0; c < ch.c1; ++c) {
+    ChannelSums r{0.0, 0.0};
+    for (int l = 0; l < kLanes; ++l) {
+      r.a += u[c - ch.c0][l];
+      r.b += v[c - ch.c0][l];
+    }
+    out[c - ch.c0] = r;
   }
-  ChannelSums r{0.0, 0.0};
-  for (int l = 0; l < kLanes; ++l) {
-    r.a += u[l];
-    r.b += v[l];
-  }
-  return r;
 }
 
-// Channel c's sum and sum of squares of x, in double.
+// Each channel's sum and sum of squares of x, in double.
 template <class T>
-ChannelSums channel_sums(const NormShape& s, const T* x, int64_t c) {
-  return lane_sums(s, c, [x](int64_t at) {
-    const double v = load_f32(x[at]);
-    return ChannelSums{v, v * v};
-  });
+void channel_sums(const NormShape& s, const T* x, Chunk ch, ChannelSums* out) {
+  chunk_sums(
+      s, ch,
+      [x](int64_t, int64_t at) {
+        const double v = load_f32(x[at]);
+        return ChannelSums{v, v * v};
+      },
+      out);
 }
 
-// Channel c of the training forward from its sums over n values: save the statistics,
-// update the running ones, write y.
+// The training forward of the chunk's channels from their sums over n values each: save
+// the statistics, update the running ones, write y.
 template <class T>
-void channel_forward(const NormShape& s, const T* x, int64_t c, ChannelSums sums, int64_t n,
-                     const float* gamma, const float* beta, const BatchNormHyper& h, T* y,
-                     float* save_mean, float* save_invstd, float* running_mean,
-                     float* running_var) {
+void chunk_forward(const NormShape& s, const T* x, Chunk ch, const ChannelSums* sums, int64_t n,
+                   const float* gamma, const float* beta, const BatchNormHyper& h, T* y,
+                   float* save_mean, float* save_invstd, float* running_mean,
+                   float* running_var) {
   const int64_t C = s.channels, S = s.spatial;
-  const ChannelStats st = channel_stats(sums.a, sums.b, n, h.eps);
-  save_mean[c] = st.mean;
-  save_invstd[c] = st.invstd;
-  update_running(running_mean[c], running_var[c], sums.a, sums.b, n, h);
-  for (int64_t b = 0; b < s.batch; ++b) {
-    const T* xc = x + (b * C + c) * S;
-    T* yc = y + (b * C + c) * S;
-    for (int64_t i = 0; i < S; ++i)
-      store_f32(yc[i], batchnorm_apply(load_f32(xc[i]), st.mean, st.invstd, gamma[c], beta[c]));
+  for (int64_t c = ch.c0; c < ch.c1; ++c) {
+    const ChannelSums& sc = sums[c - ch.c0];
+    const ChannelStats st = channel_stats(sc.a, sc.b, n, h.eps);
+    save_mean[c] = st.mean;
+    save_invstd[c] = st.invstd;
+    update_running(running_mean[c], running_var[c], sc.a, sc.b, n, h);
   }
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t c = ch.c0; c < ch.c1; ++c) {
+      const T* __restrict xc = x + (b * C + c) * S;
+      T* __restrict yc = y + (b * C + c) * S;
+      const float mean = save_mean[c], invstd = save_invstd[c], g = gamma[c], be = beta[c];
+      for (int64_t i = 0; i < S; ++i)
+        store_f32(yc[i], batchnorm_apply(load_f32(xc[i]), mean, invstd, g, be));
+    }
 }
 
-// Channel c's sums of dy and dy * xhat, in double, in the forward's order.
+// Each channel's sums of dy and dy * xhat, in double, in the forward's order.
 template <class T>
-ChannelSums channel_grad_sums(const NormShape& s, const T* dy, const T* x, int64_t c,
-                              float mean, float invstd) {
-  return lane_sums(s, c, [dy, x, mean, invstd](int64_t at) {
-    const float g = load_f32(dy[at]);
-    return ChannelSums{g, static_cast<double>(g) * batchnorm_xhat(load_f32(x[at]), mean, invstd)};
-  });
+void channel_grad_sums(const NormShape& s, const T* dy, const T* x, Chunk ch,
+                       const float* mean, const float* invstd, ChannelSums* out) {
+  chunk_sums(
+      s, ch,
+      [dy, x, mean, invstd](int64_t c, int64_t at) {
+        const float g = load_f32(dy[at]);
+        return ChannelSums{g, static_cast<double>(g) *
+                                  batchnorm_xhat(load_f32(x[at]), mean[c], invstd[c])};
+      },
+      out);
 }
 
-// Channel c's dx from the gradient sums over n values.
+// The chunk's dx from each channel's gradient sums over n values.
 template <class T>
-void channel_dx(const NormShape& s, const T* dy, const T* x, int64_t c, float mean,
-                float invstd, float gamma, ChannelSums grad, int64_t n, T* dx) {
+void chunk_dx(const NormShape& s, const T* dy, const T* x, Chunk ch, const float* mean,
+              const float* invstd, const float* gamma, const ChannelSums* grad, int64_t n,
+              T* dx) {
   const int64_t C = s.channels, S = s.spatial;
-  const GradMeans m = grad_means(grad.a, grad.b, n);
-  for (int64_t b = 0; b < s.batch; ++b) {
-    const int64_t at = (b * C + c) * S;
-    for (int64_t i = 0; i < S; ++i)
-      store_f32(dx[at + i], batchnorm_dx(load_f32(dy[at + i]), load_f32(x[at + i]), mean, invstd,
-                                         gamma, m.dy, m.dy_xhat));
-  }
+  GradMeans m[kChunk];
+  for (int64_t c = ch.c0; c < ch.c1; ++c)
+    m[c - ch.c0] = grad_means(grad[c - ch.c0].a, grad[c - ch.c0].b, n);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t c = ch.c0; c < ch.c1; ++c) {
+      const int64_t at = (b * C + c) * S;
+      const T* __restrict d = dy + at;
+      const T* __restrict xc = x + at;
+      T* __restrict out = dx + at;
+      const float mu = mean[c], is = invstd[c], g = gamma[c];
+      const float mdy = m[c - ch.c0].dy, mdx = m[c - ch.c0].dy_xhat;
+      for (int64_t i = 0; i < S; ++i)
+        store_f32(out[i], batchnorm_dx(load_f32(d[i]), load_f32(xc[i]), mu, is, g, mdy, mdx));
+    }
 }
 
 // The split ops' count covers at least this rank's values (a programming error otherwise).
@@ -122,16 +171,21 @@ template <class T>
 void bn_train_impl(int threads, const NormShape& s, const T* x, const float* gamma,
                    const float* beta, const BatchNormHyper& h, T* y, float* save_mean,
                    float* save_invstd, float* running_mean, float* running_var) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < s.channels; ++c)
-    channel_forward(s, x, c, channel_sums(s, x, c), s.per_channel(), gamma, beta, h, y,
-                    save_mean, save_invstd, running_mean, running_var);
+  for_chunks(threads, s.channels, [&](Chunk ch) {
+    ChannelSums sums[kChunk];
+    channel_sums(s, x, ch, sums);
+    chunk_forward(s, x, ch, sums, s.per_channel(), gamma, beta, h, y, save_mean, save_invstd,
+                  running_mean, running_var);
+  });
 }
 
 template <class T>
 void bn_stats_impl(int threads, const NormShape& s, const T* x, double* stats) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < s.channels; ++c) put_sums(stats, c, channel_sums(s, x, c));
+  for_chunks(threads, s.channels, [&](Chunk ch) {
+    ChannelSums sums[kChunk];
+    channel_sums(s, x, ch, sums);
+    for (int64_t c = ch.c0; c < ch.c1; ++c) put_sums(stats, c, sums[c - ch.c0]);
+  });
 }
 
 template <class T>
@@ -139,10 +193,12 @@ void bn_from_stats_impl(int threads, const NormShape& s, const T* x, const doubl
                         int64_t count, const float* gamma, const float* beta,
                         const BatchNormHyper& h, T* y, float* save_mean, float* save_invstd,
                         float* running_mean, float* running_var) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < s.channels; ++c)
-    channel_forward(s, x, c, sums_at(stats, c), count, gamma, beta, h, y, save_mean,
-                    save_invstd, running_mean, running_var);
+  for_chunks(threads, s.channels, [&](Chunk ch) {
+    ChannelSums sums[kChunk];
+    for (int64_t c = ch.c0; c < ch.c1; ++c) sums[c - ch.c0] = sums_at(stats, c);
+    chunk_forward(s, x, ch, sums, count, gamma, beta, h, y, save_mean, save_invstd,
+                  running_mean, running_var);
+  });
 }
 
 template <class T>
@@ -163,22 +219,25 @@ template <class T>
 void bn_backward_impl(int threads, const NormShape& s, const T* dy, const T* x,
                       const float* gamma, const float* save_mean, const float* save_invstd,
                       T* dx, float* dgamma, float* dbeta) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < s.channels; ++c) {
-    const ChannelSums g = channel_grad_sums(s, dy, x, c, save_mean[c], save_invstd[c]);
-    dgamma[c] += static_cast<float>(g.b);
-    dbeta[c] += static_cast<float>(g.a);
-    if (dx)
-      channel_dx(s, dy, x, c, save_mean[c], save_invstd[c], gamma[c], g, s.per_channel(), dx);
-  }
+  for_chunks(threads, s.channels, [&](Chunk ch) {
+    ChannelSums g[kChunk];
+    channel_grad_sums(s, dy, x, ch, save_mean, save_invstd, g);
+    for (int64_t c = ch.c0; c < ch.c1; ++c) {
+      dgamma[c] += static_cast<float>(g[c - ch.c0].b);
+      dbeta[c] += static_cast<float>(g[c - ch.c0].a);
+    }
+    if (dx) chunk_dx(s, dy, x, ch, save_mean, save_invstd, gamma, g, s.per_channel(), dx);
+  });
 }
 
 template <class T>
 void bn_backward_stats_impl(int threads, const NormShape& s, const T* dy, const T* x,
                             const float* save_mean, const float* save_invstd, double* stats) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < s.channels; ++c)
-    put_sums(stats, c, channel_grad_sums(s, dy, x, c, save_mean[c], save_invstd[c]));
+  for_chunks(threads, s.channels, [&](Chunk ch) {
+    ChannelSums g[kChunk];
+    channel_grad_sums(s, dy, x, ch, save_mean, save_invstd, g);
+    for (int64_t c = ch.c0; c < ch.c1; ++c) put_sums(stats, c, g[c - ch.c0]);
+  });
 }
 
 template <class T>
@@ -187,15 +246,16 @@ void bn_backward_from_stats_impl(int threads, const NormShape& s, const T* dy, c
                                  const float* save_invstd, const double* local,
                                  const double* total, int64_t count, T* dx, float* dgamma,
                                  float* dbeta) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < s.channels; ++c) {
-    const ChannelSums own = sums_at(local, c);
-    dgamma[c] += static_cast<float>(own.b);
-    dbeta[c] += static_cast<float>(own.a);
-    if (dx)
-      channel_dx(s, dy, x, c, save_mean[c], save_invstd[c], gamma[c], sums_at(total, c), count,
-                 dx);
-  }
+  for_chunks(threads, s.channels, [&](Chunk ch) {
+    ChannelSums g[kChunk];
+    for (int64_t c = ch.c0; c < ch.c1; ++c) {
+      const ChannelSums own = sums_at(local, c);
+      dgamma[c] += static_cast<float>(own.b);
+      dbeta[c] += static_cast<float>(own.a);
+      g[c - ch.c0] = sums_at(total, c);
+    }
+    if (dx) chunk_dx(s, dy, x, ch, save_mean, save_invstd, gamma, g, count, dx);
+  });
 }
 
 }  // namespace
