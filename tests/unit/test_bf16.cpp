@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "tests/support/views.h"
 
@@ -126,6 +127,40 @@ TEST_CASE("bf16 GEMM gives the same bits with 1 and 2 threads", "[bf16][determin
   one.gemm(false, true, M, N, K, 1.0f, view_of(a), K, view_of(b), K, 0.0f, c1.data(), N);
   two.gemm(false, true, M, N, K, 1.0f, view_of(a), K, view_of(b), K, 0.0f, c2.data(), N);
   CHECK(c1 == c2);
+}
+
+TEST_CASE("bf16 ReLU forward and backward give store_f32's bits for every bf16 pattern",
+          "[bf16]") {
+  // The CPU loops skip the rounding for ReLU (its results are exact); the bits must be
+  // those of the generic load -> fp32 math -> store_f32 path, NaNs and signed zeros included.
+  CpuOps ops(1);
+  std::vector<bf16_t> all(1 << 16);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<bf16_t>(i);
+  const auto reference = [](float v) {
+    bf16_t r;
+    store_f32(r, v);
+    return r;
+  };
+  std::vector<bf16_t> y(all.size());
+  ops.act_forward(view_of(all), view_of(y), Act::kReLU);
+  size_t forward_wrong = 0;
+  for (size_t i = 0; i < all.size(); ++i)
+    forward_wrong += y[i] != reference(act_forward(Act::kReLU, bf16_to_f32(all[i])));
+  CHECK(forward_wrong == 0);
+
+  // post only matters through post > 0: zeros, tiny, ordinary, infinite and NaN values.
+  for (const bf16_t post_bits : {0x0000, 0x8000, 0x0001, 0x8001, 0x3f80, 0xbf80, 0x7f80, 0xff80,
+                                 0x7fc0, 0xffc0, 0x7f81}) {
+    INFO("post bits " << post_bits);
+    const std::vector<bf16_t> post(all.size(), post_bits);
+    std::vector<bf16_t> dx(all.size());
+    ops.act_backward(view_of(all), ConstView{}, view_of(post), view_of(dx), Act::kReLU);
+    const float g = act_grad(Act::kReLU, 0.0f, bf16_to_f32(post_bits));
+    size_t backward_wrong = 0;
+    for (size_t i = 0; i < all.size(); ++i)
+      backward_wrong += dx[i] != reference(bf16_to_f32(all[i]) * g);
+    CHECK(backward_wrong == 0);
+  }
 }
 
 TEST_CASE("bf16 element-wise ops and losses against fp32", "[bf16]") {
