@@ -1,11 +1,13 @@
 // CudaOps' ViT patches (contracts: kernels/op_list.inc; kernels/common/image_shapes.h
 // PatchShape): patchify is a gather, one thread per element of y; unpatchify the inverse
 // permutation as a scatter, one thread per element of dy, so each element of dx is written
-// once. fp32 or bf16, the stored bits copied.
+// once. fp32 or bf16, the stored bits copied; index math in 32 bits below 2^31 elements
+// (kernels/common/patch_index.h).
 #include <string>
 
+#include "kernels/common/patch_index.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -27,17 +29,17 @@ namespace cuda {
 
 namespace {
 
-// y[i] = x[s.patch_source(i)]: a gather, the stored bits unchanged.
-template <class T>
-__global__ void patchify_kernel(const T* x, T* y, PatchShape s, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) y[i] = x[s.patch_source(i)];
+// y[i] = x[patch_source(i)]: a gather, the stored bits unchanged.
+template <class T, class I>
+__global__ void patchify_kernel(const T* x, T* y, PatchIndex<I> p, I n) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) y[i] = x[p.source(i)];
 }
 
-// dx[s.patch_source(i)] = dy[i]: patch_source is a permutation, so every element of dx is
+// dx[patch_source(i)] = dy[i]: patch_source is a permutation, so every element of dx is
 // written by exactly one thread (no two writes meet, no atomics).
-template <class T>
-__global__ void unpatchify_kernel(const T* dy, T* dx, PatchShape s, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) dx[s.patch_source(i)] = dy[i];
+template <class T, class I>
+__global__ void unpatchify_kernel(const T* dy, T* dx, PatchIndex<I> p, I n) {
+  for (I i = first_index<I>(); i < n; i += index_stride<I>()) dx[p.source(i)] = dy[i];
 }
 
 // patchify (gather) or, with `scatter`, unpatchify (the inverse permutation): src and
@@ -49,11 +51,17 @@ cudaError_t launch_patch_copy(cudaStream_t stream, const char* op, const PatchSh
   if (n == 0) return cudaSuccess;
   return dispatch_float(op, {src, dst}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    if (scatter)
-      unpatchify_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<T>(), dst.as<T>(), s, n);
-    else
-      patchify_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<T>(), dst.as<T>(), s, n);
-    return cudaGetLastError();
+    return with_index(n, [&](auto index) {
+      using I = typename decltype(index)::type;
+      const PatchIndex<I> p(s);
+      if (scatter)
+        unpatchify_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<T>(), dst.as<T>(), p,
+                                                              static_cast<I>(n));
+      else
+        patchify_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<T>(), dst.as<T>(), p,
+                                                            static_cast<I>(n));
+      return cudaGetLastError();
+    });
   });
 }
 

@@ -2,13 +2,15 @@
 // bf16 storage, fp32 math. Forward: one thread per output element, scanning its window in
 // row-major order. Backward: one thread per input element, gathering the windows that
 // cover it in row-major window order, so each input's sum has the order the contract
-// states and no thread writes another's element (no scatter, no atomics).
+// states and no thread writes another's element (no scatter, no atomics). Element indices
+// split in 32 bits below 2^31 elements (kernels/cuda/index.cuh); the window bounds stay
+// 64-bit (pool_covering's two divides by the stride, backward only).
 #include <cmath>
 #include <string>
 
 #include "kernels/common/pool.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/index.cuh"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -51,14 +53,29 @@ PoolGeom geom_of(const PoolShape& s) {
           s.kernel_w, s.stride, s.pad};
 }
 
+// Element i of an (planes, rows, cols) tensor as (plane, row, col), in the index type I
+// (kernels/cuda/index.cuh): multiply-shift divisions below 2^31 elements.
+template <class I>
+struct PlaneIndex {
+  I n;
+  Divider<I> by_cols, by_rows;
+  NOEIRA_HD I split(I i, I& row, I& col) const { return by_rows.divmod(by_cols.divmod(i, col), row); }
+};
+
+template <class I>
+PlaneIndex<I> plane_index(int64_t planes, int64_t rows, int64_t cols) {
+  return {static_cast<I>(planes * rows * cols), Divider<I>(cols), Divider<I>(rows)};
+}
+
 // y = window maximum, argmax = its h * W + w, scanning the window in row-major order. The
 // initial argmax is the window's first in-bounds position (as torch's), kept when every
 // value is -inf.
-template <class T>
-__global__ void maxpool_forward_kernel(const T* x, T* y, int32_t* argmax, PoolGeom g) {
-  const int64_t n = g.planes * g.Ho * g.Wo;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t ow = i % g.Wo, oh = (i / g.Wo) % g.Ho, plane = i / (g.Wo * g.Ho);
+template <class T, class I>
+__global__ void maxpool_forward_kernel(const T* x, T* y, int32_t* argmax, PoolGeom g,
+                                       PlaneIndex<I> ix) {
+  for (I i = first_index<I>(); i < ix.n; i += index_stride<I>()) {
+    I oh_, ow_;
+    const int64_t plane = ix.split(i, oh_, ow_), oh = oh_, ow = ow_;
     const int64_t h0 = oh * g.stride - g.pad, w0 = ow * g.stride - g.pad;
     const int64_t hs = h0 < 0 ? 0 : h0, ws = w0 < 0 ? 0 : w0;
     const int64_t he = h0 + g.kh < g.H ? h0 + g.kh : g.H;
@@ -77,11 +94,12 @@ __global__ void maxpool_forward_kernel(const T* x, T* y, int32_t* argmax, PoolGe
 }
 
 // dx(h, w) = sum of dy over the covering windows whose argmax is (h, w), row-major order.
-template <class T>
-__global__ void maxpool_backward_kernel(const T* dy, const int32_t* argmax, T* dx, PoolGeom g) {
-  const int64_t n = g.planes * g.H * g.W;
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
+template <class T, class I>
+__global__ void maxpool_backward_kernel(const T* dy, const int32_t* argmax, T* dx, PoolGeom g,
+                                        PlaneIndex<I> ix) {
+  for (I i = first_index<I>(); i < ix.n; i += index_stride<I>()) {
+    I h_, w_;
+    const int64_t plane = ix.split(i, h_, w_), h = h_, w = w_;
     const PoolCover ch = pool_covering(h, g.kh, g.stride, g.pad, g.Ho);
     const PoolCover cw = pool_covering(w, g.kw, g.stride, g.pad, g.Wo);
     const int64_t oh0 = ch.lo, oh1 = ch.hi, ow0 = cw.lo, ow1 = cw.hi;
@@ -99,12 +117,12 @@ __global__ void maxpool_backward_kernel(const T* dy, const int32_t* argmax, T* d
 
 // y = (sum of the window's in-bounds values, row-major) / (kh * kw): padding counts as
 // zeros in the divisor (count_include_pad).
-template <class T>
-__global__ void avgpool_forward_kernel(const T* x, T* y, PoolGeom g) {
-  const int64_t n = g.planes * g.Ho * g.Wo;
+template <class T, class I>
+__global__ void avgpool_forward_kernel(const T* x, T* y, PoolGeom g, PlaneIndex<I> ix) {
   const float div = static_cast<float>(g.kh * g.kw);
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t ow = i % g.Wo, oh = (i / g.Wo) % g.Ho, plane = i / (g.Wo * g.Ho);
+  for (I i = first_index<I>(); i < ix.n; i += index_stride<I>()) {
+    I oh_, ow_;
+    const int64_t plane = ix.split(i, oh_, ow_), oh = oh_, ow = ow_;
     const int64_t h0 = oh * g.stride - g.pad, w0 = ow * g.stride - g.pad;
     const int64_t hs = h0 < 0 ? 0 : h0, ws = w0 < 0 ? 0 : w0;
     const int64_t he = h0 + g.kh < g.H ? h0 + g.kh : g.H;
@@ -118,12 +136,12 @@ __global__ void avgpool_forward_kernel(const T* x, T* y, PoolGeom g) {
 }
 
 // dx(h, w) = sum over the covering windows, row-major, of dy / (kh * kw).
-template <class T>
-__global__ void avgpool_backward_kernel(const T* dy, T* dx, PoolGeom g) {
-  const int64_t n = g.planes * g.H * g.W;
+template <class T, class I>
+__global__ void avgpool_backward_kernel(const T* dy, T* dx, PoolGeom g, PlaneIndex<I> ix) {
   const float div = static_cast<float>(g.kh * g.kw);
-  for (int64_t i = global_thread(); i < n; i += grid_stride()) {
-    const int64_t w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
+  for (I i = first_index<I>(); i < ix.n; i += index_stride<I>()) {
+    I h_, w_;
+    const int64_t plane = ix.split(i, h_, w_), h = h_, w = w_;
     const PoolCover ch = pool_covering(h, g.kh, g.stride, g.pad, g.Ho);
     const PoolCover cw = pool_covering(w, g.kw, g.stride, g.pad, g.Wo);
     const int64_t oh0 = ch.lo, oh1 = ch.hi, ow0 = cw.lo, ow1 = cw.hi;
@@ -143,9 +161,13 @@ cudaError_t launch_maxpool2d_forward(cudaStream_t stream, const PoolShape& s, Co
   if (s.y_elems() == 0) return cudaSuccess;
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    maxpool_forward_kernel<<<grid_for(s.y_elems()), kBlock, 0, stream>>>(x.as<T>(), y.as<T>(),
-                                                                          argmax, geom_of(s));
-    return cudaGetLastError();
+    return with_index(s.y_elems(), [&](auto index) {
+      using I = typename decltype(index)::type;
+      const PoolGeom g = geom_of(s);
+      maxpool_forward_kernel<<<grid_for(s.y_elems()), kBlock, 0, stream>>>(
+          x.as<T>(), y.as<T>(), argmax, g, plane_index<I>(g.planes, g.Ho, g.Wo));
+      return cudaGetLastError();
+    });
   });
 }
 
@@ -157,9 +179,13 @@ cudaError_t launch_maxpool2d_backward(cudaStream_t stream, const PoolShape& s, C
   if (s.x_elems() == 0) return cudaSuccess;
   return dispatch_float(op, {dx, dy}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    maxpool_backward_kernel<<<grid_for(s.x_elems()), kBlock, 0, stream>>>(
-        dy.as<T>(), argmax, dx.as<T>(), geom_of(s));
-    return cudaGetLastError();
+    return with_index(s.x_elems(), [&](auto index) {
+      using I = typename decltype(index)::type;
+      const PoolGeom g = geom_of(s);
+      maxpool_backward_kernel<<<grid_for(s.x_elems()), kBlock, 0, stream>>>(
+          dy.as<T>(), argmax, dx.as<T>(), g, plane_index<I>(g.planes, g.H, g.W));
+      return cudaGetLastError();
+    });
   });
 }
 
@@ -171,9 +197,13 @@ cudaError_t launch_avgpool2d_forward(cudaStream_t stream, const PoolShape& s, Co
   if (s.y_elems() == 0) return cudaSuccess;
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    avgpool_forward_kernel<<<grid_for(s.y_elems()), kBlock, 0, stream>>>(x.as<T>(), y.as<T>(),
-                                                                          geom_of(s));
-    return cudaGetLastError();
+    return with_index(s.y_elems(), [&](auto index) {
+      using I = typename decltype(index)::type;
+      const PoolGeom g = geom_of(s);
+      avgpool_forward_kernel<<<grid_for(s.y_elems()), kBlock, 0, stream>>>(
+          x.as<T>(), y.as<T>(), g, plane_index<I>(g.planes, g.Ho, g.Wo));
+      return cudaGetLastError();
+    });
   });
 }
 
@@ -185,9 +215,13 @@ cudaError_t launch_avgpool2d_backward(cudaStream_t stream, const PoolShape& s, C
   if (s.x_elems() == 0) return cudaSuccess;
   return dispatch_float(op, {dx, dy}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    avgpool_backward_kernel<<<grid_for(s.x_elems()), kBlock, 0, stream>>>(dy.as<T>(), dx.as<T>(),
-                                                                           geom_of(s));
-    return cudaGetLastError();
+    return with_index(s.x_elems(), [&](auto index) {
+      using I = typename decltype(index)::type;
+      const PoolGeom g = geom_of(s);
+      avgpool_backward_kernel<<<grid_for(s.x_elems()), kBlock, 0, stream>>>(
+          dy.as<T>(), dx.as<T>(), g, plane_index<I>(g.planes, g.H, g.W));
+      return cudaGetLastError();
+    });
   });
 }
 
