@@ -11,6 +11,7 @@
 
 #if defined(NOEIRA_WITH_CUDA)
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <initializer_list>
 #include <type_traits>
@@ -423,13 +424,15 @@ TEST_CASE("cuda: bf16 attention on tensor cores is within its bound, repeats its
           gpu.ops->attention_backward(dout.view(), qkv.view(), att.get(), dqkv.view(), B, T, C,
                                       nh, causal, ws.get());
         };
-        // Garbage in the outputs and the workspace first: every element must be overwritten,
-        // and nothing may read what an earlier pass left (P's padding included).
+        // Garbage in the outputs, and NaN in every fp32 and bf16 word of att and the
+        // workspace (all bits set), first: every element must be overwritten, and nothing
+        // may read what it did not write this pass (a GEMM's C under beta = 0, P's and dS's
+        // padded columns, the gaps between parts): 0 * NaN would show.
         auto scribble = [&] {
           out.upload(random_bf16(btc, seed + 2, -9.0f, 9.0f));
           dqkv.upload(random_bf16(3 * btc, seed + 3, -9.0f, 9.0f));
-          att.upload(random_floats(B * nh * T * T, seed + 4, -9.0f, 9.0f));
-          ws.a.upload(std::vector<double>(ws.a.size(), -7.5));
+          att.upload(std::vector<float>(B * nh * T * T, std::bit_cast<float>(~uint32_t{0})));
+          ws.a.upload(std::vector<double>(ws.a.size(), std::bit_cast<double>(~uint64_t{0})));
         };
 
         scribble();
