@@ -7,9 +7,11 @@
 // bf16(dS'), one relative rounding of at most u = 2^-8 each (bf16 keeps 8 significant
 // bits; round to nearest even). att is the CPU's probabilities, att' the device's (both
 // fp32; they differ by fp32 roundings and the two exp functions, and that difference is
-// carried through exactly). fp32 sums of K terms are off by at most K 2^-24 of their
-// absolute sum on the CPU (any order) and, allowing the tensor cores' truncating sums
-// (exact products; Fasi et al. 2021), K 2^-22 on the GPU. Per output element:
+// carried through exactly). fp32 sums of K terms are off by at most gamma_K = K v / (1 -
+// K v), v = 2^-24, of their absolute sum on the CPU (any order, products rounded or
+// fused) and, allowing the tensor cores' truncating sums (exact products; Fasi et al.
+// 2021), 4 K v on the GPU; gamma below takes 5 K v / (1 - 5 K v), which bounds each side
+// and their sum. dS's three roundings: gamma_3 = 3 v / (1 - 3 v). Per output element:
 //   |gpu - cpu| <= u |x| + |x - y| + u |y|  <=  a |cpu| + (1 + u) E,  a = 2u / (1 - u),
 // where E bounds |x - y|:
 //   out_id = sum_j att_ij v_jd:  E = sum_j |att - att'| |v| + u sum_j |att'| |v|
@@ -46,10 +48,13 @@ inline Bounds bounds(const std::vector<float>& qkv, const std::vector<float>& do
   const int64_t hd = C / nh;
   const double scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   const double a = 2.0 * kU / (1.0 - kU);
-  // Both sides' fp32 sums of K terms, as a fraction of the absolute sum.
-  const auto gamma = [](int64_t K) { return static_cast<double>(K) * (kF32 + 4.0 * kF32); };
+  // Both sides' fp32 sums of K terms, as a fraction of the absolute sum (the header).
+  const auto gamma = [](int64_t K) {
+    const double k = 5.0 * static_cast<double>(K) * kF32;
+    return k / (1.0 - k);
+  };
   const double gT = gamma(T), gH = gamma(hd);
-  const double round3 = 3.0 * kF32 * (1.0 + kF32);  // dS: three fp32 roundings per side
+  const double round3 = 3.0 * kF32 / (1.0 - 3.0 * kF32);  // dS: three fp32 roundings per side
   Bounds bd;
   bd.out.assign(out_cpu.size(), 0.0);
   bd.dqkv.assign(dqkv_cpu.size(), 0.0);
