@@ -3,9 +3,9 @@
 // backend's stream.
 //
 // fp32, per (b, h), llm.c's scheme: q, k, v are copied into fp32 (B, nh, T, hd) buffers in
-// the workspace, so every product is one strided-batched fp32 cuBLASLt GEMM over the
-// B * nh heads (TF32 when the backend's switch is on), its algorithm chosen once per shape
-// by GemmLt and reused by eager and captured runs:
+// the workspace (attention_heads.cu), so every product is one strided-batched fp32
+// cuBLASLt GEMM over the B * nh heads (TF32 when the backend's switch is on), its
+// algorithm chosen once per shape by GemmLt and reused by eager and captured runs:
 //   forward:  att = q k^T (the raw product), then the softmax in place (scale, the causal
 //             mask when asked, max, exp, sum, divide), o = att v, o copied out into
 //             (B, T, C). Without the mask the GEMMs are the same; only the softmax rows
@@ -13,33 +13,37 @@
 //   backward: dout copied per head; datt = dout v^T; dv = att^T dout; dS = softmax
 //             backward in place over datt (times scale); dq = dS k; dk = dS^T q; the
 //             three copied out into dqkv (B, T, 3C).
-// The kernels here: the layout changes (one thread per element) and the softmax forward
-// and backward (one warp per row, the orders of kernels/cpu/attention.cpp with the lane
-// sums folded by a butterfly). Softmax row r = (b, h, i), i = r % T, sees keys j < end,
-// end = i + 1 when causal, T when not: s_j = product * scale, mx = max, e_j = expf(s_j -
-// mx), sum of e_j in fp32 (lane l sums j = l, l + 32, ... in order), att = e_j / sum,
-// 0 for j >= end. Backward: r = sum_{j < end} datt_j att_j (the lane order above);
-// dS_j = (att_j * (datt_j - r)) * scale for j < end, else 0.
+// The kernels here: the softmax forward and backward (one warp per row, the orders of
+// kernels/cpu/attention.cpp with the lane sums folded by a butterfly: attention_gemm.cuh).
+// Softmax row r = (b, h, i), i = r % T, sees keys j < end, end = i + 1 when causal, T when
+// not: s_j = product * scale, mx = max, e_j = expf(s_j - mx), sum of e_j in fp32 (lane l
+// sums j = l, l + 32, ... in order), att = e_j / sum, 0 for j >= end. Backward: r =
+// sum_{j < end} datt_j att_j (the lane order above); dS_j = (att_j * (datt_j - r)) * scale
+// for j < end, else 0.
 //
-// bf16 views take the same path up to T = kGemmAttentionMaxT: the heads are widened to
-// fp32 on the copy in, the products run on tensor cores (TF32 when the switch is on), the
-// outputs are rounded to bf16 once on the copy out. The first H200 run measured the flash
-// kernels below (CUDA cores, the backward recomputing QK^T three times) at 2.8 + 12.1 ms
-// per gpt step against 2.6 + 4.5 ms for this path in fp32. Past that T (where the T x T
-// buffers grow), or with CudaOptions::flash_attention (NOEIRA_ATTENTION=flash; the tests
-// keep them as a reference), bf16 views (1 <= hd <= 128) take the fused flash-style
-// kernels (flash_attention.h): no T x T buffer, att holds the per-row log-sum-exp
+// bf16 views up to T = kGemmAttentionMaxT take attention_bf16.cu: the same scheme with
+// bf16 heads and every product on bf16 tensor cores (bf16 A/B, fp32 sums), P and dS
+// rounded to bf16 for the products that read them; att still holds the fp32
+// probabilities, the outputs are rounded to bf16 once on the copy out. (Before it, bf16
+// views took this file's fp32 path, heads widened: 6.9 ms of attention per gpt bf16 step
+// on the first H200 run; the flash kernels below measured 2.8 + 12.1 ms, this path 2.6 +
+// 4.5 in fp32.) Past that T (where the T x T buffers grow), or with
+// CudaOptions::flash_attention (NOEIRA_ATTENTION=flash; the tests keep them as a
+// reference), bf16 views (1 <= hd <= 128) take the fused flash-style kernels
+// (flash_attention.h): no T x T buffer, att holds the per-row log-sum-exp
 // (attention_saved_floats), the workspace holds the backward's D = rowsum(dO * O).
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
+#include "kernels/common/attention.h"
 #include "kernels/common/saturating.h"
+#include "kernels/cuda/attention_gemm.cuh"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/gemm_lt.h"
-#include "kernels/cuda/index.cuh"
+#include "kernels/cuda/launchers.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -78,65 +82,13 @@ namespace cuda {
 
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kRowsPerBlock = kBlock / 32;
-constexpr size_t kAlign = 256;
-size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(kFullMask, v, off);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, off));
-  return v;
-}
-
-// The shapes of the head layout changes, dividers in the index type I (index.cuh): every
-// index below n = parts * B * T * C, so the index math stays in I.
-template <class I>
-struct HeadsGeom {
-  I n, B, T, C, nh, hd, parts;
-  Divider<I> by_hd, by_T, by_nh, by_B, by_C, by_row;  // row = parts * C
-};
-
-template <class I>
-HeadsGeom<I> heads_geom(int parts, int64_t B, int64_t T, int64_t C, int64_t nh) {
-  const int64_t hd = C / nh;
-  return {static_cast<I>(parts * B * T * C), static_cast<I>(B), static_cast<I>(T),
-          static_cast<I>(C), static_cast<I>(nh), static_cast<I>(hd), static_cast<I>(parts),
-          Divider<I>(hd), Divider<I>(T), Divider<I>(nh), Divider<I>(B), Divider<I>(C),
-          Divider<I>(parts * C)};
-}
-
-// Element e of dst (parts, B, nh, T, hd) <- src (B, T, parts * C) at the same (part, b, t,
-// h, d); parts = 3 for qkv, 1 for a (B, T, C) tensor.
-template <class T, class I>
-__global__ void to_heads_kernel(const T* src, float* dst, HeadsGeom<I> g) {
-  for (I e = first_index<I>(); e < g.n; e += index_stride<I>()) {
-    I d, t, h, b;
-    const I part = g.by_B.divmod(g.by_nh.divmod(g.by_T.divmod(g.by_hd.divmod(e, d), t), h), b);
-    dst[e] = load_f32(src[(b * g.T + t) * g.parts * g.C + part * g.C + h * g.hd + d]);
-  }
-}
-
-// Element i of y (B, T, parts * C) <- src (parts, B, nh, T, hd), rounded once.
-template <class T, class I>
-__global__ void from_heads_kernel(const float* src, T* y, HeadsGeom<I> g) {
-  for (I i = first_index<I>(); i < g.n; i += index_stride<I>()) {
-    I j, t, c, d;
-    const I b = g.by_T.divmod(g.by_row.divmod(i, j), t);
-    const I part = g.by_C.divmod(j, c);
-    const I h = g.by_hd.divmod(c, d);
-    store_f32(y[i], src[((((part * g.B + b) * g.nh + h) * g.T) + t) * g.hd + d]);
-  }
-}
-
-// Row r = (b, h, i) sees keys j < end: end = i + 1 when causal, T otherwise (no mask).
-__device__ __forceinline__ int64_t visible_keys(int64_t r, int64_t T_, bool causal) {
-  return causal ? r % T_ + 1 : T_;
-}
+using attention::visible_keys;
+using attention_gemm::align_up;
+using attention_gemm::kAlign;
+using attention_gemm::kRowsPerBlock;
+using attention_gemm::row_blocks;
+using attention_gemm::warp_max;
+using attention_gemm::warp_sum;
 
 __global__ void attention_softmax_kernel(float* att, int64_t rows, int64_t T_, float scale,
                                          bool causal) {
@@ -173,43 +125,6 @@ __global__ void attention_softmax_backward_kernel(const float* att, float* datt,
   }
 }
 
-unsigned row_blocks(int64_t rows) {
-  const int64_t b = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > (1 << 20) ? (1 << 20) : b));
-}
-
-cudaError_t to_heads(cudaStream_t stream, const char* op, ConstView src, float* dst, int parts,
-                     int64_t B, int64_t T, int64_t C, int64_t nh) {
-  const int64_t n = parts * B * T * C;
-  expect_elems(op, n, {src});
-  if (n == 0) return cudaSuccess;
-  return dispatch_float(op, {src}, [&](auto storage) {
-    using S = typename decltype(storage)::type;
-    return with_index(n, [&](auto index) {
-      using I = typename decltype(index)::type;
-      to_heads_kernel<<<grid_for(n), kBlock, 0, stream>>>(src.as<S>(), dst,
-                                                          heads_geom<I>(parts, B, T, C, nh));
-      return cudaGetLastError();
-    });
-  });
-}
-
-cudaError_t from_heads(cudaStream_t stream, const char* op, const float* src, View y, int parts,
-                       int64_t B, int64_t T, int64_t C, int64_t nh) {
-  const int64_t n = parts * B * T * C;
-  expect_elems(op, n, {y});
-  if (n == 0) return cudaSuccess;
-  return dispatch_float(op, {y}, [&](auto storage) {
-    using S = typename decltype(storage)::type;
-    return with_index(n, [&](auto index) {
-      using I = typename decltype(index)::type;
-      from_heads_kernel<<<grid_for(n), kBlock, 0, stream>>>(src, y.as<S>(),
-                                                            heads_geom<I>(parts, B, T, C, nh));
-      return cudaGetLastError();
-    });
-  });
-}
-
 struct AttentionWorkspace {
   float* qkv_h;
   float* o_h;
@@ -228,8 +143,7 @@ size_t attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh) {
 AttentionWorkspace attention_workspace(void* workspace, int64_t B, int64_t T, int64_t C,
                                        int64_t nh) {
   (void)nh;
-  auto base = reinterpret_cast<uintptr_t>(workspace);
-  base = (base + kAlign - 1) / kAlign * kAlign;
+  const uintptr_t base = align_up(workspace);
   const size_t btc = static_cast<size_t>(B * T * C) * sizeof(float);
   AttentionWorkspace w;
   w.qkv_h = reinterpret_cast<float*>(base);
@@ -237,26 +151,6 @@ AttentionWorkspace attention_workspace(void* workspace, int64_t B, int64_t T, in
   w.dqkv_h = reinterpret_cast<float*>(base + align_up(3 * btc) + align_up(btc));
   w.datt = reinterpret_cast<float*>(base + 2 * align_up(3 * btc) + align_up(btc));
   return w;
-}
-
-cudaError_t launch_qkv_to_heads(cudaStream_t stream, ConstView qkv, float* dst, int64_t B,
-                                int64_t T, int64_t C, int64_t nh) {
-  return to_heads(stream, "attention (qkv to heads)", qkv, dst, 3, B, T, C, nh);
-}
-
-cudaError_t launch_seq_to_heads(cudaStream_t stream, ConstView x, float* dst, int64_t B,
-                                int64_t T, int64_t C, int64_t nh) {
-  return to_heads(stream, "attention (dout to heads)", x, dst, 1, B, T, C, nh);
-}
-
-cudaError_t launch_heads_to_seq(cudaStream_t stream, const float* src, View y, int64_t B,
-                                int64_t T, int64_t C, int64_t nh) {
-  return from_heads(stream, "attention (heads to out)", src, y, 1, B, T, C, nh);
-}
-
-cudaError_t launch_heads_to_qkv(cudaStream_t stream, const float* src, View dqkv, int64_t B,
-                                int64_t T, int64_t C, int64_t nh) {
-  return from_heads(stream, "attention (heads to dqkv)", src, dqkv, 3, B, T, C, nh);
 }
 
 cudaError_t launch_attention_softmax(cudaStream_t stream, float* att, int64_t rows, int64_t T,
@@ -283,7 +177,8 @@ cudaError_t launch_attention_softmax_backward(cudaStream_t stream, const float* 
 int64_t CudaOps::attention_max_context() const { return 0; }
 
 // Up to here bf16 attention keeps the T x T probabilities (4 T^2 bytes per head: 256 KiB
-// at the gpt recipe's T = 256, 16 MiB at 2048) and runs on tensor cores.
+// at the gpt recipe's T = 256, 16 MiB at 2048), with 8 T^2 more of workspace (datt, P,
+// dS), and runs on bf16 tensor cores (attention_bf16.cu).
 constexpr int64_t kGemmAttentionMaxT = 2048;
 
 bool CudaOps::bf16_attention_is_flash(int64_t T) const {
@@ -307,6 +202,7 @@ size_t CudaOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64
     if (!cuda::flash_attention_supported(C / nh) || B > 65535 || nh > 65535) return 0;
     return cuda::flash_attention_workspace_bytes(B, T, nh);
   }
+  if (dtype == DType::kBF16) return cuda::attention_gemm::bf16_workspace_bytes(B, T, C, nh);
   return cuda::attention_workspace_bytes(B, T, C, nh);
 }
 
@@ -328,12 +224,16 @@ void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, 
   if (B * T * C == 0) return;
   if (!workspace)
     return fail("no workspace; plan attention_workspace_bytes(B, T, C, nh, dtype) bytes");
+  if (qkv.dtype == DType::kBF16)  // bf16 tensor cores (attention_bf16.cu)
+    return attention_forward_bf16(qkv, out, att, B, T, C, nh, attention_scale(C / nh), causal,
+                                  workspace);
   const int64_t hd = C / nh, heads = B * nh, head = T * hd;
   const cuda::AttentionWorkspace w = cuda::attention_workspace(workspace, B, T, C, nh);
   const float* q = w.qkv_h;
   const float* k = w.qkv_h + B * T * C;
   const float* v = w.qkv_h + 2 * B * T * C;
-  check(cuda::launch_qkv_to_heads(stream_, qkv, w.qkv_h, B, T, C, nh), "qkv_to_heads_kernel");
+  check(cuda::to_heads(stream_, "attention (qkv to heads)", qkv, w.qkv_h, 3, B, T, C, nh),
+        "qkv_to_heads_kernel");
   // att (T, T) = q (T, hd) k (T, hd)^T per head
   run_gemm({.trans_a = false, .trans_b = true, .M = T, .N = T, .K = hd, .alpha = 1.0f,
             .A = q, .lda = hd, .B = k, .ldb = hd, .beta = 0.0f, .C = att, .ldc = T,
@@ -344,7 +244,9 @@ void CudaOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, 
   run_gemm({.trans_a = false, .trans_b = false, .M = T, .N = hd, .K = T, .alpha = 1.0f,
             .A = att, .lda = T, .B = v, .ldb = hd, .beta = 0.0f, .C = w.o_h, .ldc = hd,
             .batch = heads, .stride_a = T * T, .stride_b = head, .stride_c = head});
-  check(cuda::launch_heads_to_seq(stream_, w.o_h, out, B, T, C, nh), "heads_to_seq_kernel");
+  check(cuda::from_heads(stream_, "attention (heads to out)", w.o_h, out, 1, B, T, C, nh,
+                         B * T * C),
+        "heads_to_seq_kernel");
 }
 
 void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att, View dqkv,
@@ -369,6 +271,9 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
   if (B * T * C == 0) return;
   if (!workspace)
     return fail("no workspace; plan attention_workspace_bytes(B, T, C, nh, dtype) bytes");
+  if (qkv.dtype == DType::kBF16)  // bf16 tensor cores (attention_bf16.cu)
+    return attention_backward_bf16(dout, qkv, att, dqkv, B, T, C, nh, attention_scale(C / nh),
+                                   causal, workspace);
   const int64_t hd = C / nh, heads = B * nh, head = T * hd, btc = B * T * C;
   const cuda::AttentionWorkspace w = cuda::attention_workspace(workspace, B, T, C, nh);
   const float* q = w.qkv_h;
@@ -378,8 +283,10 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
   float* dq = w.dqkv_h;
   float* dk = w.dqkv_h + btc;
   float* dv = w.dqkv_h + 2 * btc;
-  check(cuda::launch_qkv_to_heads(stream_, qkv, w.qkv_h, B, T, C, nh), "qkv_to_heads_kernel");
-  check(cuda::launch_seq_to_heads(stream_, dout, w.o_h, B, T, C, nh), "seq_to_heads_kernel");
+  check(cuda::to_heads(stream_, "attention (qkv to heads)", qkv, w.qkv_h, 3, B, T, C, nh),
+        "qkv_to_heads_kernel");
+  check(cuda::to_heads(stream_, "attention (dout to heads)", dout, w.o_h, 1, B, T, C, nh),
+        "seq_to_heads_kernel");
   // datt (T, T) = dout (T, hd) v (T, hd)^T
   run_gemm({.trans_a = false, .trans_b = true, .M = T, .N = T, .K = hd, .alpha = 1.0f,
             .A = go, .lda = hd, .B = v, .ldb = hd, .beta = 0.0f, .C = w.datt, .ldc = T,
@@ -399,7 +306,9 @@ void CudaOps::attention_backward(ConstView dout, ConstView qkv, const float* att
   run_gemm({.trans_a = true, .trans_b = false, .M = T, .N = hd, .K = T, .alpha = 1.0f,
             .A = w.datt, .lda = T, .B = q, .ldb = hd, .beta = 0.0f, .C = dk, .ldc = hd,
             .batch = heads, .stride_a = T * T, .stride_b = head, .stride_c = head});
-  check(cuda::launch_heads_to_qkv(stream_, w.dqkv_h, dqkv, B, T, C, nh), "heads_to_qkv_kernel");
+  check(cuda::from_heads(stream_, "attention (heads to dqkv)", w.dqkv_h, dqkv, 3, B, T, C, nh,
+                         btc),
+        "heads_to_qkv_kernel");
 }
 
 }  // namespace noeira

@@ -103,6 +103,13 @@ class CudaOps final : public Ops {
   LtCounts lt_counts_;
   // Whether bf16 attention over T positions takes the flash kernels (attention.cu).
   bool bf16_attention_is_flash(int64_t T) const;
+  // bf16 attention on the GEMM path, bf16 tensor cores (attention_bf16.cu): called by
+  // attention_forward / attention_backward once the shape and workspace are checked.
+  void attention_forward_bf16(ConstView qkv, View out, float* att, int64_t B, int64_t T,
+                              int64_t C, int64_t nh, float scale, bool causal, void* workspace);
+  void attention_backward_bf16(ConstView dout, ConstView qkv, const float* att, View dqkv,
+                               int64_t B, int64_t T, int64_t C, int64_t nh, float scale,
+                               bool causal, void* workspace);
 };
 
 }  // namespace noeira

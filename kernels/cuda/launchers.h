@@ -24,4 +24,18 @@ cudaError_t launch_channel_bias_add(cudaStream_t stream, const float* in, const 
 cudaError_t launch_channel_bias_grad(cudaStream_t stream, ConstView dy, int64_t B, int64_t C,
                                      int64_t S, float* db, void* partials);
 
+// attention_heads.cu: the head layout changes of attention's GEMM paths (attention.cu,
+// attention_bf16.cu); `op` names the step in the shape errors. The heads buffer holds
+// (parts, B, nh, T, hd) with its parts part_stride elements apart (>= B * T * C; to_heads
+// packs them). to_heads: dst <- src (B, T, parts * C) (parts = 3 for qkv, 1 for a (B, T,
+// C) tensor), widened to fp32, or (to_heads_bf16, bf16 src) copied; from_heads: y (B, T,
+// parts * C) <- the fp32 heads, rounded once to y's dtype.
+cudaError_t to_heads(cudaStream_t stream, const char* op, ConstView src, float* dst, int parts,
+                     int64_t B, int64_t T, int64_t C, int64_t nh);
+cudaError_t to_heads_bf16(cudaStream_t stream, const char* op, ConstView src, bf16_t* dst,
+                          int parts, int64_t B, int64_t T, int64_t C, int64_t nh,
+                          int64_t part_stride);
+cudaError_t from_heads(cudaStream_t stream, const char* op, const float* src, View y, int parts,
+                       int64_t B, int64_t T, int64_t C, int64_t nh, int64_t part_stride);
+
 }  // namespace noeira::cuda

@@ -83,16 +83,26 @@ OpCost of(conv2d_backward_weights_tag, const ConvShape& s, const ConstView& x, c
   return OpCost{conv_flops(s), view_bytes(x) + view_bytes(dy) + 4.0 * s.w_elems()};
 }
 
-// Q K^T and P V, each 2 B T T C (nh heads of C / nh); backward: four such products.
+// Q K^T and P V, each 2 B T T C (nh heads of C / nh); backward: four such products (bf16
+// runs them on bf16 tensor cores on CUDA too: kernels/cuda/attention_bf16.cu). att, the
+// saved fp32 probabilities (B nh T T), is written by the forward and read by the backward
+// (the CPU's and CUDA's GEMM paths; CUDA's flash kernels keep B nh T floats there, so their
+// budget counts more bytes than they move).
+inline double attention_saved_bytes(int64_t B, int64_t T, int64_t nh) {
+  return 4.0 * static_cast<double>(B) * static_cast<double>(nh) * static_cast<double>(T) *
+         static_cast<double>(T);
+}
 template <class... Rest>
 OpCost of(attention_forward_tag, const ConstView& qkv, const View& out, float*, int64_t B, int64_t T,
-          int64_t C, const Rest&...) {
-  return OpCost{4.0 * B * T * T * C, view_bytes(qkv) + view_bytes(out)};
+          int64_t C, int64_t nh, const Rest&...) {
+  return OpCost{4.0 * B * T * T * C,
+                view_bytes(qkv) + view_bytes(out) + attention_saved_bytes(B, T, nh)};
 }
 template <class... Rest>
 OpCost of(attention_backward_tag, const ConstView& dout, const ConstView& qkv, const float*,
-          const View& dqkv, int64_t B, int64_t T, int64_t C, const Rest&...) {
-  return OpCost{8.0 * B * T * T * C, view_bytes(dout) + view_bytes(qkv) + view_bytes(dqkv)};
+          const View& dqkv, int64_t B, int64_t T, int64_t C, int64_t nh, const Rest&...) {
+  return OpCost{8.0 * B * T * T * C, view_bytes(dout) + view_bytes(qkv) + view_bytes(dqkv) +
+                                         attention_saved_bytes(B, T, nh)};
 }
 
 // Reads p, g, m, v and writes p, m, v (fp32).

@@ -1,8 +1,9 @@
 // The CUDA sequence ops (kernels/op_list.inc "Sequences"; orders in their kernels/cuda/<op>.cu)
 // against the CPU reference (CpuOps): embedding (the same order on both backends: bit for
 // bit), LayerNorm, the attention core (TF32 off: fp32 GEMMs, so only the summation orders
-// differ), global-norm clipping and Adam's weight-decay mask; fp32 tightly, bf16 storage
-// within its rounding. Every op repeats its bits run after run, and a captured step of all
+// differ; bf16 on bf16 tensor cores, within tests/support/attention_bf16_bound.h, and the
+// flash kernels), global-norm clipping and Adam's weight-decay mask; fp32 tightly, bf16
+// storage within its rounding. Every op repeats its bits run after run, and a captured step of all
 // of them replays the eager bytes.
 #include <catch2/catch.hpp>
 
@@ -10,6 +11,7 @@
 
 #if defined(NOEIRA_WITH_CUDA)
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <initializer_list>
 #include <type_traits>
@@ -17,6 +19,7 @@
 
 #include "kernels/dispatch.h"
 #include "tests/gpu/gpu_rig.h"
+#include "tests/support/attention_bf16_bound.h"
 #endif
 
 using namespace noeira;
@@ -32,6 +35,15 @@ std::vector<int32_t> random_ids(size_t n, int32_t V, uint32_t seed) {
 struct AttnShape {
   int64_t B, T, C, nh;
 };
+
+// Every element of got within bound of want (attention_bf16_bound.h); the worst one named.
+bool within_bf16_bound(const char* what, const std::vector<float>& got,
+                       const std::vector<float>& want, const std::vector<double>& bound) {
+  const attention_bf16::Worst w = attention_bf16::worst(got, want, bound);
+  UNSCOPED_INFO(what << ": max |gpu - cpu| / bound " << w.ratio << " at " << w.at << " (gpu "
+                     << got[w.at] << ", cpu " << want[w.at] << ", bound " << bound[w.at] << ")");
+  return w.ratio <= 1.0;
+}
 
 }  // namespace
 #endif
@@ -220,18 +232,26 @@ TEST_CASE("cuda: attention forward and backward match the CPU, fp32 and bf16", "
         run(StorageTag<bf16_t>{});
       else
         run(StorageTag<float>{});
-      {  // from the same (bf16-valued) inputs in fp32 math on both sides
-        const std::vector<float> att_gpu = att.download();
-        CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
-        // Masked entries are exactly 0.
-        bool masked_zero = true;
-        for (int64_t r = 0; r < s.B * s.nh * s.T; ++r)
-          for (int64_t j = r % s.T + 1; j < s.T; ++j)
-            masked_zero &= att_gpu[r * s.T + j] == 0.0f;
-        CHECK(masked_zero);
-      }
+      // From the same (bf16-valued) inputs in fp32 math on both sides (bf16 x bf16 products
+      // are exact in fp32).
+      const std::vector<float> att_gpu = att.download();
+      CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
+      // Masked entries are exactly 0.
+      bool masked_zero = true;
+      for (int64_t r = 0; r < s.B * s.nh * s.T; ++r)
+        for (int64_t j = r % s.T + 1; j < s.T; ++j) masked_zero &= att_gpu[r * s.T + j] == 0.0f;
+      CHECK(masked_zero);
       CHECK(rel_error(out_gpu, out_cpu) < tol);
       CHECK(rel_error(dqkv_gpu, dqkv_cpu) < tol);
+      if (bf) {
+        // bf16 tensor cores, P and dS rounded to bf16: every element within the bound of
+        // tests/support/attention_bf16_bound.h (the host emulation's, unit-tested).
+        const std::vector<float> qkv_in = to_f32(to_bf16(qkv0)), dout_in = to_f32(to_bf16(dout0));
+        const attention_bf16::Bounds bd = attention_bf16::bounds(
+            qkv_in, dout_in, att_cpu, att_gpu, out_cpu, dqkv_cpu, s.B, s.T, s.C, s.nh, true);
+        CHECK(within_bf16_bound("out", out_gpu, out_cpu, bd.out));
+        CHECK(within_bf16_bound("dqkv", dqkv_gpu, dqkv_cpu, bd.dqkv));
+      }
     }
   }
 #endif
@@ -359,6 +379,96 @@ TEST_CASE("cuda: bf16 flash attention matches the CPU, repeats its bits and repl
         CHECK(out.download() == out1);
         CHECK(dqkv.download() == dqkv1);
         CHECK(same_bytes(lse.download(), lse1));
+      }
+    }
+  }
+#endif
+}
+
+TEST_CASE("cuda: bf16 attention on tensor cores is within its bound, repeats its bits and "
+          "replays captured",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  // The default: bf16 up to T = 2048 on the GEMM path (kernels/cuda/attention_bf16.cu).
+  Backend gpu = gpu_backend(/*tf32=*/false);
+  CpuOps cpu(1);
+  for (const int64_t hd : {int64_t{32}, int64_t{64}}) {
+    // Warp tails (37, 65 = 2 * 32 + 1), P's padded rows (ld 40, 72), the gpt recipe's T.
+    for (const int64_t T : {int64_t{37}, int64_t{65}, int64_t{256}}) {
+      for (const bool causal : {true, false}) {
+        const int64_t B = 2, nh = 3, C = nh * hd, btc = B * T * C;
+        INFO("hd " << hd << " T " << T << " causal " << causal);
+        const uint32_t seed = static_cast<uint32_t>(300 + hd + T + causal);
+        const std::vector<bf16_t> qkv0 = random_bf16(3 * btc, seed, -2.0f, 2.0f);
+        const std::vector<bf16_t> dout0 = random_bf16(btc, seed + 1);
+
+        std::vector<bf16_t> out_cpu(btc), dqkv_cpu(3 * btc);
+        std::vector<float> att_cpu(B * nh * T * T);
+        std::vector<double> hws =
+            host_workspace(cpu.attention_workspace_bytes(B, T, C, nh, DType::kBF16));
+        cpu.attention_forward(view_of(qkv0), view_of(out_cpu), att_cpu.data(), B, T, C, nh,
+                              causal, hws.data());
+        cpu.attention_backward(view_of(dout0), view_of(qkv0), att_cpu.data(), view_of(dqkv_cpu),
+                               B, T, C, nh, causal, hws.data());
+
+        REQUIRE(gpu.ops->attention_saved_floats(B, T, nh, DType::kBF16) == B * nh * T * T);
+        const size_t ws_bytes = gpu.ops->attention_workspace_bytes(B, T, C, nh, DType::kBF16);
+        REQUIRE(ws_bytes > 0);
+        DeviceWorkspace ws(gpu, ws_bytes);
+        DeviceArray<bf16_t> qkv(gpu, qkv0), dout(gpu, dout0), out(gpu, btc), dqkv(gpu, 3 * btc);
+        DeviceArray<float> att(gpu, B * nh * T * T);
+        auto pass = [&] {
+          gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), B, T, C, nh, causal,
+                                     ws.get());
+          gpu.ops->attention_backward(dout.view(), qkv.view(), att.get(), dqkv.view(), B, T, C,
+                                      nh, causal, ws.get());
+        };
+        // Garbage in the outputs, and NaN in every fp32 and bf16 word of att and the
+        // workspace (all bits set), first: every element must be overwritten, and nothing
+        // may read what it did not write this pass (a GEMM's C under beta = 0, P's and dS's
+        // padded columns, the gaps between parts): 0 * NaN would show.
+        auto scribble = [&] {
+          out.upload(random_bf16(btc, seed + 2, -9.0f, 9.0f));
+          dqkv.upload(random_bf16(3 * btc, seed + 3, -9.0f, 9.0f));
+          att.upload(std::vector<float>(B * nh * T * T, std::bit_cast<float>(~uint32_t{0})));
+          ws.a.upload(std::vector<double>(ws.a.size(), std::bit_cast<double>(~uint64_t{0})));
+        };
+
+        scribble();
+        pass();
+        const std::vector<bf16_t> out1 = out.download(), dqkv1 = dqkv.download();
+        const std::vector<float> att1 = att.download();
+        CHECK(rel_error(att1, att_cpu) < 1e-5);
+        const attention_bf16::Bounds bd =
+            attention_bf16::bounds(to_f32(qkv0), to_f32(dout0), att_cpu, att1, to_f32(out_cpu),
+                                   to_f32(dqkv_cpu), B, T, C, nh, causal);
+        CHECK(within_bf16_bound("out", to_f32(out1), to_f32(out_cpu), bd.out));
+        CHECK(within_bf16_bound("dqkv", to_f32(dqkv1), to_f32(dqkv_cpu), bd.dqkv));
+        CHECK(rel_error(to_f32(out1), to_f32(out_cpu)) < 1e-2);
+        CHECK(rel_error(to_f32(dqkv1), to_f32(dqkv_cpu)) < 1e-2);
+        CHECK_FALSE(has_nan(to_f32(dqkv1)));
+
+        // Run to run: the same bytes.
+        scribble();
+        pass();
+        CHECK(out.download() == out1);
+        CHECK(dqkv.download() == dqkv1);
+        CHECK(same_bytes(att.download(), att1));
+
+        // Captured: the replay writes the eager bytes.
+        REQUIRE(gpu.stream->begin_capture().ok());
+        pass();
+        Result<std::unique_ptr<StepGraph>> graph = gpu.stream->end_capture();
+        REQUIRE(graph.ok());
+        for (int replay = 0; replay < 2; ++replay) {
+          INFO("replay " << replay);
+          scribble();
+          (*graph)->replay();
+          CHECK(out.download() == out1);
+          CHECK(dqkv.download() == dqkv1);
+          CHECK(same_bytes(att.download(), att1));
+        }
       }
     }
   }

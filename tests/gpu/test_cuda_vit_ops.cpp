@@ -2,9 +2,10 @@
 // (CpuOps) and small double references: patchify / unpatchify, class_token_forward and
 // copy_token_rows (permutations, copies and one fp32 sum per element: bit for bit, fp32 and
 // bf16), softmax_xent with label smoothing, and attention without the causal mask (fp32
-// with TF32 off, where only summation orders differ; bf16 through the flash kernels, within
-// bf16 rounding). All of them repeat their bits run after run, and a captured step of all
-// of them replays the eager bytes.
+// with TF32 off, where only summation orders differ; bf16 on bf16 tensor cores within
+// tests/support/attention_bf16_bound.h, and through the flash kernels within bf16
+// rounding). All of them repeat their bits run after run, and a captured step of all of
+// them replays the eager bytes.
 #include <catch2/catch.hpp>
 
 #include "tests/support/gpu_guard.h"
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "tests/gpu/image_ops_rig.h"
+#include "tests/support/attention_bf16_bound.h"
 using namespace noeira::test::image_gpu;
 #endif
 
@@ -449,12 +451,20 @@ TEST_CASE("cuda: attention without the causal mask matches the CPU and a double 
             CHECK(rel_error(out_gpu, as_floats(ref.out)) < 1e-5);
             CHECK(rel_error(dqkv_gpu, as_floats(ref.dqkv)) < 1e-5);
           } else {
-            if (flash)  // att holds each row's log-sum-exp
+            if (flash) {  // att holds each row's log-sum-exp
               CHECK(all_close(att_gpu, as_floats(ref.lse), 1e-5, 1e-4));
-            else  // the probabilities, from the same bf16-valued inputs in fp32 math
+              CHECK(all_close(out_gpu, out_cpu, 2e-2, 1e-2));
+              CHECK(all_close(dqkv_gpu, dqkv_cpu, 2e-2, 1e-2));
+            } else {
+              // The probabilities, from the same bf16-valued inputs in fp32 math; the bf16
+              // tensor-core products within tests/support/attention_bf16_bound.h.
               CHECK(rel_error(att_gpu, att_cpu) < 1e-5);
-            CHECK(all_close(out_gpu, out_cpu, 2e-2, 1e-2));
-            CHECK(all_close(dqkv_gpu, dqkv_cpu, 2e-2, 1e-2));
+              const attention_bf16::Bounds bd = attention_bf16::bounds(
+                  qkv_in, dout_in, att_cpu, att_gpu, out_cpu, dqkv_cpu, s.B, s.T, s.C, s.nh,
+                  causal);
+              CHECK(attention_bf16::worst(out_gpu, out_cpu, bd.out).ratio <= 1.0);
+              CHECK(attention_bf16::worst(dqkv_gpu, dqkv_cpu, bd.dqkv).ratio <= 1.0);
+            }
             CHECK(rel_error(out_gpu, out_cpu) < 1e-2);
             CHECK(rel_error(dqkv_gpu, dqkv_cpu) < 1e-2);
             CHECK(all_close(out_gpu, as_floats(ref.out), 2e-2, 1e-2));
