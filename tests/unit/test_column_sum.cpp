@@ -104,3 +104,37 @@ TEST_CASE("The GPU's column-sum order is within rounding of the CPU's, fp32 and 
     CHECK(std::abs(got_b[j] - want_b[j]) < 1e-3);
   }
 }
+
+TEST_CASE("The CPU's bias_grad sums each column's rows in order, at any width and thread count",
+          "[column_sum][determinism]") {
+  // The contract's order: db[j] += (((dy[0][j] + dy[1][j]) + dy[2][j]) + ...) in fp32. The
+  // loop walks rows over blocks of columns; the bits must be those of a column-at-a-time loop.
+  std::mt19937 g(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const int64_t N : {1, 7, 19, 256, 300, 600}) {
+    const int64_t M = 513;
+    std::vector<float> dy(static_cast<size_t>(M * N));
+    for (float& x : dy) x = u(g);
+    std::vector<bf16_t> dyb(dy.size());
+    for (size_t i = 0; i < dy.size(); ++i) dyb[i] = f32_to_bf16(dy[i]);
+    std::vector<float> want(N, 0.5f), want_b(N, 0.5f);
+    for (int64_t j = 0; j < N; ++j) {
+      float s = 0.0f, sb = 0.0f;
+      for (int64_t i = 0; i < M; ++i) {
+        s += dy[static_cast<size_t>(i * N + j)];
+        sb += bf16_to_f32(dyb[static_cast<size_t>(i * N + j)]);
+      }
+      want[j] += s;
+      want_b[j] += sb;
+    }
+    for (const int threads : {1, 2, 3}) {
+      INFO("N " << N << ", " << threads << " threads");
+      CpuOps cpu(threads);
+      std::vector<float> got(N, 0.5f), got_b(N, 0.5f);
+      cpu.bias_grad(ConstView{dy.data(), M * N}, got.data(), M, N);
+      cpu.bias_grad(ConstView{dyb.data(), M * N}, got_b.data(), M, N);
+      CHECK(got == want);
+      CHECK(got_b == want_b);
+    }
+  }
+}
