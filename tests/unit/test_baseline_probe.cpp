@@ -94,6 +94,13 @@ TEST_CASE("probe: the CPU peak estimate follows the vector units and the clock",
   avx2["cpu_features"]["avx512f"] = false;
   avx2["cpu_features"]["avx512_bf16"] = false;
   CHECK(cpu_peak_estimate(avx2)["fp32_gflops_per_core"].get<double>() == Approx(32 * 2.6));
+  json zen4 = avx512;  // 512-bit FMAs in two 256-bit halves
+  zen4["cpu_id"] = "AuthenticAMD family 25 model 17";
+  CHECK(cpu_peak_estimate(zen4)["fp32_gflops_per_core"].get<double>() == Approx(32 * 2.6));
+  CHECK(cpu_peak_estimate(zen4)["bf16_gflops_per_core"].get<double>() == Approx(64 * 2.6));
+  json zen5 = avx512;
+  zen5["cpu_id"] = "AuthenticAMD family 26 model 2";
+  CHECK(cpu_peak_estimate(zen5)["fp32_gflops_per_core"].get<double>() == Approx(64 * 2.6));
   json unknown = avx512;
   unknown["cpu_mhz"] = 0.0;
   CHECK(cpu_peak_estimate(unknown).is_null());
