@@ -159,7 +159,7 @@ void attention_forward_impl(int threads, const Plan& p, const S* qkv, S* out, fl
     load_head(qkv, b, h, 2, T, C, hd, v);
     float* att = att_all + bh * T * T;
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), i1 = block_end(blk, T);
+      const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
       const size_t bk = static_cast<size_t>(blk);
       run(p.s[bk], thread, stream, slab.scratch, q + i0 * hd, k, att + i0 * T);
       for (int64_t i = i0; i < i1; ++i) {
@@ -207,7 +207,7 @@ void attention_backward_impl(int threads, const Plan& p, const S* dout, const S*
     const float* att = att_all + bh * T * T;
     // datt and dS by row block, then dq for the block.
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), i1 = block_end(blk, T);
+      const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
       const size_t bk = static_cast<size_t>(blk);
       run(p.da[bk], thread, stream, slab.scratch, go + i0 * hd, v, ds + i0 * T);
       for (int64_t i = i0; i < i1; ++i) {

@@ -73,7 +73,7 @@ const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool cau
   p.T = T;
   p.hd = hd;
   p.causal = causal;
-  p.blocks = (T + kRowBlock - 1) / kRowBlock;
+  p.blocks = row_blocks(T, causal);
   const float scale = attention_scale(hd);
   try {
     const dnnl::engine& engine = onednn::cpu_engine();
@@ -95,7 +95,7 @@ const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool cau
       return sl;
     };
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), rows = block_end(blk, T) - i0;
+      const int64_t i0 = block_begin(blk), rows = block_end(p, blk) - i0;
       const int64_t keys = key_end(p, blk), g0 = grad_begin(p, blk);
       p.s.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, scale)));
       p.o.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));

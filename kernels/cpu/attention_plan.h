@@ -15,7 +15,7 @@
 // block [i0, i1) needs keys j < i1 only, so each block is its own GEMM over the first i1
 // columns (likewise for att v, dout v^T, dS k), and dV, dK, whose rows j take sums over
 // i >= j, start their sums at the block's first row. The cuts depend on T only. Without
-// the mask (causal = false) every block spans all T keys and dV, dK sum over every row.
+// the mask (causal = false) one block spans all T rows and keys.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -70,10 +70,17 @@ struct Plan {
   std::vector<dnnl::stream*> streams;  // one per thread
 };
 
+// Row blocks exist for the mask: without it one block spans every row (vit-tiny's T = 65
+// ran a 64-row and a 1-row GEMM per product, twice the calls).
+inline int64_t row_blocks(int64_t T, bool causal) {
+  return causal ? (T + kRowBlock - 1) / kRowBlock : 1;
+}
 inline int64_t block_begin(int64_t blk) { return blk * kRowBlock; }
-inline int64_t block_end(int64_t blk, int64_t T) { return std::min(T, (blk + 1) * kRowBlock); }
+inline int64_t block_end(const Plan& p, int64_t blk) {
+  return p.causal ? std::min(p.T, (blk + 1) * kRowBlock) : p.T;
+}
 inline int64_t key_end(const Plan& p, int64_t blk) {
-  return p.causal ? block_end(blk, p.T) : p.T;
+  return p.causal ? block_end(p, blk) : p.T;
 }
 inline int64_t grad_begin(const Plan& p, int64_t blk) { return p.causal ? block_begin(blk) : 0; }
 // Keys row i attends to: [0, visible(i)).

@@ -79,8 +79,8 @@ TEST_CASE("copy_token_rows copies a run of rows per sample and leaves the rest",
 }
 
 TEST_CASE("attention without the mask: against double; bf16; 1, 2 and 3 threads", "[vit-ops]") {
-  // T 65: a ViT's 64 patches + the class token (two row blocks, the second of one row);
-  // T 7: one block.
+  // T 65: a ViT's 64 patches + the class token (one block of all rows without the mask,
+  // past the causal block size); T 7: a short one.
   for (const int64_t T_ : {int64_t{7}, int64_t{65}}) {
     const int64_t B = 3, C = 32, nh = 4;
     INFO("T " << T_);
