@@ -12,6 +12,7 @@
 #include "kernels/common/bf16.h"
 #include "kernels/common/norm.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/parallel_chunks.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -39,8 +40,7 @@ struct Chunk {
 // enough; f(chunk) runs on one thread.
 template <class F>
 void for_chunks(int threads, int64_t C, const F& f) {
-  const int64_t per_thread = (C + threads - 1) / threads;
-  const int64_t size = per_thread < kChunk ? (per_thread < 1 ? 1 : per_thread) : kChunk;
+  const int64_t size = chunk_width(C, threads, kChunk);
   const int64_t chunks = (C + size - 1) / size;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t k = 0; k < chunks; ++k) f(Chunk{k * size, k * size + size < C ? k * size + size : C});

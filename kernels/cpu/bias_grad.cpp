@@ -2,6 +2,7 @@
 // over its rows in order, in fp32, by one thread; fp32 or bf16 storage.
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/parallel_chunks.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -17,8 +18,7 @@ void bias_grad_impl(int threads, const T* dy, float* db, int64_t M, int64_t N) {
   // loop walks row by row over a block of columns, so each row's block is one contiguous
   // read; walking a column at a time (N floats apart) cost vit-tiny's 8320 x 384 ~5 ms.
   // Per column the additions are the same, so are the bits.
-  const int64_t per_thread = (N + threads - 1) / threads;
-  const int64_t width = per_thread < kColumns ? (per_thread < 1 ? 1 : per_thread) : kColumns;
+  const int64_t width = chunk_width(N, threads, kColumns);
   const int64_t chunks = (N + width - 1) / width;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
