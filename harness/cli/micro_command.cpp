@@ -45,7 +45,10 @@ std::function<int()> add_micro_command(CLI::App& app) {
       "the stream probe measured now over L2-, L3- and DRAM-sized working sets). Counters:\n"
       "bytes_per_second (operand bytes), FLOP/s (matrix work) and roofline_pct = 100 x\n"
       "max(FLOPs / peak, bytes / bandwidth of the smallest level holding the bytes) / time;\n"
-      "the label gives the calls per step and the bound: compute-bound or memory-bound (L2|L3|DRAM).");
+      "the label gives the calls per step and the bound: compute-bound or memory-bound (L2|L3|DRAM).\n"
+      "A convolution's FLOPs are the direct count: shapes the CPU runs with Winograd kernels\n"
+      "(fp32 3x3 stride-1 'same', channels multiples of 16) do fewer, so their FLOP/s and\n"
+      "roofline_pct are effective figures and may pass the peak.");
   return [cmd, o]() { return cmd->parsed() ? run_micro(o->threads, cmd->remaining()) : kNotThisCommand; };
 }
 

@@ -75,7 +75,8 @@ std::string render_profile_table(const ProfileRecord& p) {
   t.push_back(step);
   out += "where the step's time goes (" + std::to_string(p.steps) + " steps after " +
          std::to_string(p.warmup) + " warm-up, " + std::to_string(p.threads) + " threads; rates: " +
-         "our FLOPs and operand bytes per category, for every side)\n" +
+         "our FLOPs and operand bytes per category, for every side; a convolution's FLOPs " +
+         "are the direct count, so Winograd shapes show an effective rate)\n" +
          render_text_table(t, right);
   for (const ProfileSideRecord* s : sides) {
     out += "\ntop ops, " + s->side + ":\n";

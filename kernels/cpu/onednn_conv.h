@@ -1,7 +1,7 @@
 // 2-D convolution on the CPU through oneDNN: NCHW activations, OIHW weights, stride and
 // symmetric zero padding, no dilation, no groups. NCHW at the interface (DESIGN.md
-// section 2b); inside, oneDNN's blocked layouts (nChw16c, JIT direct kernels) where they
-// were measured faster, with reorders through the workspace (onednn_conv_pass.cpp).
+// section 2b); inside, oneDNN's blocked layouts (nChw16c; JIT direct kernels, or Winograd
+// ones where winograd_applies below) where they were measured faster, with reorders through the workspace (onednn_conv_pass.cpp).
 // Activations and weights fp32 or bf16 (oneDNN's bf16 kernels: fp32 accumulation, a bf16
 // output rounded once); bias and weight gradients always fp32.
 //
@@ -23,6 +23,17 @@ namespace noeira {
 
 // Images per slab: fixed, so results never depend on the thread count.
 inline constexpr int64_t kConvSlabImages = 8;
+
+// Whether a shape's passes run oneDNN's Winograd F(4x4, 3x3) kernels rather than direct
+// ones: fp32, 3x3, stride 1, padding 1, input and output channels multiples of 16 (the
+// kernels' own limits; all of ResNet-20's stride-1 convolutions). They do about a quarter
+// of the multiplications; on one AVX-512 core, 8-image slabs, they took 0.50-0.70x the
+// direct kernels' time in every pass at (16, 32x32), (32, 16x16) and (64, 8x8). Their
+// rounding differs from a direct sum's (the input and output transforms add and subtract
+// before and after the products): rel. error ~1e-6 against a double reference, within the
+// convolution tests' 1e-4. Chosen from the shape alone, like every layout choice; where
+// oneDNN has no such kernel for this CPU the passes run direct (onednn_conv_pass.cpp).
+bool winograd_applies(const ConvShape& shape, DType dtype);
 
 // An Error naming the bad field: sizes must be positive, pad non-negative, and the
 // padded input at least as large as the kernel.

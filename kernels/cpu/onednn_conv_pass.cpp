@@ -130,7 +130,10 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
   stream.wait();
 }
 
-SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
+namespace {
+
+SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
+                        dnnl::algorithm algorithm) {
   OneThread one;  // oneDNN picks its kernels and blocking for the thread count it sees now
   const dnnl::engine& e = cpu_engine();
   // Activations and weights in `dtype`; bias and the weight gradients always fp32 (the
@@ -145,16 +148,15 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
   const dims strides{s.stride, s.stride};
   const dims pad{s.pad, s.pad};  // left and right alike; oneDNN rounds down as PyTorch does
   const dnnl::primitive_attr attr = user_scratchpad_attr();
-  const auto direct = dnnl::algorithm::convolution_direct;
   const auto training = dnnl::prop_kind::forward_training;
   using Fwd = dnnl::convolution_forward;
   using BwdData = dnnl::convolution_backward_data;
   using BwdWeights = dnnl::convolution_backward_weights;
 
   const Fwd::primitive_desc fwd(
-      Fwd::desc(training, direct, any(src), any(wei), bias, any(dst), strides, pad, pad), attr, e);
+      Fwd::desc(training, algorithm, any(src), any(wei), bias, any(dst), strides, pad, pad), attr, e);
   const BwdWeights::primitive_desc bwd_weights(
-      BwdWeights::desc(direct, any(src), any(dwei), bias, any(dst), strides, pad, pad), attr, e,
+      BwdWeights::desc(algorithm, any(src), any(dwei), bias, any(dst), strides, pad, pad), attr, e,
       fwd);
   // Backward-data's hint is a forward in backward-data's own layouts.
   const bool blocked = blocked_backward_data(s);
@@ -162,9 +164,9 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
   const Fwd::primitive_desc data_hint =
       blocked ? fwd
               : Fwd::primitive_desc(
-                    Fwd::desc(training, direct, src, wei, bias, dst, strides, pad, pad), attr, e);
+                    Fwd::desc(training, algorithm, src, wei, bias, dst, strides, pad, pad), attr, e);
   const BwdData::primitive_desc bwd_data(
-      BwdData::desc(direct, data(src), data(wei), data(dst), strides, pad, pad), attr, e,
+      BwdData::desc(algorithm, data(src), data(wei), data(dst), strides, pad, pad), attr, e,
       data_hint);
 
   std::vector<ConvOperand> f{
@@ -193,4 +195,26 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
   return c;
 }
 
+}  // namespace
+
+SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
+  if (winograd_applies(s, dtype)) {
+    try {
+      return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_winograd);
+    } catch (const dnnl::error&) {
+      // No Winograd kernel for this CPU (oneDNN's need AVX-512): the direct ones below.
+    }
+  }
+  return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_direct);
+}
+
 }  // namespace noeira::onednn
+
+namespace noeira {
+
+bool winograd_applies(const ConvShape& s, DType dtype) {
+  return dtype == DType::kF32 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride == 1 &&
+         s.pad == 1 && s.in_channels % 16 == 0 && s.out_channels % 16 == 0;
+}
+
+}  // namespace noeira

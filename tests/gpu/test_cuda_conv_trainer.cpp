@@ -83,7 +83,8 @@ TEST_CASE("cuda: resnet20 on the GPU follows the CPU for 8 steps (TF32 off)", "[
   // grow 10-30x per step at lr 0.1 through BatchNorm, so the first steps carry the strict
   // check and the rest only bound the drift. An H200 read, step by step: 0 (the same
   // forward), 2.8e-5 (one update later: cuDNN's fp32 convolutions round differently from
-  // oneDNN's, where the twin's CPU run is at 3e-6), 4.7e-4, 2.2e-3, 4.0e-3, 1.8e-3,
+  // oneDNN's direct ones, where the twin's CPU run was at 3e-6; since then the CPU runs
+  // Winograd's, 1.2e-5 to 4.7e-5 from the twin: docs/parity.md), 4.7e-4, 2.2e-3, 4.0e-3, 1.8e-3,
   // 7.3e-3, 4.4e-3; the test loss after 8 steps (eval mode, running statistics of 8
   // batches) differed by 4.6%.
   ScopedEnv no_tf32("NOEIRA_TF32", "0");

@@ -211,7 +211,8 @@ std::vector<ConvShape> conv_shapes() {
           conv_shape(2, 4, 9, 9, 6, 3, 2, 1),            // stride 2, odd size
           conv_shape(17, 2, 8, 8, 3, 1, 2, 0),           // 1x1 stride 2; 17 = 2 full slabs + 1
           conv_shape(10, 3, 7, 6, 5, 3, 1, 1, false),    // no bias, H != W, 2 slabs
-          conv_shape(9, 16, 8, 8, 16, 3, 1, 1),          // blocked, 2 slabs
+          conv_shape(9, 16, 8, 8, 16, 3, 1, 1),          // Winograd, 2 slabs
+          conv_shape(10, 32, 7, 9, 16, 3, 1, 1, false),  // Winograd, partial 4x4 tiles
           conv_shape(4, 17, 7, 7, 24, 3, 2, 1),          // blocked, channels not a multiple of 16
           conv_shape(11, 32, 6, 6, 8, 1, 2, 0, false)};  // blocked 1x1 stride 2, no bias
 }
@@ -271,6 +272,18 @@ TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
       const GemmData d(c, 99);
       CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
     }
+}
+
+TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of 16k channels",
+          "[onednn]") {
+  CHECK(winograd_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1), DType::kF32));  // ResNet-20
+  CHECK(winograd_applies(conv_shape(8, 32, 16, 16, 64, 3, 1, 1), DType::kF32));
+  CHECK_FALSE(winograd_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1), DType::kBF16));
+  CHECK_FALSE(winograd_applies(conv_shape(8, 16, 32, 32, 32, 3, 2, 1), DType::kF32));  // stride
+  CHECK_FALSE(winograd_applies(conv_shape(8, 32, 16, 16, 64, 3, 1, 0), DType::kF32));  // pad 0
+  CHECK_FALSE(winograd_applies(conv_shape(8, 3, 32, 32, 16, 3, 1, 1), DType::kF32));   // Cin 3
+  CHECK_FALSE(winograd_applies(conv_shape(8, 16, 8, 8, 24, 3, 1, 1), DType::kF32));    // Cout 24
+  CHECK_FALSE(winograd_applies(conv_shape(8, 16, 8, 8, 16, 1, 1, 0), DType::kF32));    // 1x1
 }
 
 TEST_CASE("oneDNN convolution: forward, backward-data, backward-weights match naive loops",
