@@ -33,6 +33,7 @@ inline constexpr int64_t kConvSlabImages = 8;
 // before and after the products): rel. error ~1e-6 against a double reference, within the
 // convolution tests' 1e-4. Chosen from the shape alone, like every layout choice; where
 // oneDNN has no such kernel for this CPU the passes run direct (onednn_conv_pass.cpp).
+// NOEIRA_WINOGRAD=0 in the environment turns it off (read when a shape is planned).
 bool winograd_applies(const ConvShape& shape, DType dtype);
 
 // An Error naming the bad field: sizes must be positive, pad non-negative, and the

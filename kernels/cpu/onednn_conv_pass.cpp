@@ -1,6 +1,8 @@
 #include "kernels/cpu/onednn_conv_pass.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -213,6 +215,9 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
 namespace noeira {
 
 bool winograd_applies(const ConvShape& s, DType dtype) {
+  // NOEIRA_WINOGRAD=0: direct kernels everywhere (A/B timing, bits of older builds).
+  if (const char* v = std::getenv("NOEIRA_WINOGRAD"); v != nullptr && std::string_view(v) == "0")
+    return false;
   return dtype == DType::kF32 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride == 1 &&
          s.pad == 1 && s.in_channels % 16 == 0 && s.out_channels % 16 == 0;
 }

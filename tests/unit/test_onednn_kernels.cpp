@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_matmul.h"
+#include "tests/support/scoped_env.h"
 
 using namespace noeira;
 
@@ -284,6 +285,8 @@ TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of
   CHECK_FALSE(winograd_applies(conv_shape(8, 3, 32, 32, 16, 3, 1, 1), DType::kF32));   // Cin 3
   CHECK_FALSE(winograd_applies(conv_shape(8, 16, 8, 8, 24, 3, 1, 1), DType::kF32));    // Cout 24
   CHECK_FALSE(winograd_applies(conv_shape(8, 16, 8, 8, 16, 1, 1, 0), DType::kF32));    // 1x1
+  test::ScopedEnv off("NOEIRA_WINOGRAD", "0");  // the A/B switch: direct everywhere
+  CHECK_FALSE(winograd_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1), DType::kF32));
 }
 
 TEST_CASE("oneDNN convolution: forward, backward-data, backward-weights match naive loops",
