@@ -17,6 +17,7 @@
 #pragma once
 #include <memory>
 
+#include "kernels/cpu/onednn_matmul.h"
 #include "kernels/ops.h"
 
 namespace noeira {
@@ -34,6 +35,12 @@ class CpuOps final : public Ops {
 #include "kernels/op_overrides.inc"
 
  private:
+  // gemm, with `after(m0, rows)` called on the slab's thread once each slab of C's rows
+  // is computed (null: nothing).
+  void gemm_slabs(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
+                  int64_t ldc, const SlabEpilogue* after);
+
   int threads_;
   std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own 64-row slabs
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
@@ -43,6 +50,12 @@ class CpuOps final : public Ops {
 // Rows of C per bf16 GEMM slab (fp32: kOnednnGemmSlabRows, the same 64): fixed, so
 // results never depend on the thread count.
 inline constexpr int64_t kCpuGemmSlabRows = 64;
+
+// bias_act's math on the calling thread alone, for `rows` rows of N (Out = float or
+// bf16_t; pre null when not kept): linear_forward's epilogue on each GEMM slab.
+template <class Out>
+void bias_act_rows(const float* acc, const float* bias, Out* y, Out* pre, int64_t rows,
+                   int64_t N, Act act);
 
 // A oneDNN call that failed inside an op (an unplanned shape, a short workspace): the
 // contract says the op stops the process; prints "noeira: internal error: <op>: ...".

@@ -38,7 +38,7 @@ void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, Out* p
         const float* b = bias;
         Out* out = y;
         Out* pr = pre;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
         for (int64_t i = 0; i < M; ++i) {
 #pragma omp simd
           for (int64_t j = 0; j < N; ++j) {
@@ -113,6 +113,14 @@ void cast_impl(int threads, const In* x, Out* y, int64_t n) {
 }
 
 }  // namespace
+
+template <class Out>
+void bias_act_rows(const float* acc, const float* bias, Out* y, Out* pre, int64_t rows,
+                   int64_t N, Act act) {
+  bias_act_impl(1, acc, bias, y, pre, rows, N, act);
+}
+template void bias_act_rows(const float*, const float*, float*, float*, int64_t, int64_t, Act);
+template void bias_act_rows(const float*, const float*, bf16_t*, bf16_t*, int64_t, int64_t, Act);
 
 void CpuOps::bias_act(const float* acc, const float* bias, View y, View pre, int64_t M,
                       int64_t N, Act act) {

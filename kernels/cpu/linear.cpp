@@ -1,6 +1,6 @@
 // CpuOps' matrix products (contracts: kernels/op_list.inc): gemm through oneDNN
-// (onednn_matmul.h fp32, bf16_gemm.h bf16); the linear layer's passes as gemm + bias_act,
-// gemm + cast and gemm + bias_grad (kernels/composed_ops.h).
+// (onednn_matmul.h fp32, bf16_gemm.h bf16); the linear layer's passes as gemm + bias_act
+// (fused slab by slab here), gemm + cast and gemm + bias_grad (kernels/composed_ops.h).
 #include <algorithm>
 #include <type_traits>
 
@@ -18,12 +18,18 @@ namespace noeira {
 void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
                   int64_t ldc) {
+  gemm_slabs(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+}
+
+void CpuOps::gemm_slabs(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                        float alpha, ConstView A, int64_t lda, ConstView B, int64_t ldb,
+                        float beta, float* C, int64_t ldc, const SlabEpilogue* after) {
   const char* op = "gemm";
   dispatch_float(op, {A, B}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     if constexpr (std::is_same_v<T, float>) {
       const Status s = gemm_->run(trans_a, trans_b, M, N, K, alpha, A.as<float>(), lda,
-                                  B.as<float>(), ldb, beta, C, ldc);
+                                  B.as<float>(), ldb, beta, C, ldc, after);
       if (!s) cpu_op_failed(op, s.error());
     } else {
       const T* a_all = A.as<T>();
@@ -31,19 +37,39 @@ void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       const int64_t slabs = (M + kCpuGemmSlabRows - 1) / kCpuGemmSlabRows;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (slabs > 1)
       for (int64_t s = 0; s < slabs; ++s) {
-        const int64_t m0 = s * kCpuGemmSlabRows;
+        const int64_t m0 = s * kCpuGemmSlabRows, rows = std::min(kCpuGemmSlabRows, M - m0);
         // Row m of op(A) starts at A + m*lda (no transpose) or A + m (transposed).
         const T* a = trans_a ? a_all + m0 : a_all + m0 * lda;
-        bf16_gemm_->run(trans_a, trans_b, std::min(kCpuGemmSlabRows, M - m0), N, K, alpha, a,
-                        lda, b, ldb, beta, C + m0 * ldc, ldc);
+        bf16_gemm_->run(trans_a, trans_b, rows, N, K, alpha, a, lda, b, ldb, beta, C + m0 * ldc,
+                        ldc);
+        if (after) (*after)(m0, rows);
       }
     }
   });
 }
 
+// The GEMM, then bias and activation on each slab of rows as soon as the GEMM has written
+// it (still in cache; gemm then bias_act over the whole output read it back from memory:
+// vit-tiny's bias + GELU over 8320 x 256 took as long as half its GEMM). The same slabs and
+// element-wise math as composed_linear_forward, so the same bits.
 void CpuOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
                             float* acc, int64_t M, int64_t N, int64_t K, Act act) {
-  composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);
+  float* product = y.dtype == DType::kF32 ? y.as<float>() : acc;
+  if (product == y.data && !b && act == Act::kNone) {
+    gemm(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, product, N);
+    return;
+  }
+  const char* op = "linear_forward";
+  expect_elems(op, M * N, {y});
+  dispatch_float(op, {y}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    T* yt = y.as<T>();
+    T* pt = pre.empty() ? nullptr : pre.as<T>();
+    const SlabEpilogue after = [&](int64_t m0, int64_t rows) {
+      bias_act_rows(product + m0 * N, b, yt + m0 * N, pt ? pt + m0 * N : nullptr, rows, N, act);
+    };
+    gemm_slabs(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, product, N, &after);
+  });
 }
 
 void CpuOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc, int64_t M,

@@ -105,11 +105,12 @@ OnednnGemm::~OnednnGemm() = default;
 
 Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                        const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                       float* C, int64_t ldc) {
+                       float* C, int64_t ldc, const SlabEpilogue* after) {
   NOEIRA_TRY(check(ta, tb, M, N, K, lda, ldb, ldc));
   if (M == 0 || N == 0) return {};
   if (K == 0) {
     scale(C, M, N, ldc, beta);
+    if (after) (*after)(0, M);
     return {};
   }
   // Every slab but the last has kOnednnGemmSlabRows rows; create both primitives here,
@@ -141,6 +142,7 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
                                  {DNNL_ARG_DST, mc},
                                  {DNNL_ARG_SCRATCHPAD, ms}});
     stream.wait();
+    if (after) (*after)(m0, rows);
   };
   return onednn::for_each_slab(threads_, M, kOnednnGemmSlabRows, slab);
 }

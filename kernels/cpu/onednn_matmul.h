@@ -7,6 +7,7 @@
 // oneDNN call whose reduction order depends on its shape only.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "kernels/common/error.h"
@@ -15,6 +16,10 @@ namespace noeira {
 
 // Rows of C per slab: fixed, so results never depend on the thread count.
 inline constexpr int64_t kOnednnGemmSlabRows = 64;
+
+// Called on a slab's thread once the slab's rows [m0, m0 + rows) of C are computed: work
+// on those rows while they are in cache (a linear layer's bias and activation).
+using SlabEpilogue = std::function<void(int64_t m0, int64_t rows)>;
 
 class OnednnGemm {
  public:
@@ -31,9 +36,10 @@ class OnednnGemm {
   // alpha and beta are part of the shape: one primitive per value. One caller at a time. An Error
   // for negative sizes, a leading dimension smaller than its row, a call from inside an OpenMP
   // parallel region, or a oneDNN failure.
+  // `after`, when not null, runs after each slab (K == 0: once, over all M rows).
   Status run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
              const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-             int64_t ldc);
+             int64_t ldc, const SlabEpilogue* after = nullptr);
 
  private:
   struct Impl;
