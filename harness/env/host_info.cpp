@@ -103,7 +103,9 @@ nlohmann::json onednn_info() {
   return {{"version", version},
           {"isa", onednn_isa_name(dnnl_get_effective_cpu_isa())},
           {"max_cpu_isa_env", std::getenv("ONEDNN_MAX_CPU_ISA") ? env_or_null("ONEDNN_MAX_CPU_ISA")
-                                                               : env_or_null("DNNL_MAX_CPU_ISA")}};
+                                                               : env_or_null("DNNL_MAX_CPU_ISA")},
+          // "0" turns the fp32 Winograd convolutions off (kernels/cpu/onednn_conv.h).
+          {"winograd_env", env_or_null("NOEIRA_WINOGRAD")}};
 }
 
 }  // namespace
@@ -154,7 +156,11 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
     const auto v = o->find(key);
     return v != o->end() && v->is_string() ? v->get<std::string>() : "";
   };
-  return cpu_kernel_warnings(cpu, text(build, "onednn", "isa"));
+  std::vector<std::string> warnings = cpu_kernel_warnings(cpu, text(build, "onednn", "isa"));
+  if (text(build, "onednn", "winograd_env") == "0")
+    warnings.push_back("NOEIRA_WINOGRAD=0: fp32 3x3 stride-1 convolutions run oneDNN's direct "
+                       "kernels, not Winograd's; convolution figures reflect that");
+  return warnings;
 }
 
 nlohmann::json host_info() {

@@ -89,6 +89,16 @@ TEST_CASE("env warns when oneDNN is held below the CPU, and records why", "[cli]
   CHECK(warned);
 }
 
+TEST_CASE("env records NOEIRA_WINOGRAD and warns when it turns Winograd off", "[cli][env]") {
+  CHECK(env_json().at("build").at("onednn").at("winograd_env").is_null());
+  const nlohmann::json off = env_json("NOEIRA_WINOGRAD=0");
+  CHECK(off.at("build").at("onednn").at("winograd_env") == "0");
+  bool warned = false;
+  for (const auto& w : off.at("warnings"))
+    warned |= w.get<std::string>().rfind("NOEIRA_WINOGRAD=0: fp32 3x3", 0) == 0;
+  CHECK(warned);
+}
+
 TEST_CASE("env prints the baseline probe of ours and of the twin", "[cli][env][probe]") {
   const CommandResult r = run_bench("env --threads 1");
   INFO(r.output);
