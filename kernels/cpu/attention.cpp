@@ -103,11 +103,18 @@ void store_rows(const float* src, int64_t rows, int64_t cols, S* dst, int64_t ld
   }
 }
 
-// Copies head h of batch b's block `which` (0 q, 1 k, 2 v) of qkv (B, T, 3C) into dst (T, hd).
+// Row 0 of head h of batch b's block `which` (0 q, 1 k, 2 v) in qkv (B, T, 3C); rows 3C apart.
+template <class S>
+const S* head_at(const S* qkv, int64_t b, int64_t h, int which, int64_t T, int64_t C,
+                 int64_t hd) {
+  return qkv + b * T * 3 * C + which * C + h * hd;
+}
+
+// Copies that head into dst (T, hd).
 template <class S>
 void load_head(const S* qkv, int64_t b, int64_t h, int which, int64_t T, int64_t C, int64_t hd,
                float* dst) {
-  load_rows(qkv + b * T * 3 * C + which * C + h * hd, 3 * C, T, hd, dst);
+  load_rows(head_at(qkv, b, h, which, T, C, hd), 3 * C, T, hd, dst);
 }
 
 // Asks for rows of src `ld` apart (cols values each) to come into L2 now: the next (b, h)
@@ -124,9 +131,8 @@ void prefetch_rows(const S* src, int64_t ld, int64_t rows, int64_t cols) {
 // The q, k, v rows of pair bh (= b * nh + h) of qkv (B, T, 3C), into L2.
 template <class S>
 void prefetch_heads(const S* qkv, int64_t bh, int64_t nh, int64_t T, int64_t C, int64_t hd) {
-  const int64_t b = bh / nh, h = bh % nh;
   for (int which = 0; which < 3; ++which)
-    prefetch_rows(qkv + b * T * 3 * C + which * C + h * hd, 3 * C, T, hd);
+    prefetch_rows(head_at(qkv, bh / nh, bh % nh, which, T, C, hd), 3 * C, T, hd);
 }
 
 // Fixed-order reductions over a row (j = 0..n-1): kLanes interleaved partial results
