@@ -202,8 +202,11 @@ def _raise_failure(exc, outcomes, result):
     rank that failed first by its own clock (a peer's failure usually makes the others
     fail in their next collective: "Connection closed by peer")."""
     idx = exc.error_index
-    failed = sorted(outcomes.items(), key=lambda kv: kv[1]["time"])
-    if idx not in outcomes:
+    # Rank 0 may have written its result before a peer failed (e.g. in the last barrier):
+    # only failure records name a cause.
+    failed = sorted(((r, o) for r, o in outcomes.items() if o.get("kind") != "ok"),
+                    key=lambda kv: kv[1]["time"])
+    if idx not in dict(failed):
         text = str(getattr(exc, "msg", "") or exc).strip()
         log(f"rank {idx}: {text}")
         lines = [ln for ln in text.splitlines() if ln.strip()]
