@@ -4,7 +4,9 @@
 //
 // Results do not depend on the thread count (DESIGN.md rule 3): C is cut into fixed
 // 64-row slabs that OpenMP spreads over `threads`; each slab is one single-threaded
-// oneDNN call whose reduction order depends on its shape only.
+// oneDNN call whose reduction order depends on its shape only. A transposed B (a Linear
+// layer's x W^T) over 8 slabs or more is reordered once per call into the blocked layout
+// the kernels read, instead of by every slab (same kernels, same bits; onednn_matmul.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,9 +32,10 @@ class OnednnGemm {
   // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C, as Ops::gemm; with
   // beta == 0, C is not read. The first call with a shape (transposes, sizes, leading
   // dimensions, alpha, beta) creates its primitives and grows the per-thread
-  // scratchpads: slow and allocating, so a plan should make each call once; later calls
-  // reuse them (oneDNN still news a few small objects per slab, and its GEMM kernel,
-  // which it picks for strided slabs such as op(A) = A^T, mallocs packing buffers).
+  // scratchpads and the packed-B buffer: slow and allocating, so a plan should make each
+  // call once; later calls reuse them (oneDNN still news a few small objects per slab,
+  // and its GEMM kernel, which it picks for strided slabs such as op(A) = A^T, mallocs
+  // packing buffers).
   // alpha and beta are part of the shape: one primitive per value. One caller at a time. An Error
   // for negative sizes, a leading dimension smaller than its row, a call from inside an OpenMP
   // parallel region, or a oneDNN failure.

@@ -222,7 +222,9 @@ std::vector<ConvShape> conv_shapes() {
 
 TEST_CASE("oneDNN GEMM matches a double-accumulated reference", "[onednn]") {
   OnednnGemm gemm(2);
-  const int64_t sizes[][3] = {{1, 37, 129}, {63, 17, 65}, {65, 37, 129}, {130, 33, 47}, {70, 1, 1}};
+  // 520 rows: 9 slabs, enough that a transposed B is packed once for all of them.
+  const int64_t sizes[][3] = {{1, 37, 129},  {63, 17, 65}, {65, 37, 129},
+                              {130, 33, 47}, {70, 1, 1},   {520, 40, 129}};
   uint32_t seed = 10;
   for (const auto& mnk : sizes)
     for (int ta = 0; ta < 2; ++ta)
@@ -268,11 +270,32 @@ TEST_CASE("oneDNN GEMM: beta 0 never reads C, K 0 scales C, bad leading dimensio
 TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
   OnednnGemm one(1), two(2);
   for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      const GemmCase c = make_case(ta, tb, 200, 129, 301, 1, 1.0f, 1.0f);  // 4 slabs, last 8 rows
-      const GemmData d(c, 99);
-      CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
-    }
+    for (int tb = 0; tb < 2; ++tb)
+      for (int64_t M : {200, 520}) {  // 4 slabs, last 8 rows; 9 slabs (B packed when tb)
+        const GemmCase c = make_case(ta, tb, M, 129, 301, 1, 1.0f, 1.0f);
+        const GemmData d(c, 99);
+        CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
+      }
+}
+
+TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each slab's own bits",
+          "[onednn]") {
+  // x W^T as a Linear layer's forward calls it: 9 slabs of 64 rows, B packed once. Each
+  // slab's rows computed by a call of their own (one slab: B not packed) are the same bits.
+  OnednnGemm gemm(2);
+  const GemmCase c = make_case(false, true, 9 * 64 - 56, 96, 128, 0, 1.0f, 0.0f);
+  const GemmData d(c, 41);
+  const std::vector<float> all = run_gemm(gemm, c, d);
+  for (int64_t m0 = 0; m0 < c.M; m0 += 64) {
+    const int64_t rows = std::min<int64_t>(64, c.M - m0);
+    std::vector<float> part(static_cast<size_t>(rows * c.ldc));
+    REQUIRE(gemm.run(false, true, rows, c.N, c.K, 1.0f, d.A.data() + m0 * c.lda, c.lda,
+                     d.B.data(), c.ldb, 0.0f, part.data(), c.ldc)
+                .ok());
+    INFO("rows " << m0 << ".." << m0 + rows);
+    CHECK(same_bits(part, std::vector<float>(all.begin() + m0 * c.ldc,
+                                             all.begin() + (m0 + rows) * c.ldc)));
+  }
 }
 
 TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of 16k channels",
