@@ -90,17 +90,26 @@ struct OnednnGemm::Impl {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(s.a, s.b, s.c), attr,
                                     onednn::cpu_engine());
     if (pack) {
-      // The same product with B in the layout the implementation prefers; taken only when
-      // it is the same implementation (the same kernels and sums) and not B's own layout.
+      // The same product with B in the layout the implementation prefers. Taken only for
+      // oneDNN's brgemm matmul picked both times (it copies B into that blocked layout
+      // itself, so a packed B runs the same kernels and sums; the gemm-based one would
+      // take `any` as a plain transpose of B and may change its summation), a blocked
+      // layout, and a reorder that needs no scratchpad (nothing allocates in a step).
       const dnnl::memory::desc any(dims{K, N}, dt::f32, dnnl::memory::format_tag::any);
       dnnl::matmul::primitive_desc packed(dnnl::matmul::desc(s.a, any, s.c), attr,
                                           onednn::cpu_engine());
-      if (std::string(packed.impl_info_str()) == pd.impl_info_str() &&
-          packed.weights_desc() != s.b) {
-        s.b_packed = packed.weights_desc();
-        s.pack = dnnl::reorder(dnnl::reorder::primitive_desc(
-            onednn::cpu_engine(), s.b, onednn::cpu_engine(), s.b_packed));
-        pd = packed;
+      const std::string impl = pd.impl_info_str();
+      const dnnl::memory::desc layout = packed.weights_desc();
+      if (impl.rfind("brg", 0) == 0 && impl == packed.impl_info_str() && layout != s.b &&
+          layout.data.format_kind == dnnl_blocked &&
+          layout.data.format_desc.blocking.inner_nblks > 0) {
+        const dnnl::reorder::primitive_desc rpd(onednn::cpu_engine(), s.b, onednn::cpu_engine(),
+                                                layout, onednn::user_scratchpad_attr());
+        if (rpd.scratchpad_desc().get_size() == 0) {
+          s.b_packed = layout;
+          s.pack = dnnl::reorder(rpd);
+          pd = packed;
+        }
       }
     }
     s.scratch = pd.scratchpad_desc();
@@ -167,12 +176,13 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
   if (packed) {
     try {
       impl_->grow_packed(full->b_packed.get_size());
-      dnnl::memory plain_b(full->b, engine, const_cast<float*>(B));
-      dnnl::memory packed_b(full->b_packed, engine, impl_->packed_data());
+      dnnl::memory from(full->b, engine, const_cast<float*>(B));
+      dnnl::memory to(full->b_packed, engine, impl_->packed_data());
       onednn::OneThread one;
       dnnl::stream& stream = impl_->streams[0];
-      full->pack.execute(stream, plain_b, packed_b);
+      full->pack.execute(stream, from, to);
       stream.wait();
+      ++packed_calls_;
     } catch (const dnnl::error& e) {
       return make_error(std::string("oneDNN gemm: cannot pack B: ") + e.what());
     }

@@ -28,6 +28,8 @@ class OnednnGemm {
   explicit OnednnGemm(int threads);
   ~OnednnGemm();
   int threads() const { return threads_; }
+  // Calls so far that packed B once for their slabs (tests check the path is taken).
+  int64_t packed_calls() const { return packed_calls_; }
 
   // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C, as Ops::gemm; with
   // beta == 0, C is not read. The first call with a shape (transposes, sizes, leading
@@ -47,6 +49,7 @@ class OnednnGemm {
  private:
   struct Impl;
   int threads_;
+  int64_t packed_calls_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -6,7 +6,11 @@
 #include <cstddef>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_matmul.h"
@@ -282,10 +286,15 @@ TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each sla
           "[onednn]") {
   // x W^T as a Linear layer's forward calls it: 9 slabs of 64 rows, B packed once. Each
   // slab's rows computed by a call of their own (one slab: B not packed) are the same bits.
+  // Where oneDNN runs fp32 matmul on its brgemm kernels (AVX-512); elsewhere B is never
+  // packed and the slabs compare with themselves.
   OnednnGemm gemm(2);
   const GemmCase c = make_case(false, true, 9 * 64 - 56, 96, 128, 0, 1.0f, 0.0f);
   const GemmData d(c, 41);
   const std::vector<float> all = run_gemm(gemm, c, d);
+  const std::string isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+  INFO("oneDNN ISA " << isa);
+  if (isa.find("avx512_core") != std::string::npos) CHECK(gemm.packed_calls() == 1);
   for (int64_t m0 = 0; m0 < c.M; m0 += 64) {
     const int64_t rows = std::min<int64_t>(64, c.M - m0);
     std::vector<float> part(static_cast<size_t>(rows * c.ldc));
@@ -296,6 +305,9 @@ TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each sla
     CHECK(same_bits(part, std::vector<float>(all.begin() + m0 * c.ldc,
                                              all.begin() + (m0 + rows) * c.ldc)));
   }
+  const int64_t packed = gemm.packed_calls();
+  (void)run_gemm(gemm, make_case(false, true, 2 * 64, 96, 128, 0, 1.0f, 0.0f), d);
+  CHECK(gemm.packed_calls() == packed);  // 2 slabs: B read as it is
 }
 
 TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of 16k channels",
