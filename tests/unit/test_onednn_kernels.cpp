@@ -1,96 +1,23 @@
-// oneDNN fp32 kernels (GEMM, convolution) against naive double-accumulated loops, a
-// finite-difference gradcheck, and the thread-count rule: 1 and 2 threads give the same
-// bits (DESIGN.md rule 3).
+// oneDNN fp32 convolution (kernels/cpu/onednn_conv.h) against naive double-accumulated
+// loops, a finite-difference gradcheck, and the thread-count rule: 1 and 2 threads give the
+// same bits (DESIGN.md rule 3). The GEMM's: test_onednn_gemm.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
-
 #include "kernels/cpu/onednn_conv.h"
-#include "kernels/cpu/onednn_matmul.h"
+#include "tests/support/image_reference.h"
 #include "tests/support/scoped_env.h"
 
 using namespace noeira;
 
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(g);
-  return v;
-}
-
-// ||got - ref|| / ||ref||; NaN anywhere gives NaN.
-double rel_error(const std::vector<float>& got, const std::vector<double>& ref) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    num += (got[i] - ref[i]) * (got[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return false;
-  return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// ---- GEMM ----
-
-struct GemmCase {
-  bool ta, tb;
-  int64_t M, N, K, lda, ldb, ldc;
-  float alpha, beta;
-};
-
-// Stored operands for a case: A is (M, lda) or (K, lda) when transposed, and so on.
-struct GemmData {
-  std::vector<float> A, B, C;
-  GemmData(const GemmCase& c, uint32_t seed)
-      : A(random_vec(static_cast<size_t>((c.ta ? c.K : c.M) * c.lda), seed)),
-        B(random_vec(static_cast<size_t>((c.tb ? c.N : c.K) * c.ldb), seed + 1)),
-        C(random_vec(static_cast<size_t>(c.M * c.ldc), seed + 2)) {}
-};
-
-std::vector<double> gemm_reference(const GemmCase& c, const GemmData& d) {
-  std::vector<double> ref(d.C.begin(), d.C.end());
-  for (int64_t i = 0; i < c.M; ++i)
-    for (int64_t j = 0; j < c.N; ++j) {
-      double s = 0.0;
-      for (int64_t k = 0; k < c.K; ++k) {
-        const double a = c.ta ? d.A[k * c.lda + i] : d.A[i * c.lda + k];
-        const double b = c.tb ? d.B[j * c.ldb + k] : d.B[k * c.ldb + j];
-        s += a * b;
-      }
-      double& out = ref[i * c.ldc + j];
-      out = c.alpha * s + (c.beta == 0.0f ? 0.0 : c.beta * out);
-    }
-  return ref;
-}
-
-std::vector<float> run_gemm(OnednnGemm& g, const GemmCase& c, const GemmData& d) {
-  std::vector<float> C = d.C;
-  const Status s = g.run(c.ta, c.tb, c.M, c.N, c.K, c.alpha, d.A.data(), c.lda, d.B.data(), c.ldb,
-                         c.beta, C.data(), c.ldc);
-  REQUIRE(s.ok());
-  return C;
-}
-
-// Leading dimensions `extra` elements past the row, so strides are exercised.
-GemmCase make_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t extra, float alpha,
-                   float beta) {
-  return {ta, tb, M, N, K, (ta ? M : K) + extra, (tb ? K : N) + extra, N + extra, alpha, beta};
-}
-
-// ---- Convolution ----
+using noeira::test::image_ref::random_vec;
+using noeira::test::image_ref::rel_error;
+using noeira::test::image_ref::same_bits;
 
 // Naive loops over NCHW / OIHW with double accumulation.
 struct ConvReference {
@@ -165,14 +92,10 @@ struct ConvRun {
   std::vector<float> x, w, bias, dy;
   ConvRun(const ConvShape& shape, uint32_t seed)
       : s(shape),
-        x(random_vec(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), seed)),
-        w(random_vec(static_cast<size_t>(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w),
-                     seed + 1)),
-        bias(s.has_bias ? random_vec(static_cast<size_t>(s.out_channels), seed + 2)
-                        : std::vector<float>{}),
-        dy(random_vec(
-            static_cast<size_t>(s.batch * s.out_channels * s.out_height() * s.out_width()),
-            seed + 3)) {}
+        x(random_vec(s.batch * s.in_channels * s.height * s.width, seed)),
+        w(random_vec(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w, seed + 1)),
+        bias(s.has_bias ? random_vec(s.out_channels, seed + 2) : std::vector<float>{}),
+        dy(random_vec(s.batch * s.out_channels * s.out_height() * s.out_width(), seed + 3)) {}
 
   struct Out {
     std::vector<float> y, dx, dw, db;
@@ -223,92 +146,6 @@ std::vector<ConvShape> conv_shapes() {
 }
 
 }  // namespace
-
-TEST_CASE("oneDNN GEMM matches a double-accumulated reference", "[onednn]") {
-  OnednnGemm gemm(2);
-  // 520 rows: 9 slabs, enough that a transposed B is packed once for all of them.
-  const int64_t sizes[][3] = {{1, 37, 129},  {63, 17, 65}, {65, 37, 129},
-                              {130, 33, 47}, {70, 1, 1},   {520, 40, 129}};
-  uint32_t seed = 10;
-  for (const auto& mnk : sizes)
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb)
-        for (int64_t extra : {0, 3})
-          for (float beta : {0.0f, 0.5f}) {
-            const GemmCase c =
-                make_case(ta, tb, mnk[0], mnk[1], mnk[2], extra, beta == 0.0f ? 1.0f : 0.7f, beta);
-            const GemmData d(c, seed += 3);
-            const std::vector<float> got = run_gemm(gemm, c, d);
-            const std::vector<double> ref = gemm_reference(c, d);
-            INFO("M=" << c.M << " N=" << c.N << " K=" << c.K << " ta=" << ta << " tb=" << tb
-                      << " extra=" << extra << " beta=" << beta);
-            CHECK(rel_error(got, ref) < 1e-5);
-            // Columns past N (ldc > N) are not C's: left alone.
-            bool padding_kept = true;
-            for (int64_t i = 0; i < c.M; ++i)
-              for (int64_t j = c.N; j < c.ldc; ++j)
-                padding_kept &= got[i * c.ldc + j] == d.C[i * c.ldc + j];
-            CHECK(padding_kept);
-          }
-}
-
-TEST_CASE("oneDNN GEMM: beta 0 never reads C, K 0 scales C, bad leading dimensions are errors",
-          "[onednn]") {
-  OnednnGemm gemm(2);
-  const GemmCase c = make_case(false, true, 65, 9, 11, 0, 1.0f, 0.0f);
-  GemmData d(c, 7);
-  std::fill(d.C.begin(), d.C.end(), NAN);
-  const std::vector<float> got = run_gemm(gemm, c, d);
-  CHECK(rel_error(got, gemm_reference(c, d)) < 1e-5);
-
-  std::vector<float> C = {1.0f, 2.0f, 3.0f, 4.0f};
-  REQUIRE(gemm.run(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, C.data(), 2).ok());
-  CHECK(C == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f});
-
-  const Status bad =
-      gemm.run(false, false, 4, 4, 8, 1.0f, d.A.data(), 7, d.B.data(), 4, 0.0f, C.data(), 4);
-  REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message.find("leading dimension") != std::string::npos);
-}
-
-TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
-  OnednnGemm one(1), two(2);
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (int64_t M : {200, 520}) {  // 4 slabs, last 8 rows; 9 slabs (B packed when tb)
-        const GemmCase c = make_case(ta, tb, M, 129, 301, 1, 1.0f, 1.0f);
-        const GemmData d(c, 99);
-        CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
-      }
-}
-
-TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each slab's own bits",
-          "[onednn]") {
-  // x W^T as a Linear layer's forward calls it: 9 slabs of 64 rows, B packed once. Each
-  // slab's rows computed by a call of their own (one slab: B not packed) are the same bits.
-  // Where oneDNN runs fp32 matmul on its brgemm kernels (AVX-512); elsewhere B is never
-  // packed and the slabs compare with themselves.
-  OnednnGemm gemm(2);
-  const GemmCase c = make_case(false, true, 9 * 64 - 56, 96, 128, 0, 1.0f, 0.0f);
-  const GemmData d(c, 41);
-  const std::vector<float> all = run_gemm(gemm, c, d);
-  const std::string isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
-  INFO("oneDNN ISA " << isa);
-  if (isa.find("avx512_core") != std::string::npos) CHECK(gemm.packed_calls() == 1);
-  for (int64_t m0 = 0; m0 < c.M; m0 += 64) {
-    const int64_t rows = std::min<int64_t>(64, c.M - m0);
-    std::vector<float> part(static_cast<size_t>(rows * c.ldc));
-    REQUIRE(gemm.run(false, true, rows, c.N, c.K, 1.0f, d.A.data() + m0 * c.lda, c.lda,
-                     d.B.data(), c.ldb, 0.0f, part.data(), c.ldc)
-                .ok());
-    INFO("rows " << m0 << ".." << m0 + rows);
-    CHECK(same_bits(part, std::vector<float>(all.begin() + m0 * c.ldc,
-                                             all.begin() + (m0 + rows) * c.ldc)));
-  }
-  const int64_t packed = gemm.packed_calls();
-  (void)run_gemm(gemm, make_case(false, true, 2 * 64, 96, 128, 0, 1.0f, 0.0f), d);
-  CHECK(gemm.packed_calls() == packed);  // 2 slabs: B read as it is
-}
 
 TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of 16k channels",
           "[onednn]") {
