@@ -1,12 +1,13 @@
 // CpuOps' self-attention core, causal or not (contract: kernels/op_list.inc). Per (batch,
 // head) pair the two big products of each pass are GEMMs (oneDNN matmul, fp32), with a
-// fused (masked) softmax between them. OpenMP spreads the (b, h) pairs; one thread computes
-// a whole pair in a fixed order, so 1 and N threads agree bit for bit.
+// fused (masked) softmax between them. OpenMP spreads units of pairs (a batch and a run of
+// its heads); one thread computes a whole pair in a fixed order, so 1 and N threads agree
+// bit for bit.
 //
-// Per thread, the workspace holds the pair's q, k, v (and dout) copied to contiguous fp32
-// (T x hd each: bf16 storage is read once, and fp32 and bf16 views run the very same
+// Per thread, the workspace holds the unit's q, k, v (and dout) copied to contiguous fp32
+// (T x hd per head: bf16 storage is read once, and fp32 and bf16 views run the very same
 // GEMMs, so bf16 results are fp32 results on the rounded inputs, rounded once on store),
-// the pair's dq, dk, dv and one T x T matrix for backward, and the oneDNN scratchpad.
+// its dq, dk, dv (or out) and one T x T matrix for backward, and the oneDNN scratchpad.
 //
 // The GEMMs and the row blocks that keep causal products to the keys they need:
 // attention_plan.h.
@@ -50,89 +51,101 @@ using cpu_attention::plan_of;
 using cpu_attention::run;
 using cpu_attention::visible;
 
+// ---- Work units ----
+//
+// A unit is one batch b and a run of its heads [h0, h1); OpenMP spreads the units. A unit
+// copies its rows of qkv (and dout) in one sequential pass, so the hardware prefetcher
+// streams them: copied head by head, each head's hd values of rows 3C apart came at DRAM
+// latency (vit-tiny: over a third of the work outside the GEMMs). How heads are grouped
+// into units only moves work between threads: every pair runs the same code on the same
+// values, so 1 and N threads still agree bit for bit.
+
+struct Units {
+  int64_t per = 1;    // heads per unit (the last unit of a batch may hold fewer)
+  int64_t count = 0;  // units in all: B * ceil(nh / per)
+  int64_t groups = 1; // units per batch
+};
+
+// Whole batches when there are enough of them for the threads (4 units each), else each
+// batch's heads cut into runs.
+Units units_of(int64_t B, int64_t nh, int threads) {
+  const int64_t groups = std::clamp<int64_t>((4 * int64_t{threads} + B - 1) / B, 1, nh);
+  Units u;
+  u.per = (nh + groups - 1) / groups;
+  u.groups = (nh + u.per - 1) / u.per;
+  u.count = B * u.groups;
+  return u;
+}
+
+struct Unit {
+  int64_t b, h0, heads;
+};
+
+Unit unit_at(const Units& u, int64_t i, int64_t nh) {
+  const int64_t h0 = (i % u.groups) * u.per;
+  return {i / u.groups, h0, std::min(u.per, nh - h0)};
+}
+
 // ---- Workspace ----
 
-// Floats per thread before the scratchpad: q, k, v, dout (or out), dq, dk, dv (T x hd
-// each) and one T x T matrix (backward's datt / dS).
-int64_t thread_floats(int64_t T, int64_t hd) { return 7 * T * hd + T * T; }
+// Floats per thread before the scratchpad, for a unit of up to nh heads (head-major
+// blocks, T x hd per head): q, k, v, dout (or out), dq, dk, dv, and one T x T matrix
+// (backward's datt / dS).
+int64_t thread_floats(int64_t T, int64_t C) { return 7 * T * C + T * T; }
 
-size_t thread_bytes(const Plan& p) {
-  return onednn::align_up(static_cast<size_t>(thread_floats(p.T, p.hd)) * sizeof(float)) +
+size_t thread_bytes(const Plan& p, int64_t C) {
+  return onednn::align_up(static_cast<size_t>(thread_floats(p.T, C)) * sizeof(float)) +
          p.scratch_bytes;
 }
 
-// Thread t's slab: floats at the start, then its scratchpad.
+// Thread t's slab: floats at the start, then its scratchpad. Its blocks of T x C floats:
+// [0] q, [1] k, [2] v, [3] dout or out, [4] dq, [5] dk, [6] dv, head h of the unit at
+// h * T * hd within each; then the T x T matrix.
 struct Slab {
   float* f;
   void* scratch;
+  int64_t T, C, hd;
+  float* head(int block, int64_t h) const { return f + block * T * C + h * T * hd; }
+  float* square() const { return f + 7 * T * C; }
 };
 
-Slab slab_of(void* workspace, const Plan& p, int thread) {
-  std::byte* base = onednn::align_up(workspace) + thread_bytes(p) * static_cast<size_t>(thread);
+Slab slab_of(void* workspace, const Plan& p, int64_t C, int thread) {
+  std::byte* base =
+      onednn::align_up(workspace) + thread_bytes(p, C) * static_cast<size_t>(thread);
   return {reinterpret_cast<float*>(base),
-          base + onednn::align_up(static_cast<size_t>(thread_floats(p.T, p.hd)) * sizeof(float))};
+          base + onednn::align_up(static_cast<size_t>(thread_floats(p.T, C)) * sizeof(float)),
+          p.T, C, p.hd};
 }
 
-constexpr int64_t kPrefetchRows = 6;
-
-// dst (rows, cols) contiguous fp32 from rows of src `ld` apart. Rows are far apart (3C
-// floats: over a page for GPT sizes, so no hardware stream), so the rows a few ahead
-// are prefetched.
+// Copies the unit's heads of `parts` blocks of C values per row (rows parts * C apart,
+// batch b's T rows contiguous in src) into the slab's blocks first_block + part, fp32,
+// reading each row front to back.
 template <class S>
-void load_rows(const S* src, int64_t ld, int64_t rows, int64_t cols, float* dst) {
-  constexpr int64_t line = 64 / static_cast<int64_t>(sizeof(S));
-  for (int64_t t = 0; t < rows; ++t) {
-    if (t + kPrefetchRows < rows)
-      for (int64_t d = 0; d < cols; d += line)
-        __builtin_prefetch(src + (t + kPrefetchRows) * ld + d);
-    const S* row = src + t * ld;
-    for (int64_t d = 0; d < cols; ++d) dst[t * cols + d] = load_f32(row[d]);
-  }
+void load_unit(const S* src, int parts, const Unit& u, const Slab& slab, int first_block) {
+  const int64_t T = slab.T, C = slab.C, hd = slab.hd, ld = parts * C;
+  const S* rows = src + u.b * T * ld;
+  for (int64_t t = 0; t < T; ++t)
+    for (int part = 0; part < parts; ++part)
+      for (int64_t h = 0; h < u.heads; ++h) {
+        const S* from = rows + t * ld + part * C + (u.h0 + h) * hd;
+        float* to = slab.head(first_block + part, h) + t * hd;
+        for (int64_t d = 0; d < hd; ++d) to[d] = load_f32(from[d]);
+      }
 }
 
-// Rows of dst `ld` apart from src (rows, cols) contiguous fp32, rounded once (bf16).
+// The reverse: the slab's blocks first_block + part of the unit's heads into dst, rounded
+// once (bf16), row by row.
 template <class S>
-void store_rows(const float* src, int64_t rows, int64_t cols, S* dst, int64_t ld) {
-  constexpr int64_t line = 64 / static_cast<int64_t>(sizeof(S));
-  for (int64_t t = 0; t < rows; ++t) {
-    if (t + kPrefetchRows < rows)
-      for (int64_t d = 0; d < cols; d += line)
-        __builtin_prefetch(dst + (t + kPrefetchRows) * ld + d, 1);
-    S* row = dst + t * ld;
-    for (int64_t d = 0; d < cols; ++d) store_f32(row[d], src[t * cols + d]);
-  }
-}
-
-// Row 0 of head h of batch b's block `which` (0 q, 1 k, 2 v) in qkv (B, T, 3C); rows 3C apart.
-template <class S>
-const S* head_at(const S* qkv, int64_t b, int64_t h, int which, int64_t T, int64_t C,
-                 int64_t hd) {
-  return qkv + b * T * 3 * C + which * C + h * hd;
-}
-
-// Copies that head into dst (T, hd).
-template <class S>
-void load_head(const S* qkv, int64_t b, int64_t h, int which, int64_t T, int64_t C, int64_t hd,
-               float* dst) {
-  load_rows(head_at(qkv, b, h, which, T, C, hd), 3 * C, T, hd, dst);
-}
-
-// Asks for rows of src `ld` apart (cols values each) to come into L2 now: the next (b, h)
-// pair's rows, fetched while this pair computes. Each head reads its own lines of every
-// row, which the hardware prefetcher does not follow: copied on demand, vit-tiny's q, k, v
-// came at DRAM latency (a third of the forward outside its GEMMs).
-template <class S>
-void prefetch_rows(const S* src, int64_t ld, int64_t rows, int64_t cols) {
-  constexpr int64_t line = 64 / static_cast<int64_t>(sizeof(S));
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t d = 0; d < cols; d += line) __builtin_prefetch(src + t * ld + d, 0, 2);
-}
-
-// The q, k, v rows of pair bh (= b * nh + h) of qkv (B, T, 3C), into L2.
-template <class S>
-void prefetch_heads(const S* qkv, int64_t bh, int64_t nh, int64_t T, int64_t C, int64_t hd) {
-  for (int which = 0; which < 3; ++which)
-    prefetch_rows(head_at(qkv, bh / nh, bh % nh, which, T, C, hd), 3 * C, T, hd);
+void store_unit(const Slab& slab, int first_block, int parts, const Unit& u, S* dst) {
+  const int64_t T = slab.T, C = slab.C, hd = slab.hd, ld = parts * C;
+  S* rows = dst + u.b * T * ld;
+  for (int64_t t = 0; t < T; ++t)
+    for (int part = 0; part < parts; ++part)
+      for (int64_t h = 0; h < u.heads; ++h) {
+        const float* from = slab.head(first_block + part, h) + t * hd;
+        S* to = rows + t * ld + part * C + (u.h0 + h) * hd;
+        for (int64_t d = 0; d < hd; ++d) store_f32(to[d], from[d]);
+      }
 }
 
 // Fixed-order reductions over a row (j = 0..n-1): kLanes interleaved partial results
@@ -186,36 +199,36 @@ float row_dot(const float* x, const float* y, int64_t n) {
 template <class S>
 void attention_forward_impl(int threads, const Plan& p, const S* qkv, S* out, float* att_all,
                             int64_t B, int64_t C, int64_t nh, void* ws) {
-  const int64_t T = p.T, hd = p.hd;
+  const int64_t T = p.T;
+  const Units units = units_of(B, nh, threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t bh = 0; bh < B * nh; ++bh) {
-    const int64_t b = bh / nh, h = bh % nh;
+  for (int64_t ui = 0; ui < units.count; ++ui) {
+    const Unit u = unit_at(units, ui, nh);
     const int thread = omp_get_thread_num();
-    const Slab slab = slab_of(ws, p, thread);
+    const Slab slab = slab_of(ws, p, C, thread);
     dnnl::stream& stream = *p.streams[static_cast<size_t>(thread)];
-    float* q = slab.f;
-    float* k = q + T * hd;
-    float* v = k + T * hd;
-    float* o = v + T * hd;
-    if (bh + 1 < B * nh) prefetch_heads(qkv, bh + 1, nh, T, C, hd);
-    load_head(qkv, b, h, 0, T, C, hd, q);
-    load_head(qkv, b, h, 1, T, C, hd, k);
-    load_head(qkv, b, h, 2, T, C, hd, v);
-    float* att = att_all + bh * T * T;
-    for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
-      const size_t bk = static_cast<size_t>(blk);
-      run(p.s[bk], thread, stream, slab.scratch, q + i0 * hd, k, att + i0 * T);
-      for (int64_t i = i0; i < i1; ++i) {
-        float* a = att + i * T;
-        const int64_t n = visible(p, i);
-        const float sum = row_exp_sum(a, n, row_max(a, n));
-        for (int64_t j = 0; j < n; ++j) a[j] /= sum;
-        for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
+    load_unit(qkv, 3, u, slab, 0);
+    for (int64_t h = 0; h < u.heads; ++h) {
+      const float* q = slab.head(0, h);
+      const float* k = slab.head(1, h);
+      const float* v = slab.head(2, h);
+      float* o = slab.head(3, h);
+      float* att = att_all + (u.b * nh + u.h0 + h) * T * T;
+      for (int64_t blk = 0; blk < p.blocks; ++blk) {
+        const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
+        const size_t bk = static_cast<size_t>(blk);
+        run(p.s[bk], thread, stream, slab.scratch, q + i0 * p.hd, k, att + i0 * T);
+        for (int64_t i = i0; i < i1; ++i) {
+          float* a = att + i * T;
+          const int64_t n = visible(p, i);
+          const float sum = row_exp_sum(a, n, row_max(a, n));
+          for (int64_t j = 0; j < n; ++j) a[j] /= sum;
+          for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
+        }
+        run(p.o[bk], thread, stream, slab.scratch, att + i0 * T, v, o + i0 * p.hd);
       }
-      run(p.o[bk], thread, stream, slab.scratch, att + i0 * T, v, o + i0 * hd);
     }
-    store_rows(o, T, hd, out + b * T * C + h * hd, C);
+    store_unit(slab, 3, 1, u, out);
   }
 }
 
@@ -225,56 +238,52 @@ void attention_backward_impl(int threads, const Plan& p, const S* dout, const S*
                              void* ws) {
   const int64_t T = p.T, hd = p.hd;
   const float scale = attention_scale(hd);
+  const Units units = units_of(B, nh, threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t bh = 0; bh < B * nh; ++bh) {
-    const int64_t b = bh / nh, h = bh % nh;
+  for (int64_t ui = 0; ui < units.count; ++ui) {
+    const Unit u = unit_at(units, ui, nh);
     const int thread = omp_get_thread_num();
-    const Slab slab = slab_of(ws, p, thread);
+    const Slab slab = slab_of(ws, p, C, thread);
     dnnl::stream& stream = *p.streams[static_cast<size_t>(thread)];
-    float* q = slab.f;
-    float* k = q + T * hd;
-    float* v = k + T * hd;
-    float* go = v + T * hd;
-    float* dq = go + T * hd;
-    float* dk = dq + T * hd;
-    float* dv = dk + T * hd;
-    float* ds = dv + T * hd;  // T x T: datt, then dS in place
-    if (bh + 1 < B * nh) {
-      prefetch_heads(qkv, bh + 1, nh, T, C, hd);
-      prefetch_rows(dout + (bh + 1) / nh * T * C + (bh + 1) % nh * hd, C, T, hd);
-    }
-    load_head(qkv, b, h, 0, T, C, hd, q);
-    load_head(qkv, b, h, 1, T, C, hd, k);
-    load_head(qkv, b, h, 2, T, C, hd, v);
-    load_rows(dout + b * T * C + h * hd, C, T, hd, go);
-    const float* att = att_all + bh * T * T;
-    // datt and dS by row block, then dq for the block.
-    for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
-      const size_t bk = static_cast<size_t>(blk);
-      run(p.da[bk], thread, stream, slab.scratch, go + i0 * hd, v, ds + i0 * T);
-      for (int64_t i = i0; i < i1; ++i) {
-        const float* a = att + i * T;
-        float* dsi = ds + i * T;
-        const int64_t n = visible(p, i);
-        const float r = row_dot(dsi, a, n);
-        for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - r)) * scale;
-        for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;  // past the block's keys: read by dk's GEMMs
+    load_unit(qkv, 3, u, slab, 0);
+    load_unit(dout, 1, u, slab, 3);
+    float* ds = slab.square();  // T x T: datt, then dS in place
+    for (int64_t h = 0; h < u.heads; ++h) {
+      const float* q = slab.head(0, h);
+      const float* k = slab.head(1, h);
+      const float* v = slab.head(2, h);
+      const float* go = slab.head(3, h);
+      float* dq = slab.head(4, h);
+      float* dk = slab.head(5, h);
+      float* dv = slab.head(6, h);
+      const float* att = att_all + (u.b * nh + u.h0 + h) * T * T;
+      // datt and dS by row block, then dq for the block.
+      for (int64_t blk = 0; blk < p.blocks; ++blk) {
+        const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
+        const size_t bk = static_cast<size_t>(blk);
+        run(p.da[bk], thread, stream, slab.scratch, go + i0 * hd, v, ds + i0 * T);
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* a = att + i * T;
+          float* dsi = ds + i * T;
+          const int64_t n = visible(p, i);
+          const float r = row_dot(dsi, a, n);
+          for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - r)) * scale;
+          for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;  // past the block's keys: read by dk's GEMMs
+        }
+        run(p.dq[bk], thread, stream, slab.scratch, ds + i0 * T, k, dq + i0 * hd);
       }
-      run(p.dq[bk], thread, stream, slab.scratch, ds + i0 * T, k, dq + i0 * hd);
+      // dv and dk by row block of keys j: sums over rows i >= grad_begin (the block's first
+      // row when causal, as the rows above it do not see these keys; else every row).
+      for (int64_t blk = 0; blk < p.blocks; ++blk) {
+        const int64_t j0 = block_begin(blk), g0 = grad_begin(p, blk);
+        const size_t bk = static_cast<size_t>(blk);
+        run(p.dv[bk], thread, stream, slab.scratch, att + g0 * T + j0, go + g0 * hd,
+            dv + j0 * hd);
+        run(p.dk[bk], thread, stream, slab.scratch, ds + g0 * T + j0, q + g0 * hd,
+            dk + j0 * hd);
+      }
     }
-    // dv and dk by row block of keys j: sums over rows i >= grad_begin (the block's first
-    // row when causal, as the rows above it do not see these keys; else every row).
-    for (int64_t blk = 0; blk < p.blocks; ++blk) {
-      const int64_t j0 = block_begin(blk), g0 = grad_begin(p, blk);
-      const size_t bk = static_cast<size_t>(blk);
-      run(p.dv[bk], thread, stream, slab.scratch, att + g0 * T + j0, go + g0 * hd, dv + j0 * hd);
-      run(p.dk[bk], thread, stream, slab.scratch, ds + g0 * T + j0, q + g0 * hd, dk + j0 * hd);
-    }
-    S* dst = dqkv + b * T * 3 * C + h * hd;
-    store_rows(dq, T, hd, dst, 3 * C);
-    store_rows(dk, T, hd, dst + C, 3 * C);
-    store_rows(dv, T, hd, dst + 2 * C, 3 * C);
+    store_unit(slab, 4, 3, u, dqkv);
   }
 }
 
@@ -297,7 +306,7 @@ size_t CpuOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_
   // Both masks' plans (a model may use either): the larger workspace serves both.
   const Plan& causal = plan_of("attention_workspace_bytes", threads_, T, C / nh, true);
   const Plan& full = plan_of("attention_workspace_bytes", threads_, T, C / nh, false);
-  return std::max(thread_bytes(causal), thread_bytes(full)) * static_cast<size_t>(threads_) +
+  return std::max(thread_bytes(causal, C), thread_bytes(full, C)) * static_cast<size_t>(threads_) +
          onednn::kAlign;
 }
 

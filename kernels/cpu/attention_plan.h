@@ -1,5 +1,5 @@
-// CPU attention's GEMMs (kernels/cpu/attention.cpp runs them, one (batch, head) pair per
-// thread).
+// CPU attention's GEMMs (kernels/cpu/attention.cpp runs them, each (batch, head) pair on
+// one thread).
 //
 // The GEMMs (DESIGN.md rule 3): one oneDNN matmul primitive per product and shape, created
 // single-threaded (onednn::OneThread) outside any parallel region and cached for the

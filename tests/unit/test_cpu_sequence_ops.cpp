@@ -244,10 +244,17 @@ TEST_CASE("attention: causal softmax forward and backward against double; bf16; 
 TEST_CASE("attention: 1, 2 and 3 threads agree bit for bit on a T tail, fp32 and bf16",
           "[seq-ops]") {
   // T 37: no multiple of any block or vector width; 12 (b, h) pairs over 2 and 3 threads.
-  // T 100: two causal row blocks (the second a tail).
-  for (const int64_t T_ : {int64_t{37}, int64_t{100}}) {
-    const int64_t B = 3, C = 48, nh = 4;
-    INFO("T " << T_);
+  // T 100: two causal row blocks (the second a tail). Each thread count groups the heads
+  // of a batch into its own units (B 3, nh 4: two heads per unit for 1 and 2 threads, one
+  // for 3; B 2, nh 5: units of 3 + 2 heads, 2 + 2 + 1, and 1): the bits stay.
+  struct Shape {
+    int64_t B, C, nh;
+  };
+  for (const auto [T_, shape] : {std::pair{int64_t{37}, Shape{3, 48, 4}},
+                                 std::pair{int64_t{100}, Shape{3, 48, 4}},
+                                 std::pair{int64_t{37}, Shape{2, 40, 5}}}) {
+    const auto [B, C, nh] = shape;
+    INFO("T " << T_ << " B " << B << " nh " << nh);
     const Vec qkv = random_vec(B * T_ * 3 * C, 51, -2.0f, 2.0f);
     const Vec dout = random_vec(B * T_ * C, 52);
     const AttOut f1 = run_attention<float>(1, qkv, dout, B, T_, C, nh, true);
