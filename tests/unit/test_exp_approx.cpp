@@ -1,6 +1,7 @@
 // kernels/common/exp_approx.h and the GELU built on it (kernels/common/math.h): the stated
 // error bounds against double precision on a dense sample of each domain (the bound itself
-// was measured over every float in [-87.3, 88.3]: 1.22 ulp, 0.94 with FMA contraction),
+// was measured over every float in [-87.3, 88.3]: 0.94 ulp; 1.22 with its multiply-adds
+// unfused, as before they were written as fmaf),
 // the edges (underflow to 0, overflow to +inf, NaN), and the GELU and its gradient against
 // torch's tanh formula in double.
 #include <cmath>
@@ -38,13 +39,13 @@ double gelu_grad_ref(double x) {
 
 }  // namespace
 
-TEST_CASE("exp_approx: within 1.3 ulp of exp over its domain, and its edges", "[math]") {
+TEST_CASE("exp_approx: within 1 ulp of exp over its domain, and its edges", "[math]") {
   double worst = 0.0;
   for (int64_t i = 0; i <= 2000000; ++i) {
     const float x = static_cast<float>(-87.3 + (88.3 + 87.3) * static_cast<double>(i) / 2000000.0);
     worst = std::max(worst, ulps(exp_approx(x), std::exp(static_cast<double>(x))));
   }
-  CHECK(worst <= 1.3);
+  CHECK(worst <= 1.0);
   CHECK(exp_approx(0.0f) == 1.0f);
   CHECK(exp_approx(-std::numeric_limits<float>::infinity()) == 0.0f);  // a masked score
   CHECK(exp_approx(-100.0f) == 0.0f);
