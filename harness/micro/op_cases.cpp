@@ -243,6 +243,21 @@ OpCase attention_backward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64
   return c;
 }
 
+OpCase patchify(const PatchShape& ps, DType dt) {
+  const int64_t n = ps.elems();
+  OpCase c{"patchify",
+           dts(dt) + "/B=" + std::to_string(ps.batch) + "/C=" + std::to_string(ps.channels) +
+               "/H=" + std::to_string(ps.height) + "/W=" + std::to_string(ps.width) +
+               "/p=" + std::to_string(ps.patch),
+           {}, {}, {}, {}};
+  Specs s;
+  const int x = s.add(Shape{n}, dt, Fill::kSigned), y = s.add(Shape{n}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& ops, const Ptrs& p) { ops.patchify(ps, view(p, x, dt, n), view(p, y, dt, n)); };
+  c.work.bytes = 2 * bytes(n, dt);
+  return c;
+}
+
 OpCase maxpool2d_forward(const PoolShape& ps, DType dt) {
   OpCase c{"maxpool2d_forward", pool_shape(ps, dt), {}, {}, {}, {}};
   Specs s;

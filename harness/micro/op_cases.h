@@ -46,6 +46,8 @@ OpCase attention_forward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64_
                          bool causal, DType dt);
 OpCase attention_backward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64_t nh,
                           bool causal, DType dt);
+// A ViT's image to patch rows (its backward, unpatchify, runs only for an input gradient).
+OpCase patchify(const PatchShape& s, DType dt);
 OpCase maxpool2d_forward(const PoolShape& s, DType dt);
 OpCase maxpool2d_backward(const PoolShape& s, DType dt);
 // conv2d_plan (idempotent) sizes the workspace: an Error for a shape the backend cannot run.

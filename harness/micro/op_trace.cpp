@@ -149,6 +149,9 @@ class RecordingOps final : public NoComputeOps {
                           int64_t nh, bool causal, void*) override {
     add(op_case::attention_backward(inner_, B, T, C, nh, causal, qkv.dtype));
   }
+  void patchify(const PatchShape& s, ConstView x, View) override {
+    add(op_case::patchify(s, x.dtype));
+  }
   void maxpool2d_forward(const PoolShape& s, ConstView x, View, int32_t*) override {
     add(op_case::maxpool2d_forward(s, x.dtype));
   }

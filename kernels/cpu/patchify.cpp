@@ -1,6 +1,7 @@
 // CpuOps' ViT patches (contracts: kernels/op_list.inc): patchify gathers, unpatchify
-// scatters the inverse permutation (kernels/common/image_shapes.h PatchShape); each
-// element is copied by itself, so the thread count changes nothing.
+// scatters the inverse permutation (kernels/common/image_shapes.h PatchShape, whose
+// patch_source the runs below follow); each element is copied by itself, so the thread
+// count changes nothing.
 #include <string>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -10,18 +11,35 @@ namespace noeira {
 
 namespace {
 
+// Patch n of image b is y's row b * N + n (D values): per channel c and patch row ky, a
+// run of `patch` contiguous pixels of x. f(y_run, x_run, patch) copies one run either way,
+// so the index math runs once per run (per element, its ten 64-bit divisions took 5 ms of
+// vit-tiny's step for 393,216 elements).
+template <class F>
+void for_each_run(int threads, const PatchShape& s, const F& f) {
+  const int64_t P = s.patch, gw = s.grid_w(), N = s.patches(), D = s.patch_elems();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t bn = 0; bn < s.batch * N; ++bn) {
+    const int64_t b = bn / N, n = bn % N, py = n / gw, px = n % gw;
+    int64_t yi = bn * D;
+    for (int64_t c = 0; c < s.channels; ++c)
+      for (int64_t ky = 0; ky < P; ++ky, yi += P)
+        f(yi, ((b * s.channels + c) * s.height + py * P + ky) * s.width + px * P, P);
+  }
+}
+
 template <class T>
 void patchify_impl(int threads, const PatchShape& s, const T* x, T* y) {
-  const int64_t n = s.elems();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = x[s.patch_source(i)];
+  for_each_run(threads, s, [x, y](int64_t yi, int64_t xi, int64_t len) {
+    for (int64_t k = 0; k < len; ++k) y[yi + k] = x[xi + k];
+  });
 }
 
 template <class T>
 void unpatchify_impl(int threads, const PatchShape& s, const T* dy, T* dx) {
-  const int64_t n = s.elems();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[s.patch_source(i)] = dy[i];
+  for_each_run(threads, s, [dy, dx](int64_t yi, int64_t xi, int64_t len) {
+    for (int64_t k = 0; k < len; ++k) dx[xi + k] = dy[yi + k];
+  });
 }
 
 // Why s is not a shape patchify can run (a permutation needs whole patches), or empty.

@@ -94,6 +94,7 @@ TEST_CASE("micro lists the ops of each recipe's training step, fp32 and bf16", "
            "batchnorm_backward/resnet20/f32/B=128/C=64/S=64/",
            "attention_forward/gpt-tiny/f32/causal/B=12/T=64/C=128/nh=4/",
            "attention_backward/vit-tiny/f32/full/B=128/T=65/C=128/nh=4/",
+           "patchify/vit+vit-tiny/f32/B=128/C=3/H=32/W=32/p=4/",
            "maxpool2d_forward/cifar-cnn/f32/B=64/C=32/H=30/W=30/k=2/s=2/",
            "maxpool2d_backward/cifar-cnn/f32/B=64/C=64/H=13/W=13/k=2/s=2/",
            "maxpool2d_forward/conv2d-mnist/f32/B=64/C=64/H=24/W=24/k=2/s=2/",
