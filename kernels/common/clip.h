@@ -3,7 +3,8 @@
 //
 // Order and precision (both backends):
 //   per parameter p (a segment of the gradient arena): sq_p = sum of double(g)^2 (CPU: in
-//     element order; CUDA: a fixed tree), norm_p = float(sqrt(sq_p)) -- torch's fp32
+//     8 lanes, element i of the segment into lane i % 8, the lanes added in lane order;
+//     CUDA: a fixed tree), norm_p = float(sqrt(sq_p)) -- torch's fp32
 //     per-parameter norm;
 //   total = float(sqrt(sum over p, in segment order, of double(norm_p)^2)) -- the norm of
 //     the stacked fp32 norms, its squares summed in double;

@@ -1,8 +1,10 @@
 // CpuOps' global-norm gradient clipping (contract: kernels/op_list.inc), with
-// kernels/common/clip.h's math: each segment's squares in double in element order (one
-// thread per segment), the segment norms combined in segment order.
+// kernels/common/clip.h's math: each segment's squares in double in 8 lanes
+// (kernels/cpu/lane_sums.h; one thread per segment), the segment norms combined in segment
+// order.
 #include "kernels/common/clip.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/lane_sums.h"
 
 namespace noeira {
 
@@ -15,10 +17,7 @@ void CpuOps::clip_grad_norm(float* g, const int64_t* segments, int64_t n_segment
   float* seg_norm = static_cast<float*>(workspace);
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
   for (int64_t p = 0; p < n_segments; ++p) {
-    double sq = 0.0;
-    for (int64_t i = segments[p]; i < segments[p + 1]; ++i)
-      sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    seg_norm[p] = clip_segment_norm(sq);
+    seg_norm[p] = clip_segment_norm(lane_sum_squares(g + segments[p], segments[p + 1] - segments[p]));
   }
   double total_sq = 0.0;
   for (int64_t p = 0; p < n_segments; ++p) total_sq += clip_norm_square(seg_norm[p]);

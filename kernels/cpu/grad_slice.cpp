@@ -1,11 +1,13 @@
 // CpuOps' data-parallel slice ops (contracts: kernels/op_list.inc, after clip_grad_norm). The
 // order of every sum is fixed and independent of the thread count: a segment's squares in
-// double in element order (one thread per segment), the ranks' values in rank order, the
-// segment norms in segment order (kernels/common/clip.h).
+// double in 8 lanes from the slice's first element of it (kernels/cpu/lane_sums.h; one
+// thread per segment), the ranks' values in rank order, the segment norms in segment order
+// (kernels/common/clip.h).
 #include <algorithm>
 
 #include "kernels/common/clip.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/lane_sums.h"
 
 namespace noeira {
 
@@ -18,9 +20,7 @@ void CpuOps::slice_mean_sumsq(float* g, int64_t lo, int64_t n, float ranks,
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
   for (int64_t p = 0; p < n_segments; ++p) {
     const int64_t a = std::max(lo, segments[p]), b = std::min(hi, segments[p + 1]);
-    double s = 0.0;
-    for (int64_t j = a; j < b; ++j) s += static_cast<double>(g[j - lo]) * g[j - lo];
-    sumsq[p] = s;
+    sumsq[p] = b > a ? lane_sum_squares(g + (a - lo), b - a) : 0.0;
   }
 }
 

@@ -319,11 +319,15 @@ TEST_CASE("clip_grad_norm: below and above max_norm; norm of per-segment norms; 
   double total_sq = 0.0;
   for (float v : g0) total_sq += static_cast<double>(v) * v;
   const double total = std::sqrt(total_sq);
-  // Bit for bit: float per-segment norms, their squares summed in double.
+  // Bit for bit: float per-segment norms (each segment's squares in double, element i into
+  // lane i % 8, the lanes added in order), their squares summed in double.
   double sq_of_norms = 0.0;
   for (size_t p = 0; p + 1 < seg.size(); ++p) {
+    double lane[8] = {};
+    for (int64_t i = seg[p]; i < seg[p + 1]; ++i)
+      lane[(i - seg[p]) % 8] += static_cast<double>(g0[i]) * g0[i];
     double sq = 0.0;
-    for (int64_t i = seg[p]; i < seg[p + 1]; ++i) sq += static_cast<double>(g0[i]) * g0[i];
+    for (double l : lane) sq += l;
     const float n = static_cast<float>(std::sqrt(sq));
     sq_of_norms += static_cast<double>(n) * n;
   }
