@@ -117,35 +117,34 @@ Slab slab_of(void* workspace, const Plan& p, int64_t C, int thread) {
           p.T, C, p.hd};
 }
 
-// Copies the unit's heads of `parts` blocks of C values per row (rows parts * C apart,
-// batch b's T rows contiguous in src) into the slab's blocks first_block + part, fp32,
-// reading each row front to back.
-template <class S>
-void load_unit(const S* src, int parts, const Unit& u, const Slab& slab, int first_block) {
+// For each row t of batch u.b in a (B, T, parts * C) tensor, each part and each of the
+// unit's heads, front to back: f(slab_row, at), slab_row the head's row t in the slab's
+// block first_block + part, at the index of its hd values in the tensor.
+template <class F>
+void for_each_head_row(const Unit& u, const Slab& slab, int parts, int first_block,
+                       const F& f) {
   const int64_t T = slab.T, C = slab.C, hd = slab.hd, ld = parts * C;
-  const S* rows = src + u.b * T * ld;
   for (int64_t t = 0; t < T; ++t)
     for (int part = 0; part < parts; ++part)
-      for (int64_t h = 0; h < u.heads; ++h) {
-        const S* from = rows + t * ld + part * C + (u.h0 + h) * hd;
-        float* to = slab.head(first_block + part, h) + t * hd;
-        for (int64_t d = 0; d < hd; ++d) to[d] = load_f32(from[d]);
-      }
+      for (int64_t h = 0; h < u.heads; ++h)
+        f(slab.head(first_block + part, h) + t * hd,
+          (u.b * T + t) * ld + part * C + (u.h0 + h) * hd);
 }
 
-// The reverse: the slab's blocks first_block + part of the unit's heads into dst, rounded
-// once (bf16), row by row.
+// The unit's heads of src (B, T, parts * C) into the slab's blocks first_block + part, fp32.
+template <class S>
+void load_unit(const S* src, int parts, const Unit& u, const Slab& slab, int first_block) {
+  for_each_head_row(u, slab, parts, first_block, [src, hd = slab.hd](float* mine, int64_t at) {
+    for (int64_t d = 0; d < hd; ++d) mine[d] = load_f32(src[at + d]);
+  });
+}
+
+// The reverse: the slab's blocks into dst, rounded once (bf16).
 template <class S>
 void store_unit(const Slab& slab, int first_block, int parts, const Unit& u, S* dst) {
-  const int64_t T = slab.T, C = slab.C, hd = slab.hd, ld = parts * C;
-  S* rows = dst + u.b * T * ld;
-  for (int64_t t = 0; t < T; ++t)
-    for (int part = 0; part < parts; ++part)
-      for (int64_t h = 0; h < u.heads; ++h) {
-        const float* from = slab.head(first_block + part, h) + t * hd;
-        S* to = rows + t * ld + part * C + (u.h0 + h) * hd;
-        for (int64_t d = 0; d < hd; ++d) store_f32(to[d], from[d]);
-      }
+  for_each_head_row(u, slab, parts, first_block, [dst, hd = slab.hd](float* mine, int64_t at) {
+    for (int64_t d = 0; d < hd; ++d) store_f32(dst[at + d], mine[d]);
+  });
 }
 
 // Fixed-order reductions over a row (j = 0..n-1): kLanes interleaved partial results

@@ -16,9 +16,9 @@ void CpuOps::clip_grad_norm(float* g, const int64_t* segments, int64_t n_segment
                             float max_norm, float* norm, void* workspace) {
   float* seg_norm = static_cast<float*>(workspace);
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-  for (int64_t p = 0; p < n_segments; ++p) {
-    seg_norm[p] = clip_segment_norm(lane_sum_squares(g + segments[p], segments[p + 1] - segments[p]));
-  }
+  for (int64_t p = 0; p < n_segments; ++p)
+    seg_norm[p] =
+        clip_segment_norm(lane_sum_squares(g + segments[p], segments[p + 1] - segments[p]));
   double total_sq = 0.0;
   for (int64_t p = 0; p < n_segments; ++p) total_sq += clip_norm_square(seg_norm[p]);
   const float total = clip_total_norm(total_sq);

@@ -12,9 +12,9 @@ namespace noeira {
 namespace {
 
 // Patch n of image b is y's row b * N + n (D values): per channel c and patch row ky, a
-// run of `patch` contiguous pixels of x. f(y_run, x_run, patch) copies one run either way,
-// so the index math runs once per run (per element, its ten 64-bit divisions took 5 ms of
-// vit-tiny's step for 393,216 elements).
+// run of `patch` contiguous pixels of x. f(yi, xi, patch) copies one run (at y + yi and
+// x + xi) either way, so the index math runs once per run (per element, its ten 64-bit
+// divisions took 5 ms of vit-tiny's step for 393,216 elements).
 template <class F>
 void for_each_run(int threads, const PatchShape& s, const F& f) {
   const int64_t P = s.patch, gw = s.grid_w(), N = s.patches(), D = s.patch_elems();
