@@ -10,8 +10,8 @@
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
 // its results with the thread count, so every oneDNN call runs single-threaded inside
-// fixed slabs (GEMMs: 64 rows of C; convolutions: 8 images) that OpenMP hands to
-// threads. A slab's result does not depend on which thread computes it, so 1 and N
+// fixed slabs (GEMMs: 64 rows of C; convolutions: 8 or more images, by shape) that OpenMP
+// hands to threads. A slab's result does not depend on which thread computes it, so 1 and N
 // threads agree bit for bit. The loops compute each output element by itself, or reduce
 // in a fixed order (bias gradients, losses, BatchNorm's channel sums) for the same reason.
 #pragma once

@@ -88,6 +88,13 @@ void add_partials(int threads, const float* partials, int64_t slabs, int64_t sla
 
 }  // namespace
 
+int64_t conv_slab_images(const ConvShape& s) {
+  const int64_t pixels = s.height * s.width;
+  int64_t images = kConvSlabImages;
+  while (images * pixels < kConvSlabPixels && images * 2 <= s.batch / 2) images *= 2;
+  return std::min(s.batch, images);
+}
+
 Status validate(const ConvShape& s) {
   const auto positive = [&](int64_t v, const char* name) -> Status {
     if (v > 0) return {};
@@ -106,7 +113,7 @@ Status validate(const ConvShape& s) {
     return make_error("the kernel is larger than the padded input in " + describe(s));
   // oneDNN 2.6 was seen to divide by zero creating a convolution over a 2^40-pixel input; a
   // slab's tensors stay below 2^31 elements (the CIFAR-10 models' largest hold about 2^18).
-  const int64_t images = std::min(s.batch, kConvSlabImages);
+  const int64_t images = conv_slab_images(s);
   const int64_t largest = std::max({sat_mul({images, s.in_channels, s.height, s.width}),
                                     sat_mul({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}),
                                     sat_mul({images, s.out_channels, s.out_height(), s.out_width()})});
@@ -131,9 +138,9 @@ struct OnednnConv::Impl {
     auto it = plans.find(Key{s, dtype});
     if (it != plans.end()) return it->second->bytes;
     auto p = std::make_unique<ConvPlan>();
-    p->full_images = std::min(s.batch, kConvSlabImages);
-    p->slabs = (s.batch + kConvSlabImages - 1) / kConvSlabImages;
-    const int64_t last_images = s.batch - (p->slabs - 1) * kConvSlabImages;
+    p->full_images = conv_slab_images(s);
+    p->slabs = (s.batch + p->full_images - 1) / p->full_images;
+    const int64_t last_images = s.batch - (p->slabs - 1) * p->full_images;
     try {
       p->slab[0] = onednn::make_slab_conv(s, p->full_images, dtype);
       if (last_images != p->full_images) {
@@ -190,7 +197,7 @@ struct OnednnConv::Impl {
     } catch (const dnnl::error& e) {
       return make_error(std::string("oneDNN failed: ") + e.what());
     }
-    return onednn::for_each_slab(threads, batch, kConvSlabImages,
+    return onednn::for_each_slab(threads, batch, plan.full_images,
                                  [&](int thread, int64_t b0, int64_t images) {
                                    const int k = plan.kind(images);
                                    pass_of(plan.slab[k], p)
@@ -257,7 +264,7 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
   const Status ran =
       impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
-        float* part = partials + (b0 / kConvSlabImages) * plan.partial_floats;
+        float* part = partials + (b0 / plan.full_images) * plan.partial_floats;
         float* part_db = s.has_bias ? part + w_size : nullptr;  // computed even when db is null
         return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
                                        {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},

@@ -6,7 +6,7 @@
 // output rounded once); bias and weight gradients always fp32.
 //
 // Results do not depend on the thread count (DESIGN.md rule 3): the batch is cut into
-// fixed slabs of kConvSlabImages images that OpenMP spreads over the threads, each one
+// fixed slabs of conv_slab_images(shape) images that OpenMP spreads over the threads, each one
 // single-threaded oneDNN call. Forward and backward-data write each slab's own images.
 // Backward-weights writes each slab's partial dw/db into the workspace, then adds the
 // partials in slab order. One caller at a time, outside any OpenMP parallel region.
@@ -21,8 +21,15 @@
 
 namespace noeira {
 
-// Images per slab: fixed, so results never depend on the thread count.
+// Images per slab, a function of the shape alone, so results never depend on the thread
+// count: kConvSlabImages, doubled while a slab holds under kConvSlabPixels input pixels and
+// the batch keeps at least two slabs. oneDNN's kernels amortise their per-call work over a
+// slab; on one Zen 4 core, ResNet-20's 8x8 convolutions (64-image slabs) ran every pass in
+// 0.63-0.78x the time of 8-image slabs and its 16x16 ones (16 images) in 0.85-0.95x; at
+// 32x32, 16-image slabs made fp32 Winograd slower (docs/cpu-runs/2026-12-05-zen4-slabs.md).
 inline constexpr int64_t kConvSlabImages = 8;
+inline constexpr int64_t kConvSlabPixels = 4096;
+int64_t conv_slab_images(const ConvShape& shape);
 
 // Whether a shape's passes run oneDNN's Winograd F(4x4, 3x3) kernels rather than direct
 // ones: fp32, 3x3, stride 1, padding 1, input and output channels multiples of 16 (the

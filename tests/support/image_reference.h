@@ -179,7 +179,8 @@ inline std::vector<ConvShape> conv_shapes() {
           conv_shape(3, 4, 8, 7, 6, 3, 2, 1, false),    // stride 2, H != W, no bias
           conv_shape(9, 16, 6, 6, 8, 1, 2, 0, true),    // 1x1 stride 2, 2 slabs
           conv_shape(2, 5, 5, 5, 3, 3, 1, 0, true),     // no padding, odd channels
-          conv_shape(17, 8, 7, 7, 16, 3, 2, 1, false)};  // 3 slabs, odd size, stride 2
+          conv_shape(17, 8, 7, 7, 16, 3, 2, 1, false),   // 3 slabs, odd size, stride 2
+          conv_shape(40, 4, 3, 3, 5, 3, 1, 1, true)};    // small images: slabs of 16, 16, 8
 }
 
 #define CONV_INFO(s)                                                                      \

@@ -142,7 +142,8 @@ std::vector<ConvShape> conv_shapes() {
           conv_shape(9, 16, 8, 8, 16, 3, 1, 1),          // Winograd, 2 slabs
           conv_shape(10, 32, 7, 9, 16, 3, 1, 1, false),  // Winograd, partial 4x4 tiles
           conv_shape(4, 17, 7, 7, 24, 3, 2, 1),          // blocked, channels not a multiple of 16
-          conv_shape(11, 32, 6, 6, 8, 1, 2, 0, false)};  // blocked 1x1 stride 2, no bias
+          conv_shape(11, 32, 6, 6, 8, 1, 2, 0, false),   // blocked 1x1 stride 2, no bias
+          conv_shape(50, 16, 4, 4, 16, 3, 1, 1, false)};  // Winograd, 16-image slabs: 16+16+16+2
 }
 
 }  // namespace
@@ -159,6 +160,17 @@ TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of
   CHECK_FALSE(winograd_applies(conv_shape(8, 16, 8, 8, 16, 1, 1, 0), DType::kF32));    // 1x1
   test::ScopedEnv off("NOEIRA_WINOGRAD", "0");  // the A/B switch: direct everywhere
   CHECK_FALSE(winograd_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1), DType::kF32));
+}
+
+TEST_CASE("oneDNN convolution: slabs grow for small images, from the shape alone",
+          "[onednn]") {
+  CHECK(conv_slab_images(conv_shape(128, 16, 32, 32, 16, 3, 1, 1)) == 8);   // 8192 pixels
+  CHECK(conv_slab_images(conv_shape(128, 32, 16, 16, 32, 3, 1, 1)) == 16);  // 4096
+  CHECK(conv_slab_images(conv_shape(128, 64, 8, 8, 64, 3, 1, 1)) == 64);    // 4096
+  CHECK(conv_slab_images(conv_shape(64, 64, 6, 6, 64, 3, 1, 0)) == 32);     // two slabs at least
+  CHECK(conv_slab_images(conv_shape(50, 16, 4, 4, 16, 3, 1, 1)) == 16);     // 16+16+16+2
+  CHECK(conv_slab_images(conv_shape(5, 3, 2, 2, 4, 1, 1, 0)) == 5);         // the whole batch
+  CHECK(conv_slab_images(conv_shape(17, 3, 2, 2, 4, 1, 1, 0)) == 8);        // no single slab
 }
 
 TEST_CASE("oneDNN convolution: forward, backward-data, backward-weights match naive loops",
