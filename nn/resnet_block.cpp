@@ -63,11 +63,7 @@ Tensor BasicBlock::forward(Context& ctx, const Tensor& x) {
     xf_ = ctx.view(x_cast_, rows_);
     ops.cast(x, xf_);
   }
-  Tensor h = conv1_->forward(ctx, xf_);
-  h = bn1_->forward(ctx, h);
-  h = relu_->forward(ctx, h);
-  h = conv2_->forward(ctx, h);
-  h = bn2_->forward(ctx, h);  // (B, Cout, Ho, Wo)
+  // The shortcut first, while x is still in cache from the op that wrote it.
   Tensor sc = xf_;
   if (!identity_) {
     sc = ctx.view(sc_, rows_);
@@ -75,6 +71,11 @@ Tensor BasicBlock::forward(Context& ctx, const Tensor& x) {
     s.batch = rows_;
     ops.shortcut_forward(s, xf_, sc);
   }
+  Tensor h = conv1_->forward(ctx, xf_);
+  h = bn1_->forward(ctx, h);
+  h = relu_->forward(ctx, h);
+  h = conv2_->forward(ctx, h);
+  h = bn2_->forward(ctx, h);  // (B, Cout, Ho, Wo)
   Tensor sum = ctx.view(sum_, rows_);
   ops.add(h, sc, sum);
   Tensor y = ctx.view(y_, rows_);

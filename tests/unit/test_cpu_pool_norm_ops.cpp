@@ -54,8 +54,11 @@ TEST_CASE("maxpool2d: first maximum of each window with padding and ties; backwa
 
 TEST_CASE("avgpool2d: padding counted as zeros, global pooling; backward", "[image-ops]") {
   CpuOps ops(2);
+  // Overlapping padded windows; stride = kernel with a column, then also a row, past the
+  // last window; global pooling of 15 and of 8 planes (the forward sums 8 planes at once).
   for (const PoolShape& s : {pool_shape(2, 3, 7, 7, 3, 2, 1), pool_shape(3, 4, 6, 5, 2, 2, 0),
-                             pool_shape(5, 3, 4, 4, 4, 1, 0)}) {  // the last: global
+                             pool_shape(2, 3, 7, 5, 2, 2, 0), pool_shape(5, 3, 4, 4, 4, 1, 0),
+                             pool_shape(2, 4, 3, 5, 3, 1, 0)}) {
     INFO("H=" << s.height << " W=" << s.width << " k=" << s.kernel_h << " stride=" << s.stride
               << " pad=" << s.pad);
     const double count = static_cast<double>(s.kernel_h * s.kernel_w);
@@ -87,7 +90,8 @@ TEST_CASE("avgpool2d: padding counted as zeros, global pooling; backward", "[ima
 
 TEST_CASE("pooling: 1 and 2 threads give the same bits", "[image-ops]") {
   CpuOps one(1), two(2);
-  for (const PoolShape& s : {pool_shape(3, 5, 9, 9, 3, 2, 1), pool_shape(3, 5, 8, 9, 2, 2, 0)}) {
+  for (const PoolShape& s : {pool_shape(3, 5, 9, 9, 3, 2, 1), pool_shape(3, 5, 8, 9, 2, 2, 0),
+                             pool_shape(3, 7, 4, 4, 4, 1, 0)}) {
     const Vec x = random_vec(s.x_elems(), 21), dy = random_vec(s.y_elems(), 22);
     const auto run = [&](CpuOps& ops) {
       Vec y(dy.size()), dx(x.size()), ya(dy.size()), dxa(x.size());
