@@ -4,9 +4,18 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 namespace noeira {
 
 namespace {
+
+// Arenas of 2 MiB or more sit on transparent huge pages (THP "madvise" mode, Debian's
+// default, gives none unless asked): the step's GEMMs and loops walk tens of MiB, and with
+// 4 KiB pages their TLB misses cost gpt-tiny's 1-thread step about 2% (47.1-47.6 ms against
+// 47.6-51.8, five runs each, docs/cpu-runs/2026-12-05-zen4-slabs.md). Advice only: where
+// THP is off the pages stay small.
+constexpr size_t kHugePage = size_t{2} << 20;
 
 // A number from a file holding one (a cgroup's memory.max: "max" = none).
 std::optional<size_t> read_number(const char* path) {
@@ -22,8 +31,11 @@ std::optional<size_t> read_number(const char* path) {
 }  // namespace
 
 Result<void*> HostAllocator::allocate(size_t bytes, const char* what) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  const bool huge = bytes >= kHugePage;
+  const size_t align = huge ? kHugePage : 64;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p && huge) madvise(p, rounded, MADV_HUGEPAGE);
   if (!p)
     return make_error("out of host memory allocating " + std::to_string(bytes) + " bytes for " +
                       what + "; reduce the batch size or the data set");

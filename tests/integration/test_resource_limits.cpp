@@ -2,6 +2,8 @@
 // (needed, the largest categories, what is free), never an out-of-memory kill mid-fill.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "nn/memory_plan.h"
@@ -17,6 +19,20 @@ TEST_CASE("the host allocator knows how much memory is available", "[resources]"
   REQUIRE(avail.has_value());
   CHECK(*avail > 0);
   CHECK_FALSE(where.empty());
+}
+
+TEST_CASE("the host allocator zeroes; large blocks start on a 2 MiB (huge page) boundary",
+          "[resources]") {
+  HostAllocator host;
+  for (const size_t bytes : {size_t{100}, size_t{3} << 20}) {
+    auto p = host.allocate(bytes, "a test block");
+    REQUIRE(p.ok());
+    const auto at = reinterpret_cast<uintptr_t>(*p);
+    CHECK(at % (bytes >= (size_t{2} << 20) ? (size_t{2} << 20) : 64) == 0);
+    const auto* b = static_cast<const unsigned char*>(*p);
+    CHECK(std::all_of(b, b + bytes, [](unsigned char c) { return c == 0; }));
+    host.release(*p);
+  }
 }
 
 TEST_CASE("an oversized batch is refused at planning time with needed vs free",
