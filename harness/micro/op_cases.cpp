@@ -292,6 +292,63 @@ OpCase maxpool2d_backward(const PoolShape& ps, DType dt) {
   return c;
 }
 
+OpCase avgpool2d_forward(const PoolShape& ps, DType dt) {
+  OpCase c{"avgpool2d_forward", pool_shape(ps, dt), {}, {}, {}, {}};
+  Specs s;
+  const int x = s.add(Shape{ps.x_elems()}, dt, Fill::kSigned), y = s.add(Shape{ps.y_elems()}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.avgpool2d_forward(ps, view(p, x, dt, ps.x_elems()), view(p, y, dt, ps.y_elems()));
+  };
+  c.work.bytes = bytes(ps.x_elems(), dt) + bytes(ps.y_elems(), dt);
+  return c;
+}
+
+OpCase avgpool2d_backward(const PoolShape& ps, DType dt) {
+  OpCase c{"avgpool2d_backward", pool_shape(ps, dt), {}, {}, {}, {}};
+  Specs s;
+  const int dy = s.add(Shape{ps.y_elems()}, dt, Fill::kSigned), dx = s.add(Shape{ps.x_elems()}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.avgpool2d_backward(ps, view(p, dy, dt, ps.y_elems()), view(p, dx, dt, ps.x_elems()));
+  };
+  c.work.bytes = bytes(ps.y_elems(), dt) + bytes(ps.x_elems(), dt);
+  return c;
+}
+
+namespace {
+std::string shortcut_shape(const ShortcutShape& s, DType dt) {
+  return dts(dt) + "/B=" + std::to_string(s.batch) + "/Cin=" + std::to_string(s.in_channels) +
+         "/H=" + std::to_string(s.height) + "/W=" + std::to_string(s.width) +
+         "/Cout=" + std::to_string(s.out_channels) + "/s=" + std::to_string(s.stride);
+}
+}  // namespace
+
+// Bytes: the whole input and output (a stride-2 subsample still touches every cache line).
+OpCase shortcut_forward(const ShortcutShape& ss, DType dt) {
+  OpCase c{"shortcut_forward", shortcut_shape(ss, dt), {}, {}, {}, {}};
+  Specs s;
+  const int x = s.add(Shape{ss.x_elems()}, dt, Fill::kSigned), y = s.add(Shape{ss.y_elems()}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.shortcut_forward(ss, view(p, x, dt, ss.x_elems()), view(p, y, dt, ss.y_elems()));
+  };
+  c.work.bytes = bytes(ss.x_elems(), dt) + bytes(ss.y_elems(), dt);
+  return c;
+}
+
+OpCase shortcut_backward(const ShortcutShape& ss, DType dt) {
+  OpCase c{"shortcut_backward", shortcut_shape(ss, dt), {}, {}, {}, {}};
+  Specs s;
+  const int dy = s.add(Shape{ss.y_elems()}, dt, Fill::kSigned), dx = s.add(Shape{ss.x_elems()}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.shortcut_backward(ss, view(p, dy, dt, ss.y_elems()), view(p, dx, dt, ss.x_elems()));
+  };
+  c.work.bytes = bytes(ss.y_elems(), dt) + bytes(ss.x_elems(), dt);
+  return c;
+}
+
 Result<OpCase> conv2d_forward(Ops& ops, const ConvShape& cs, DType dt) {
   Result<size_t> wsb = ops.conv2d_plan(cs, dt);
   if (!wsb) return wsb.error();

@@ -50,6 +50,11 @@ OpCase attention_backward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64
 OpCase patchify(const PatchShape& s, DType dt);
 OpCase maxpool2d_forward(const PoolShape& s, DType dt);
 OpCase maxpool2d_backward(const PoolShape& s, DType dt);
+OpCase avgpool2d_forward(const PoolShape& s, DType dt);
+OpCase avgpool2d_backward(const PoolShape& s, DType dt);
+// ResNet's option-A shortcut: subsample and pad channels, and its backward.
+OpCase shortcut_forward(const ShortcutShape& s, DType dt);
+OpCase shortcut_backward(const ShortcutShape& s, DType dt);
 // conv2d_plan (idempotent) sizes the workspace: an Error for a shape the backend cannot run.
 Result<OpCase> conv2d_forward(Ops& ops, const ConvShape& s, DType dt);
 Result<OpCase> conv2d_backward_data(Ops& ops, const ConvShape& s, DType dt);

@@ -158,6 +158,18 @@ class RecordingOps final : public NoComputeOps {
   void maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t*, View) override {
     add(op_case::maxpool2d_backward(s, dy.dtype));
   }
+  void avgpool2d_forward(const PoolShape& s, ConstView x, View) override {
+    add(op_case::avgpool2d_forward(s, x.dtype));
+  }
+  void avgpool2d_backward(const PoolShape& s, ConstView dy, View) override {
+    add(op_case::avgpool2d_backward(s, dy.dtype));
+  }
+  void shortcut_forward(const ShortcutShape& s, ConstView x, View) override {
+    add(op_case::shortcut_forward(s, x.dtype));
+  }
+  void shortcut_backward(const ShortcutShape& s, ConstView dy, View) override {
+    add(op_case::shortcut_backward(s, dy.dtype));
+  }
   void conv2d_forward(const ConvShape& s, ConstView x, ConstView, const float*, View, void*, size_t) override {
     add(op_case::conv2d_forward(inner_, s, x.dtype));
   }

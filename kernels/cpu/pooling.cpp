@@ -287,21 +287,23 @@ void avgpool_backward_tiled(int threads, const PoolShape& s, const T* dy, T* dx)
   const float count = static_cast<float>(k_h * k_w);
   const int64_t planes = s.batch * s.channels;
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t plane = 0; plane < planes; ++plane)
-    for (int64_t h = 0; h < H; ++h) {
-      T* __restrict dxr = dx + (plane * H + h) * W;
-      const int64_t oh = h / k_h;
-      int64_t w = 0;
-      if (oh < Ho) {
-        const T* __restrict dyr = dy + (plane * Ho + oh) * Wo;
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const float g = 0.0f + load_f32(dyr[ow]) / count;
-          for (int64_t kw = 0; kw < k_w; ++kw) store_f32(dxr[ow * k_w + kw], g);
-        }
-        w = Wo * k_w;
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    T* __restrict dxp = dx + plane * H * W;
+    const T* __restrict dyp = dy + plane * Ho * Wo;
+    // Window row oh covers input rows [oh * k_h, (oh + 1) * k_h): counted, not divided.
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      T* __restrict first = dxp + oh * k_h * W;  // the window row's first input row
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        T g;  // rounded once, then copied over the window's columns
+        store_f32(g, 0.0f + load_f32(dyp[oh * Wo + ow]) / count);
+        for (int64_t kw = 0; kw < k_w; ++kw) first[ow * k_w + kw] = g;
       }
-      for (; w < W; ++w) store_f32(dxr[w], 0.0f);
+      for (int64_t w = Wo * k_w; w < W; ++w) store_f32(first[w], 0.0f);
+      for (int64_t kh = 1; kh < k_h; ++kh)
+        for (int64_t w = 0; w < W; ++w) first[kh * W + w] = first[w];
     }
+    for (int64_t k = Ho * k_h * W; k < H * W; ++k) store_f32(dxp[k], 0.0f);  // below the last
+  }
 }
 
 template <class T>

@@ -98,6 +98,10 @@ TEST_CASE("micro lists the ops of each recipe's training step, fp32 and bf16", "
            "maxpool2d_forward/cifar-cnn/f32/B=64/C=32/H=30/W=30/k=2/s=2/",
            "maxpool2d_backward/cifar-cnn/f32/B=64/C=64/H=13/W=13/k=2/s=2/",
            "maxpool2d_forward/conv2d-mnist/f32/B=64/C=64/H=24/W=24/k=2/s=2/",
+           "avgpool2d_forward/resnet20/f32/B=128/C=64/H=8/W=8/k=8/s=1/",
+           "avgpool2d_backward/resnet20/f32/B=128/C=64/H=8/W=8/k=8/s=1/",
+           "shortcut_forward/resnet20/f32/B=128/Cin=16/H=32/W=32/Cout=32/s=2/",
+           "shortcut_backward/resnet20/f32/B=128/Cin=32/H=16/W=16/Cout=64/s=2/",
            "conv2d_forward/resnet20/f32/B=128/Cin=16/H=32/W=32/Cout=16/k=3/s=1/p=1/",
            "conv2d_backward_data/resnet20/f32/B=128/Cin=16/H=32/W=32/Cout=32/k=3/s=2/p=1/",
            "conv2d_backward_weights/cifar-cnn/f32/B=64/Cin=3/H=32/W=32/Cout=32/k=3/s=1/p=0/bias/"})
