@@ -1,5 +1,7 @@
 #include "harness/micro/op_cases.h"
 
+#include <utility>
+
 #include "kernels/profiling/op_cost.h"
 
 namespace noeira::op_case {
@@ -292,61 +294,48 @@ OpCase maxpool2d_backward(const PoolShape& ps, DType dt) {
   return c;
 }
 
-OpCase avgpool2d_forward(const PoolShape& ps, DType dt) {
-  OpCase c{"avgpool2d_forward", pool_shape(ps, dt), {}, {}, {}, {}};
-  Specs s;
-  const int x = s.add(Shape{ps.x_elems()}, dt, Fill::kSigned), y = s.add(Shape{ps.y_elems()}, dt, Fill::kZero);
-  c.buffers = s.v;
-  c.call = [=](Ops& o, const Ptrs& p) {
-    o.avgpool2d_forward(ps, view(p, x, dt, ps.x_elems()), view(p, y, dt, ps.y_elems()));
-  };
-  c.work.bytes = bytes(ps.x_elems(), dt) + bytes(ps.y_elems(), dt);
-  return c;
-}
-
-OpCase avgpool2d_backward(const PoolShape& ps, DType dt) {
-  OpCase c{"avgpool2d_backward", pool_shape(ps, dt), {}, {}, {}, {}};
-  Specs s;
-  const int dy = s.add(Shape{ps.y_elems()}, dt, Fill::kSigned), dx = s.add(Shape{ps.x_elems()}, dt, Fill::kZero);
-  c.buffers = s.v;
-  c.call = [=](Ops& o, const Ptrs& p) {
-    o.avgpool2d_backward(ps, view(p, dy, dt, ps.y_elems()), view(p, dx, dt, ps.x_elems()));
-  };
-  c.work.bytes = bytes(ps.y_elems(), dt) + bytes(ps.x_elems(), dt);
-  return c;
-}
-
 namespace {
+
+// A case that reads one tensor of n_in elements (signed values) and overwrites another of
+// n_out; its bytes are both, whole (a stride-2 subsample still touches every cache line).
+template <class Run>
+OpCase in_out_case(const char* op, std::string shape, int64_t n_in, int64_t n_out, DType dt,
+                   Run run) {
+  OpCase c{op, std::move(shape), {}, {}, {}, {}};
+  Specs s;
+  const int in = s.add(Shape{n_in}, dt, Fill::kSigned), out = s.add(Shape{n_out}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) { run(o, view(p, in, dt, n_in), view(p, out, dt, n_out)); };
+  c.work.bytes = bytes(n_in, dt) + bytes(n_out, dt);
+  return c;
+}
+
 std::string shortcut_shape(const ShortcutShape& s, DType dt) {
   return dts(dt) + "/B=" + std::to_string(s.batch) + "/Cin=" + std::to_string(s.in_channels) +
          "/H=" + std::to_string(s.height) + "/W=" + std::to_string(s.width) +
          "/Cout=" + std::to_string(s.out_channels) + "/s=" + std::to_string(s.stride);
 }
+
 }  // namespace
 
-// Bytes: the whole input and output (a stride-2 subsample still touches every cache line).
+OpCase avgpool2d_forward(const PoolShape& ps, DType dt) {
+  return in_out_case("avgpool2d_forward", pool_shape(ps, dt), ps.x_elems(), ps.y_elems(), dt,
+                     [ps](Ops& o, View x, View y) { o.avgpool2d_forward(ps, x, y); });
+}
+
+OpCase avgpool2d_backward(const PoolShape& ps, DType dt) {
+  return in_out_case("avgpool2d_backward", pool_shape(ps, dt), ps.y_elems(), ps.x_elems(), dt,
+                     [ps](Ops& o, View dy, View dx) { o.avgpool2d_backward(ps, dy, dx); });
+}
+
 OpCase shortcut_forward(const ShortcutShape& ss, DType dt) {
-  OpCase c{"shortcut_forward", shortcut_shape(ss, dt), {}, {}, {}, {}};
-  Specs s;
-  const int x = s.add(Shape{ss.x_elems()}, dt, Fill::kSigned), y = s.add(Shape{ss.y_elems()}, dt, Fill::kZero);
-  c.buffers = s.v;
-  c.call = [=](Ops& o, const Ptrs& p) {
-    o.shortcut_forward(ss, view(p, x, dt, ss.x_elems()), view(p, y, dt, ss.y_elems()));
-  };
-  c.work.bytes = bytes(ss.x_elems(), dt) + bytes(ss.y_elems(), dt);
-  return c;
+  return in_out_case("shortcut_forward", shortcut_shape(ss, dt), ss.x_elems(), ss.y_elems(), dt,
+                     [ss](Ops& o, View x, View y) { o.shortcut_forward(ss, x, y); });
 }
 
 OpCase shortcut_backward(const ShortcutShape& ss, DType dt) {
-  OpCase c{"shortcut_backward", shortcut_shape(ss, dt), {}, {}, {}, {}};
-  Specs s;
-  const int dy = s.add(Shape{ss.y_elems()}, dt, Fill::kSigned), dx = s.add(Shape{ss.x_elems()}, dt, Fill::kZero);
-  c.buffers = s.v;
-  c.call = [=](Ops& o, const Ptrs& p) {
-    o.shortcut_backward(ss, view(p, dy, dt, ss.y_elems()), view(p, dx, dt, ss.x_elems()));
-  };
-  c.work.bytes = bytes(ss.y_elems(), dt) + bytes(ss.x_elems(), dt);
-  return c;
+  return in_out_case("shortcut_backward", shortcut_shape(ss, dt), ss.y_elems(), ss.x_elems(), dt,
+                     [ss](Ops& o, View dy, View dx) { o.shortcut_backward(ss, dy, dx); });
 }
 
 Result<OpCase> conv2d_forward(Ops& ops, const ConvShape& cs, DType dt) {
