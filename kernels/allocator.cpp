@@ -1,5 +1,6 @@
 #include "kernels/allocator.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,9 @@ std::optional<size_t> read_number(const char* path) {
 Result<void*> HostAllocator::allocate(size_t bytes, const char* what) {
   const bool huge = bytes >= kHugePage;
   const size_t align = huge ? kHugePage : 64;
+  if (bytes > SIZE_MAX - align)  // the rounding below would wrap
+    return make_error("cannot allocate " + std::to_string(bytes) + " bytes for " + what +
+                      ": beyond the address space");
   const size_t rounded = (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p && huge) madvise(p, rounded, MADV_HUGEPAGE);

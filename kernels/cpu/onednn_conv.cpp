@@ -89,9 +89,15 @@ void add_partials(int threads, const float* partials, int64_t slabs, int64_t sla
 }  // namespace
 
 int64_t conv_slab_images(const ConvShape& s) {
-  const int64_t pixels = s.height * s.width;
+  const int64_t pixels = sat_mul({s.height, s.width});
+  // Growth also stops before a slab's largest activation tensor passes 2^24 elements, so
+  // it never takes a shape past validate's oneDNN limit that 8-image slabs kept under it.
+  const int64_t per_image =
+      std::max(sat_mul({s.in_channels, pixels}), sat_mul({s.out_channels, s.out_height(), s.out_width()}));
   int64_t images = kConvSlabImages;
-  while (images * pixels < kConvSlabPixels && images * 2 <= s.batch / 2) images *= 2;
+  while (sat_mul({images, pixels}) < kConvSlabPixels && images * 2 <= s.batch / 2 &&
+         sat_mul({images * 2, per_image}) <= (int64_t{1} << 24))
+    images *= 2;
   return std::min(s.batch, images);
 }
 

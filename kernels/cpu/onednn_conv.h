@@ -22,11 +22,12 @@
 namespace noeira {
 
 // Images per slab, a function of the shape alone, so results never depend on the thread
-// count: kConvSlabImages, doubled while a slab holds under kConvSlabPixels input pixels and
-// the batch keeps at least two slabs. oneDNN's kernels amortise their per-call work over a
-// slab; on one Zen 4 core, ResNet-20's 8x8 convolutions (64-image slabs) ran every pass in
-// 0.63-0.78x the time of 8-image slabs and its 16x16 ones (16 images) in 0.85-0.95x; at
-// 32x32, 16-image slabs made fp32 Winograd slower (docs/cpu-runs/2026-12-05-zen4-slabs.md).
+// count: kConvSlabImages, doubled while a slab holds under kConvSlabPixels input pixels, the
+// batch keeps at least two slabs and the slab's largest activation stays within 2^24
+// elements. oneDNN's kernels amortise their per-call work over a slab; on one Zen 4 core,
+// ResNet-20's 8x8 convolutions (64-image slabs) ran every pass in 0.63-0.78x the time of
+// 8-image slabs and its 16x16 ones (16 images) in 0.85-0.95x; at 32x32, 16-image slabs
+// made fp32 Winograd slower (docs/cpu-runs/2026-12-05-zen4-slabs.md).
 inline constexpr int64_t kConvSlabImages = 8;
 inline constexpr int64_t kConvSlabPixels = 4096;
 int64_t conv_slab_images(const ConvShape& shape);

@@ -370,7 +370,8 @@ void CpuOps::avgpool2d_backward(const PoolShape& s, ConstView dy, View dx) {
   dispatch_float(op, {dx, dy}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     const bool one_window = s.out_height() == 1 && s.out_width() == 1;  // global pooling
-    if (s.pad == 0 && ((s.stride == s.kernel_h && s.stride == s.kernel_w) || one_window))
+    const bool fits = s.kernel_h <= s.height && s.kernel_w <= s.width;  // windows inside
+    if (s.pad == 0 && fits && ((s.stride == s.kernel_h && s.stride == s.kernel_w) || one_window))
       avgpool_backward_tiled(threads_, s, dy.as<T>(), dx.as<T>());
     else
       avgpool_backward_impl(threads_, s, dy.as<T>(), dx.as<T>());

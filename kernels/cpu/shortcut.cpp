@@ -25,7 +25,7 @@ void shortcut_forward_impl(int threads, const ShortcutShape& s, const T* x, T* y
     }
     const T* __restrict xp = x + (b * Cin + ci) * H * W;
     for (int64_t i = 0; i < Ho; ++i)
-      for (int64_t j = 0; j < Wo; ++j) yp[i * Wo + j] = xp[(i * W + j) * st];
+      for (int64_t j = 0; j < Wo; ++j) store_f32(yp[i * Wo + j], load_f32(xp[(i * W + j) * st]));
   }
 }
 
@@ -42,7 +42,7 @@ void shortcut_backward_impl(int threads, const ShortcutShape& s, const T* dy, T*
     for (int64_t k = 0; k < H * W; ++k) store_f32(dxp[k], 0.0f);
     // Input (i * stride, j * stride) was output (i, j); every other input had no path.
     for (int64_t i = 0; i < Ho; ++i)
-      for (int64_t j = 0; j < Wo; ++j) dxp[(i * W + j) * st] = dyp[i * Wo + j];
+      for (int64_t j = 0; j < Wo; ++j) store_f32(dxp[(i * W + j) * st], load_f32(dyp[i * Wo + j]));
   }
 }
 

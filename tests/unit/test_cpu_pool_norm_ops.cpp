@@ -55,10 +55,11 @@ TEST_CASE("maxpool2d: first maximum of each window with padding and ties; backwa
 TEST_CASE("avgpool2d: padding counted as zeros, global pooling; backward", "[image-ops]") {
   CpuOps ops(2);
   // Overlapping padded windows; stride = kernel with a column, then also a row, past the
-  // last window; global pooling of 15 and of 8 planes (the forward sums 8 planes at once).
+  // last window; global pooling of 15 and of 8 planes (the forward sums 8 planes at once);
+  // one window smaller than the image.
   for (const PoolShape& s : {pool_shape(2, 3, 7, 7, 3, 2, 1), pool_shape(3, 4, 6, 5, 2, 2, 0),
                              pool_shape(2, 3, 7, 5, 2, 2, 0), pool_shape(5, 3, 4, 4, 4, 1, 0),
-                             pool_shape(2, 4, 3, 5, 3, 1, 0)}) {
+                             pool_shape(2, 4, 3, 3, 3, 1, 0), pool_shape(1, 2, 5, 5, 4, 2, 0)}) {
     INFO("H=" << s.height << " W=" << s.width << " k=" << s.kernel_h << " stride=" << s.stride
               << " pad=" << s.pad);
     const double count = static_cast<double>(s.kernel_h * s.kernel_w);

@@ -171,6 +171,8 @@ TEST_CASE("oneDNN convolution: slabs grow for small images, from the shape alone
   CHECK(conv_slab_images(conv_shape(50, 16, 4, 4, 16, 3, 1, 1)) == 16);     // 16+16+16+2
   CHECK(conv_slab_images(conv_shape(5, 3, 2, 2, 4, 1, 1, 0)) == 5);         // the whole batch
   CHECK(conv_slab_images(conv_shape(17, 3, 2, 2, 4, 1, 1, 0)) == 8);        // no single slab
+  // Wide 1x1 images: 8 images of 2^21 channels already hold 2^24 elements.
+  CHECK(conv_slab_images(conv_shape(64, 1 << 21, 1, 1, 4, 1, 1, 0)) == 8);
 }
 
 TEST_CASE("oneDNN convolution: forward, backward-data, backward-weights match naive loops",
