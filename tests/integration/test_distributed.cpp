@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "nn/checkpoint.h"
 #include "tests/support/distributed_fixture.h"
@@ -35,6 +37,20 @@ long long plan_bytes(const std::string& output, const std::string& category) {
   const auto at = output.find("  " + category + " ");
   if (at == std::string::npos) return -1;
   return std::stoll(output.substr(at + category.size() + 2));
+}
+
+// The last `tail` bytes of each log in `dir` (the twin's stderr per run), for a failure's
+// message: the folder goes with the test's TempDir.
+std::string log_tails(const std::filesystem::path& dir, size_t tail = 3000) {
+  std::string out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    out += "--- " + e.path().filename().string() + ":\n" +
+           (text.size() > tail ? text.substr(text.size() - tail) : text) + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -217,6 +233,7 @@ TEST_CASE("the twin's DDP (torch.distributed, gloo) over 2 ranks ends at our DDP
   const nlohmann::json j = nlohmann::json::parse(in);
   for (const auto& row : j["rows"]) {
     INFO(row.dump());
+    if (row["twin"].contains("error")) FAIL_CHECK(log_tails(out.string() + ".logs"));
     REQUIRE_FALSE(row["twin"].contains("error"));
     const double ours = row["ours"]["final_val_loss"], twin = row["twin"]["final_val_loss"];
     CHECK(std::abs(ours - twin) / twin < 1e-5);
