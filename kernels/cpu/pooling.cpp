@@ -277,9 +277,10 @@ void avgpool_forward_global(int threads, const PoolShape& s, const T* x, T* y) {
   }
 }
 
-// Non-overlapping unpadded windows (stride = kernel, or a single window): each input element lies in at most
-// one window, so its gradient is that window's dy / count (0 + it, the general loop's
-// bits), or zero right of and below the last window. Whole rows, no per-element cover.
+// Non-overlapping unpadded windows inside the image (stride = kernel, or one window): each
+// input element lies in at most one window, so its gradient is that window's dy / count
+// (0 + it, the general loop's bits), or zero right of and below the last window. Whole
+// rows, no per-element cover.
 template <class T>
 void avgpool_backward_tiled(int threads, const PoolShape& s, const T* dy, T* dx) {
   const int64_t H = s.height, W = s.width, Ho = s.out_height(), Wo = s.out_width();
