@@ -92,8 +92,8 @@ int64_t conv_slab_images(const ConvShape& s) {
   const int64_t pixels = sat_mul({s.height, s.width});
   // Growth also stops before a slab's largest activation tensor passes 2^24 elements, so
   // it never takes a shape past validate's oneDNN limit that 8-image slabs kept under it.
-  const int64_t per_image =
-      std::max(sat_mul({s.in_channels, pixels}), sat_mul({s.out_channels, s.out_height(), s.out_width()}));
+  const int64_t per_image = std::max(sat_mul({s.in_channels, pixels}),
+                                     sat_mul({s.out_channels, s.out_height(), s.out_width()}));
   int64_t images = kConvSlabImages;
   while (sat_mul({images, pixels}) < kConvSlabPixels && images * 2 <= s.batch / 2 &&
          sat_mul({images * 2, per_image}) <= (int64_t{1} << 24))
