@@ -30,15 +30,18 @@ constexpr float kOverflow = 88.72284f;      // log(FLT_MAX)
 
 NOEIRA_HD float exp_approx(float x) {
   using namespace exp_detail;
-  // Selects, not branches: the loops calling this vectorise. A NaN fails every comparison,
-  // so it flows through the arithmetic (its n is forced to 0 for the integer conversion).
-  float xc = x < kUnderflow ? kUnderflow : x;
-  xc = xc > kOverflow ? kOverflow : xc;
+  // Selects, not branches: the loops calling this vectorise. Each clamp is spelt as x86's
+  // max / min (a > b ? a : b), which GCC vectorises with fewer mask operations than the
+  // x < lo ? lo : x form; a NaN fails every comparison, so it passes both and flows
+  // through the arithmetic.
+  float xc = kUnderflow > x ? kUnderflow : x;
+  xc = kOverflow < xc ? kOverflow : xc;
   // Every a * b + c is a fused multiply-add, written out: the CPU build keeps a * b + c
   // two roundings (-ffp-contract=off) while nvcc fuses it, so spelt out, both backends
   // round alike; and each saves an operation (the GELU's loops are bound by them).
-  float n = fmaf(xc, kLog2e, kRoundToInt) - kRoundToInt;
-  n = n == n ? n : 0.0f;
+  // t = n + 1.5 * 2^23 for the integer n nearest xc / ln 2: n sits in t's low mantissa bits.
+  const float t = fmaf(xc, kLog2e, kRoundToInt);
+  const float n = t - kRoundToInt;
   const float r = fmaf(-n, kLn2Lo, fmaf(-n, kLn2Hi, xc));
   // exp(r) = 1 + r + r^2/2! + ... + r^7/7!, by Horner.
   float p = 1.0f / 5040.0f;
@@ -49,8 +52,11 @@ NOEIRA_HD float exp_approx(float x) {
   p = fmaf(p, r, 0.5f);
   p = fmaf(p, r, 1.0f);
   p = fmaf(p, r, 1.0f);
-  // 2^n: n in [-126, 128]; 128 gives the +inf bit pattern (x within 0.4 of overflow).
-  const float scale = f32_from_bits(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
+  // 2^n: n in [-126, 128], read from t's bits (an integer subtraction, where a float -> int
+  // conversion cost a NaN guard and a select per element); 128 gives the +inf bit pattern
+  // (x within 0.4 of overflow). For a NaN x the bits are arbitrary and p is NaN.
+  const uint32_t n_bits = f32_bits(t) - f32_bits(kRoundToInt);
+  const float scale = f32_from_bits((n_bits + 127u) << 23);
   return x < kUnderflow ? 0.0f : p * scale;
 }
 
