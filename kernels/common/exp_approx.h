@@ -28,14 +28,11 @@ constexpr float kUnderflow = -87.33654f;    // log(FLT_MIN): exp below it is sub
 constexpr float kOverflow = 88.72284f;      // log(FLT_MAX)
 }  // namespace exp_detail
 
-NOEIRA_HD float exp_approx(float x) {
+// exp_approx for x already in [kUnderflow, kOverflow] (or NaN): no clamps, no select.
+// Callers whose arguments are clamped inside that range (the GELU's) call it directly: the
+// vectorised compare-and-select of the clamps they would repeat cost a third of the GELU.
+NOEIRA_HD float exp_approx_in_domain(float xc) {
   using namespace exp_detail;
-  // Selects, not branches: the loops calling this vectorise. Each clamp is spelt as x86's
-  // max / min (a > b ? a : b), which GCC vectorises with fewer mask operations than the
-  // x < lo ? lo : x form; a NaN fails every comparison, so it passes both and flows
-  // through the arithmetic.
-  float xc = kUnderflow > x ? kUnderflow : x;
-  xc = kOverflow < xc ? kOverflow : xc;
   // Every a * b + c is a fused multiply-add, written out: the CPU build keeps a * b + c
   // two roundings (-ffp-contract=off) while nvcc fuses it, so spelt out, both backends
   // round alike; and each saves an operation (the GELU's loops are bound by them).
@@ -56,8 +53,18 @@ NOEIRA_HD float exp_approx(float x) {
   // conversion cost a NaN guard and a select per element); 128 gives the +inf bit pattern
   // (x within 0.4 of overflow). For a NaN x the bits are arbitrary and p is NaN.
   const uint32_t n_bits = f32_bits(t) - f32_bits(kRoundToInt);
-  const float scale = f32_from_bits((n_bits + 127u) << 23);
-  return x < kUnderflow ? 0.0f : p * scale;
+  return p * f32_from_bits((n_bits + 127u) << 23);
+}
+
+NOEIRA_HD float exp_approx(float x) {
+  using namespace exp_detail;
+  // Selects, not branches: the loops calling this vectorise. Each clamp is spelt as x86's
+  // max / min (a > b ? a : b), which GCC vectorises with fewer mask operations than the
+  // x < lo ? lo : x form; a NaN fails every comparison, so it passes both and flows
+  // through the arithmetic.
+  float xc = kUnderflow > x ? kUnderflow : x;
+  xc = kOverflow < xc ? kOverflow : xc;
+  return x < kUnderflow ? 0.0f : exp_approx_in_domain(xc);
 }
 
 // 1 / (1 + exp(-z)): 0 below z = -88.7, 1 above z = 87.3; relative error a few ulp.

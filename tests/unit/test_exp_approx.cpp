@@ -78,6 +78,33 @@ TEST_CASE("exp_approx: the bits of its first formulation for every non-NaN float
   CHECK(nan_lost == 0);
 }
 
+TEST_CASE("gelu and gelu_grad: the bits of their exp_approx formulation", "[math]") {
+  // They call exp_approx_in_domain, without exp_approx's clamps: the same bits wherever
+  // two_u's clamp keeps -2u in the domain, i.e. everywhere (NaN stays NaN).
+  const auto grad_by_exp = [](float x) {
+    using namespace gelu_detail;
+    const float e = exp_approx(-two_u(x));
+    const float s = 1.0f / (1.0f + e);
+    const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+    return s + 2.0f * x * du * (e * s) * s;
+  };
+  int64_t differ = 0, nan_lost = 0;
+  const auto check = [&](float x) {
+    const float y = gelu(x), g = gelu_grad(x);
+    if (x != x) {
+      nan_lost += (y == y) + (g == g);
+      return;
+    }
+    differ += f32_bits(y) != f32_bits(x * logistic(gelu_detail::two_u(x)));
+    differ += f32_bits(g) != f32_bits(grad_by_exp(x));
+  };
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 61)
+    check(f32_from_bits(static_cast<uint32_t>(u)));
+  for (int64_t i = -20 * 1024; i <= 20 * 1024; ++i) check(static_cast<float>(i) / 1024.0f);
+  CHECK(differ == 0);
+  CHECK(nan_lost == 0);
+}
+
 TEST_CASE("exp_approx: within 1 ulp of exp over its domain, and its edges", "[math]") {
   double worst = 0.0;
   for (int64_t i = 0; i <= 2000000; ++i) {
