@@ -6,8 +6,8 @@
 // series to r^7 (truncation < 5.4e-9 relative) and 2^n put into the exponent field.
 // Measured over every float in [-87.3, 88.3] (tests/unit/test_exp_approx.cpp samples it):
 // at most 0.94 ulp from exp in double (1.22 with the multiply-adds unfused). Below
-// -87.33 (where exp leaves the normal range) it returns 0; above 88.3 it may round up to
-// +inf (exp(88.72) is FLT_MAX); NaN stays NaN. Softmax (arguments <= 0, -inf masked) and
+// -87.33 (where exp leaves the normal range) it returns 0; from about 88.376 (where n
+// reaches 128) it returns +inf, though exp stays finite up to 88.72; NaN stays NaN. Softmax (arguments <= 0, -inf masked) and
 // the logistic below use it within that domain.
 #pragma once
 #include <cmath>
@@ -36,7 +36,8 @@ NOEIRA_HD float exp_approx_in_domain(float xc) {
   // Every a * b + c is a fused multiply-add, written out: the CPU build keeps a * b + c
   // two roundings (-ffp-contract=off) while nvcc fuses it, so spelt out, both backends
   // round alike; and each saves an operation (the GELU's loops are bound by them).
-  // t = n + 1.5 * 2^23 for the integer n nearest xc / ln 2: n sits in t's low mantissa bits.
+  // t = 1.5 * 2^23 + n for the integer n nearest xc / ln 2, exactly: floats in [2^23, 2^24)
+  // are the integers, so t's bit pattern minus the constant's is n (mod 2^32).
   const float t = fmaf(xc, kLog2e, kRoundToInt);
   const float n = t - kRoundToInt;
   const float r = fmaf(-n, kLn2Lo, fmaf(-n, kLn2Hi, xc));
@@ -51,19 +52,17 @@ NOEIRA_HD float exp_approx_in_domain(float xc) {
   p = fmaf(p, r, 1.0f);
   // 2^n: n in [-126, 128], read from t's bits (an integer subtraction, where a float -> int
   // conversion cost a NaN guard and a select per element); 128 gives the +inf bit pattern
-  // (x within 0.4 of overflow). For a NaN x the bits are arbitrary and p is NaN.
+  // (xc within 0.35 of overflow). For a NaN xc the bits are arbitrary and p is NaN.
   const uint32_t n_bits = f32_bits(t) - f32_bits(kRoundToInt);
   return p * f32_from_bits((n_bits + 127u) << 23);
 }
 
 NOEIRA_HD float exp_approx(float x) {
   using namespace exp_detail;
-  // Selects, not branches: the loops calling this vectorise. Each clamp is spelt as x86's
-  // max / min (a > b ? a : b), which GCC vectorises with fewer mask operations than the
-  // x < lo ? lo : x form; a NaN fails every comparison, so it passes both and flows
-  // through the arithmetic.
-  float xc = kUnderflow > x ? kUnderflow : x;
-  xc = kOverflow < xc ? kOverflow : xc;
+  // Selects, not branches: the loops calling this vectorise. A NaN fails every comparison,
+  // so it passes both clamps and flows through the arithmetic.
+  float xc = x < kUnderflow ? kUnderflow : x;
+  xc = xc > kOverflow ? kOverflow : xc;
   return x < kUnderflow ? 0.0f : exp_approx_in_domain(xc);
 }
 

@@ -24,9 +24,8 @@ constexpr float kClamp = 80.0f;
 
 NOEIRA_HD float two_u(float x) {
   const float z = 2.0f * kSqrt2OverPi * (x + kCubic * x * x * x);
-  // Spelt as x86's max / min (a > b ? a : b): one instruction each; a NaN passes.
-  const float lo = -kClamp > z ? -kClamp : z;
-  return kClamp < lo ? kClamp : lo;
+  const float lo = z < -kClamp ? -kClamp : z;
+  return lo > kClamp ? kClamp : lo;
 }
 // gelu and gelu_grad call exp_approx_in_domain on -2u, which this clamp keeps in its domain.
 static_assert(kClamp <= -exp_detail::kUnderflow && kClamp <= exp_detail::kOverflow);
