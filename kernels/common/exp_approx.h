@@ -7,8 +7,8 @@
 // Measured over every float in [-87.3, 88.3] (tests/unit/test_exp_approx.cpp samples it):
 // at most 0.94 ulp from exp in double (1.22 with the multiply-adds unfused). Below
 // -87.33 (where exp leaves the normal range) it returns 0; from about 88.376 (where n
-// reaches 128) it returns +inf, though exp stays finite up to 88.72; NaN stays NaN. Softmax (arguments <= 0, -inf masked) and
-// the logistic below use it within that domain.
+// reaches 128) it returns +inf, though exp stays finite up to 88.72; NaN stays NaN.
+// Softmax (arguments <= 0, -inf masked) and the logistic below use it within that domain.
 #pragma once
 #include <cmath>
 #include <cstdint>
