@@ -69,4 +69,9 @@ NOEIRA_HD float exp_approx(float x) {
 // 1 / (1 + exp(-z)): 0 below z = -88.7, 1 above z = 87.3; relative error a few ulp.
 NOEIRA_HD float logistic(float z) { return 1.0f / (1.0f + exp_approx(-z)); }
 
+// logistic for -z already in exp_approx's domain (the GELU's clamped 2u): the same bits.
+NOEIRA_HD float logistic_in_domain(float z) {
+  return 1.0f / (1.0f + exp_approx_in_domain(-z));
+}
+
 }  // namespace noeira

@@ -31,11 +31,9 @@ NOEIRA_HD float two_u(float x) {
 static_assert(kClamp <= -exp_detail::kUnderflow && kClamp <= exp_detail::kOverflow);
 }  // namespace gelu_detail
 
-// logistic(2u) with exp_approx_in_domain: two_u's clamp keeps -2u inside exp_approx's
-// domain, where its own clamps and select change nothing (same bits, fewer operations).
-NOEIRA_HD float gelu(float x) {
-  return x * (1.0f / (1.0f + exp_approx_in_domain(-gelu_detail::two_u(x))));
-}
+// two_u's clamp keeps -2u inside exp_approx's domain, where its own clamps and select
+// change nothing: the _in_domain forms give the same bits with fewer operations.
+NOEIRA_HD float gelu(float x) { return x * logistic_in_domain(gelu_detail::two_u(x)); }
 
 // d/dx x s(2u) = s + 2 x u' s (1 - s), with 1 - s = e s for e = exp(-2u): no cancellation.
 NOEIRA_HD float gelu_grad(float x) {

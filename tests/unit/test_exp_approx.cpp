@@ -54,12 +54,20 @@ float exp_by_conversion(float x) {
   return x < kUnderflow ? 0.0f : p * scale;
 }
 
+// f(x) for every 251st bit pattern (all exponents, signs and many mantissas) and every
+// multiple of 2^-10 in [-limit, limit].
+template <class F>
+void for_sampled_floats(int64_t limit, const F& f) {
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 251)
+    f(f32_from_bits(static_cast<uint32_t>(u)));
+  for (int64_t i = -limit * 1024; i <= limit * 1024; ++i) f(static_cast<float>(i) / 1024.0f);
+}
+
 }  // namespace
 
 TEST_CASE("exp_approx: the bits of its first formulation for every non-NaN float sampled",
           "[math]") {
-  // Every 251st bit pattern (all exponents, signs and many mantissas), every multiple of
-  // 2^-10 in [-90, 90], and the domain's edges.
+  // The sampled floats over [-90, 90], and the domain's edges.
   int64_t differ = 0, nan_lost = 0;
   const auto check = [&](float x) {
     const float got = exp_approx(x);
@@ -69,9 +77,7 @@ TEST_CASE("exp_approx: the bits of its first formulation for every non-NaN float
       differ += f32_bits(got) != f32_bits(exp_by_conversion(x));
     }
   };
-  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 251)
-    check(f32_from_bits(static_cast<uint32_t>(u)));
-  for (int64_t i = -90 * 1024; i <= 90 * 1024; ++i) check(static_cast<float>(i) / 1024.0f);
+  for_sampled_floats(90, check);
   check(exp_detail::kUnderflow);
   check(exp_detail::kOverflow);
   CHECK(differ == 0);
@@ -98,9 +104,7 @@ TEST_CASE("gelu and gelu_grad: the bits of their exp_approx formulation", "[math
     differ += f32_bits(y) != f32_bits(x * logistic(gelu_detail::two_u(x)));
     differ += f32_bits(g) != f32_bits(grad_by_exp(x));
   };
-  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 251)
-    check(f32_from_bits(static_cast<uint32_t>(u)));
-  for (int64_t i = -20 * 1024; i <= 20 * 1024; ++i) check(static_cast<float>(i) / 1024.0f);
+  for_sampled_floats(20, check);
   CHECK(differ == 0);
   CHECK(nan_lost == 0);
 }
