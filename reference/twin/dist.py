@@ -178,21 +178,50 @@ def spawn_ranks(args, result, recipe, device, torch):
     log(f"data parallel: {n} rank(s), {'ZeRO-1' if zero else 'DDP'}, backend {backend}, "
         f"{args.threads or 'default'} thread(s) per rank, rendezvous {init_method}")
     t0 = time.perf_counter()
+    teardown = None
     try:
         try:
             mp.spawn(_rank_main, args=(args, dict(result), n, backend, zero, tmp, init_method),
                      nprocs=n, join=True)
         except (mp.ProcessRaisedException, mp.ProcessExitedException) as e:
-            _raise_failure(e, _outcomes(tmp, n), result)
+            if not _all_finished(tmp, n):
+                _raise_failure(e, _outcomes(tmp, n), result)
+            # Every rank had finished its last collective: the failure is gloo's teardown
+            # (closing sockets a peer still watches; seen as SIGABRT or "Connection closed by
+            # peer"), after rank 0's result was written. The run stands; the log says so.
+            teardown = one_line(getattr(e, "msg", "") or e)
+            log(f"data parallel: a rank failed while tearing the process group down, after "
+                f"every rank had finished: {teardown}")
         o = _read(os.path.join(tmp, "rank0.pkl"))
         if o is None or o.get("kind") != "ok":
             raise TwinError("data parallel: rank 0 finished without a result")
         result.clear()
         result.update(o["result"])
+        if teardown:
+            result["teardown_failure"] = teardown
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     log(f"data parallel: {n} rank(s) done in {time.perf_counter() - t0:.1f} s")
     return result
+
+
+def _finished_marker(tmp, rank):
+    return os.path.join(tmp, f"rank{rank}.finished")
+
+
+def _all_finished(tmp, ranks):
+    return all(os.path.exists(_finished_marker(tmp, r)) for r in range(ranks))
+
+
+def _wait_all_finished(tmp, ranks, timeout_s=600.0):
+    """Returns once every rank has marked itself finished (a file each, not a gloo message:
+    gloo's sockets are what is being torn down). A rank that dies first ends the job
+    through mp.spawn; the timeout only bounds a hang."""
+    t0 = time.monotonic()
+    while not _all_finished(tmp, ranks):
+        if time.monotonic() - t0 > timeout_s:
+            raise TwinError(f"data parallel: the ranks did not all finish within {timeout_s:.0f} s")
+        time.sleep(0.01)
 
 
 def _raise_failure(exc, outcomes, result):
@@ -246,10 +275,18 @@ def _rank_main(rank, args, result, world, backend, zero, tmp, init_method):
         args.dist = DistContext(rank, world, backend, zero)
         from .run import run
         run(args, result)
-        dist.barrier()          # nobody tears the group down while another still needs it
-        dist.destroy_process_group()
+        dist.barrier()          # every rank's collectives are done once all pass this
         if rank == 0:
             _write(path, {"kind": "ok", "result": result, "time": time.time()})
+        # Nobody closes its sockets before every rank has returned from the barrier: gloo
+        # aborts a peer whose pair closes under a pending read.
+        _write(_finished_marker(tmp, rank), {"time": time.time()})
+        _wait_all_finished(tmp, world)
+        try:
+            dist.destroy_process_group()
+        except Exception as e:  # noqa: BLE001 -- the run is over and recorded
+            print(f"[twin rank {rank}] tearing the process group down failed after the run: "
+                  f"{type(e).__name__}: {one_line(e)}", file=sys.stderr, flush=True)
     except Unavailable as e:
         _fail(path, rank, "unavailable", one_line(e), result)
         raise
