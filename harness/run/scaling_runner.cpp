@@ -169,11 +169,16 @@ int run_scaling(const ScalingOptions& o) {
                 twin_col, ratio);
     jrows.push_back(jr);
   }
-  for (const Row& r : rows)
+  for (const Row& r : rows) {
+    const std::string which = "twin " + std::to_string(r.ranks) + " rank(s)" +
+                              (r.zero < 0 ? "" : ", ZeRO " + std::to_string(r.zero));
     if (r.twin.contains("error") && o.twin)
-      std::printf("twin %d rank(s)%s: %s\n", r.ranks,
-                  r.zero < 0 ? "" : (", ZeRO " + std::to_string(r.zero)).c_str(),
-                  r.twin["error"].get<std::string>().c_str());
+      std::printf("%s: %s\n", which.c_str(), r.twin["error"].get<std::string>().c_str());
+    else if (r.twin.contains("teardown_failure"))
+      std::printf("%s: a rank failed in gloo's teardown after every rank had finished (%s); "
+                  "the row stands\n",
+                  which.c_str(), r.twin["teardown_failure"].get<std::string>().c_str());
+  }
   std::printf("ms/step: the slowest rank's median (a step ends with it); eff. = tokens/s over "
               "(ranks x one process's tokens/s); comm = collective buffer bytes per step\n");
   const nlohmann::json doc = {{"schema", "noeira-scaling/1"},

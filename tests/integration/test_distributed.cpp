@@ -282,6 +282,8 @@ builtins.__import__ = _patched
   const double ours = row["ours"]["final_val_loss"], twin = row["twin"]["final_val_loss"];
   CHECK(std::abs(ours - twin) / twin < 1e-5);
   CHECK_THAT(row["twin"]["teardown_failure"].get<std::string>(), Catch::Contains("SIGABRT"));
+  CHECK_THAT(r.output, Catch::Contains("failed in gloo's teardown") &&
+                           Catch::Contains("the row stands"));
 }
 
 TEST_CASE("DDP: a rank killed mid-run ends the job, names the rank, leaves no checkpoint",
