@@ -7,9 +7,12 @@ using namespace noeira::test::image_ref;
 TEST_CASE("maxpool2d: first maximum of each window with padding and ties; backward",
           "[image-ops]") {
   CpuOps ops(2);
-  // The 2x2 / 2 shapes take their own loops (odd H and W leave a row and a column out).
+  // The 2x2 / 2 shapes take their own loops (odd H and W leave a row and a column out):
+  // rows of up to 16 outputs as one masked vector (3, 16), longer ones as a loop (17, 20).
   for (const PoolShape& s : {pool_shape(2, 3, 7, 7, 3, 2, 1), pool_shape(3, 2, 7, 6, 2, 2, 0),
-                             pool_shape(2, 3, 5, 7, 2, 2, 0), pool_shape(1, 2, 5, 5, 3, 1, 1)}) {
+                             pool_shape(2, 3, 5, 7, 2, 2, 0), pool_shape(1, 2, 5, 5, 3, 1, 1),
+                             pool_shape(1, 2, 6, 33, 2, 2, 0), pool_shape(1, 2, 5, 34, 2, 2, 0),
+                             pool_shape(2, 3, 8, 40, 2, 2, 0)}) {
     INFO("H=" << s.height << " W=" << s.width << " k=" << s.kernel_h << " stride=" << s.stride
               << " pad=" << s.pad);
     Vec x = random_ints(s.x_elems(), 7);
@@ -49,6 +52,15 @@ TEST_CASE("maxpool2d: first maximum of each window with padding and ties; backwa
     CHECK(argb == arg_ref);
     ops.maxpool2d_backward(s, cview(dyb), argb.data(), view(dxb));
     CHECK(rel_error(to_f32(dxb), dx_ref) < 1e-2);
+    if (s.stride == s.kernel_h) {  // windows apart: each dx is one dy or zero, exactly
+      Vec dxb_ref(x.size(), 0.0f);
+      const Vec dy_rounded = to_f32(dyb);
+      for (size_t k = 0; k < y.size(); ++k)
+        dxb_ref[static_cast<size_t>(static_cast<int64_t>(k) / (s.out_height() * s.out_width()) *
+                                        s.height * s.width +
+                                    arg_ref[k])] = dy_rounded[k];
+      CHECK(same_bits(to_f32(dxb), dxb_ref));
+    }
   }
 }
 
