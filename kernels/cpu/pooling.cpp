@@ -49,10 +49,10 @@ void maxpool_forward_unpadded(int threads, const PoolShape& s, const T* x, T* y,
   }
 }
 
-// Branch-free selects, bit for bit a or b. A row of Wo = 15 outputs is shorter than one
-// AVX-512 vector, so the whole row runs in the loop's scalar remainder, where GCC compiled
-// the selects into branches: mispredicted on real data (cifar-cnn's bf16 forward: 5.0 ms
-// on random inputs, against 1.0 on a predictable pattern).
+// Branch-free selects, bit for bit a or b. Where a row runs in a loop's scalar remainder
+// (a row of 15 in a loop to Wo), GCC compiled plain selects into branches: mispredicted
+// on real data (cifar-cnn's bf16 forward: 5.0 ms on random inputs, against 1.0 on a
+// predictable pattern).
 inline float select_f32(bool t, float a, float b) {
   const uint32_t m = 0u - static_cast<uint32_t>(t);
   return f32_from_bits((f32_bits(a) & m) | (f32_bits(b) & ~m));
@@ -62,10 +62,11 @@ inline int32_t select_i32(bool t, int32_t a, int32_t b) {
   return (a & m) | (b & ~m);
 }
 
-// A pair of neighbours p[0], p[1] widened to fp32, and stored rounded. bf16 moves the pair
-// as one 32-bit word (p[0] its low half), which GCC vectorises into plain loads, shifts
-// and masks; two 16-bit accesses at stride 2 ran 4-5x slower than fp32's pairs.
-static_assert(std::endian::native == std::endian::little, "bf16 pairs: p[0] is the low half");
+// A pair of neighbours p[0], p[1] widened to fp32, and stored rounded. The pair moves as
+// one 32-bit (bf16) or 64-bit (fp32) word, p[0] its low half, which GCC vectorises into
+// plain loads, shifts and masks; bf16's two 16-bit accesses at stride 2 ran 3-5x slower
+// than fp32.
+static_assert(std::endian::native == std::endian::little, "pairs: p[0] is the low half");
 inline void load_pair_f32(const float* p, float& a, float& b) {
   uint64_t u;
   std::memcpy(&u, p, sizeof u);
@@ -88,8 +89,27 @@ inline void store_pair_f32(bf16_t* p, float a, float b) {
   std::memcpy(p, &u, sizeof u);
 }
 
-// Rows of at most this many outputs run as one 16-lane vector, masked past the row's end.
+// f(ow) for each of a row's Wo outputs, vectorised. With AVX-512 BW (masked 16- and 32-bit
+// loads and stores), a row of at most kShortRow outputs (the CNNs' 6, 12, 15) runs as one
+// vector masked past its end: a loop to Wo ran such rows as 4-lane vectors and a scalar
+// remainder. Without it the masked form would not vectorise for bf16: 8-lane vectors.
 constexpr int64_t kShortRow = 16;
+template <class F>
+[[gnu::always_inline]] inline void for_each_in_row(int64_t Wo, const F& f) {
+#if defined(__AVX512BW__)
+  if (Wo <= kShortRow) {
+#pragma omp simd simdlen(kShortRow)
+    for (int64_t ow = 0; ow < kShortRow; ++ow)
+      if (ow < Wo) f(ow);
+    return;
+  }
+#pragma omp simd
+  for (int64_t ow = 0; ow < Wo; ++ow) f(ow);
+#else
+#pragma omp simd simdlen(8)
+  for (int64_t ow = 0; ow < Wo; ++ow) f(ow);
+#endif
+}
 
 // The usual 2x2 window with stride 2 and no padding: each output reads two pairs of
 // neighbours, in the general loop's row-major order and with its comparisons (starting
@@ -126,16 +146,7 @@ void maxpool_forward_2x2(int threads, const PoolShape& s, const T* x, T* y, int3
         store_f32(yr[ow], best);
         ar[ow] = where;
       };
-      if (Wo <= kShortRow) {
-        // A short row (the CNNs' 6, 12, 15) as one masked vector: a loop to Wo ran in
-        // 4-lane vectors and a scalar remainder.
-#pragma omp simd simdlen(kShortRow)
-        for (int64_t ow = 0; ow < kShortRow; ++ow)
-          if (ow < Wo) window(ow);
-      } else {
-#pragma omp simd
-        for (int64_t ow = 0; ow < Wo; ++ow) window(ow);
-      }
+      for_each_in_row(Wo, window);
     }
   }
 }
@@ -193,14 +204,7 @@ void maxpool_backward_2x2(int threads, const PoolShape& s, const T* dy, const in
           store_pair_f32(dxr + 2 * ow, select_f32(ar[ow] == at, g, 0.0f),
                          select_f32(ar[ow] == at + 1, g, 0.0f));
         };
-        if (Wo <= kShortRow) {
-#pragma omp simd simdlen(kShortRow)
-          for (int64_t ow = 0; ow < kShortRow; ++ow)
-            if (ow < Wo) window(ow);
-        } else {
-#pragma omp simd
-          for (int64_t ow = 0; ow < Wo; ++ow) window(ow);
-        }
+        for_each_in_row(Wo, window);
         w_done = 2 * Wo;
       }
       for (int64_t w = w_done; w < W; ++w) store_f32(dxr[w], 0.0f);  // outside every window

@@ -26,7 +26,9 @@ a DistContext in args.dist:
 
 A rank that fails makes mp.spawn stop the others and raise in the parent, which turns it
 into an error row naming the rank (or an unavailable row when the rank found the variant
-unavailable)."""
+unavailable). Teardown is the exception: once every rank has passed its last barrier and
+marked itself finished, a failure while the process group is destroyed (a rank's
+exception or death) leaves rank 0's row standing with "teardown_failure" set."""
 from __future__ import annotations
 
 import os
@@ -189,7 +191,9 @@ def spawn_ranks(args, result, recipe, device, torch):
             # Every rank had finished its last collective: the failure is gloo's teardown
             # (closing sockets a peer still watches; seen as SIGABRT or "Connection closed by
             # peer"), after rank 0's result was written. The run stands; the log says so.
-            teardown = one_line(getattr(e, "msg", "") or e)
+            teardown = one_line(getattr(e, "msg", "") or e) or type(e).__name__
+        teardown = "; ".join(t for t in [teardown] + _teardown_errors(tmp, n) if t) or None
+        if teardown is not None:
             log(f"data parallel: a rank failed while tearing the process group down, after "
                 f"every rank had finished: {teardown}")
         o = _read(os.path.join(tmp, "rank0.pkl"))
@@ -197,7 +201,7 @@ def spawn_ranks(args, result, recipe, device, torch):
             raise TwinError("data parallel: rank 0 finished without a result")
         result.clear()
         result.update(o["result"])
-        if teardown:
+        if teardown is not None:
             result["teardown_failure"] = teardown
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -207,6 +211,22 @@ def spawn_ranks(args, result, recipe, device, torch):
 
 def _finished_marker(tmp, rank):
     return os.path.join(tmp, f"rank{rank}.finished")
+
+
+def _teardown_path(tmp, rank):
+    return os.path.join(tmp, f"rank{rank}.teardown")
+
+
+def _teardown_errors(tmp, ranks):
+    """The exceptions ranks caught in destroy_process_group, "rank R: ...", rank order."""
+    out = []
+    for r in range(ranks):
+        try:
+            with open(_teardown_path(tmp, r), encoding="utf-8") as f:
+                out.append(f"rank {r}: {f.read().strip()}")
+        except OSError:
+            pass
+    return out
 
 
 def _all_finished(tmp, ranks):
@@ -278,15 +298,19 @@ def _rank_main(rank, args, result, world, backend, zero, tmp, init_method):
         dist.barrier()          # every rank's collectives are done once all pass this
         if rank == 0:
             _write(path, {"kind": "ok", "result": result, "time": time.time()})
+            path = os.path.join(tmp, "rank0.late.pkl")  # a later failure keeps the row
         # Nobody closes its sockets before every rank has returned from the barrier: gloo
-        # aborts a peer whose pair closes under a pending read.
-        _write(_finished_marker(tmp, rank), {"time": time.time()})
+        # aborts a peer whose pair closes under a pending read. A marker that cannot be
+        # written raises here, before any rank could wait for it.
+        _write(_finished_marker(tmp, rank), {"time": time.time()}, strict=True)
         _wait_all_finished(tmp, world)
         try:
             dist.destroy_process_group()
         except Exception as e:  # noqa: BLE001 -- the run is over and recorded
+            text = f"{type(e).__name__}: {one_line(e)}"
             print(f"[twin rank {rank}] tearing the process group down failed after the run: "
-                  f"{type(e).__name__}: {one_line(e)}", file=sys.stderr, flush=True)
+                  f"{text}", file=sys.stderr, flush=True)
+            _write_text(_teardown_path(tmp, rank), text)
     except Unavailable as e:
         _fail(path, rank, "unavailable", one_line(e), result)
         raise
@@ -306,11 +330,23 @@ def _fail(path, rank, kind, message, result, tb=None):
                   "traceback": tb})
 
 
-def _write(path, obj):
+def _write(path, obj, strict=False):
+    """Pickles obj to path atomically. strict: a failure raises; else it is reported on
+    stderr only (a failing rank's record: the parent still sees the rank die)."""
     tmp = f"{path}.tmp"
     try:
         with open(tmp, "wb") as f:
             pickle.dump(obj, f)
         os.replace(tmp, path)
-    except Exception as e:  # noqa: BLE001 -- the parent still sees the rank die
+    except Exception as e:  # noqa: BLE001
+        if strict:
+            raise
+        print(f"[twin rank ?] cannot write {path}: {one_line(e)}", file=sys.stderr, flush=True)
+
+
+def _write_text(path, text):
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
         print(f"[twin rank ?] cannot write {path}: {one_line(e)}", file=sys.stderr, flush=True)
