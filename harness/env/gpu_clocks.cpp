@@ -61,7 +61,9 @@ ClockReading read_gpu_clocks() {
   }
   auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
   auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "nvmlShutdown"));
-  auto by_bus = reinterpret_cast<ByBusIdFn>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+  // Used only where the CUDA runtime can name the device's bus.
+  [[maybe_unused]] auto by_bus =
+      reinterpret_cast<ByBusIdFn>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
   auto by_index = reinterpret_cast<ByIndexFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
   auto clock = reinterpret_cast<ClockFn>(dlsym(lib, "nvmlDeviceGetClockInfo"));
   auto reasons = reinterpret_cast<ReasonsFn>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));

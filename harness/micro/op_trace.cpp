@@ -94,22 +94,25 @@ class RecordingOps final : public NoComputeOps {
   StepOps step;
   std::string error;  // the first case that could not be made
 
-  void act_forward(ConstView, View y, Act act) override { add(op_case::act_forward(y.n, y.dtype, act)); }
+  void act_forward(ConstView, View y, Act act) override {
+    record(op_case::act_forward(y.n, y.dtype, act));
+  }
   void act_backward(ConstView, ConstView pre, ConstView post, View dx, Act act) override {
-    add(op_case::act_backward(dx.n, dx.dtype, act, !pre.empty(), !post.empty()));
+    record(op_case::act_backward(dx.n, dx.dtype, act, !pre.empty(), !post.empty()));
   }
   // Its GEMM, and a Linear layer's activation: bias_act (kernels/composed_ops.h).
   void linear_forward(ConstView x, ConstView W, const float* b, View y, View pre, float*,
                       int64_t M, int64_t N, int64_t K, Act act) override {
     add_gemm(W.data, "forward_NT", false, true, M, N, K, 0.0f, x.dtype);
-    if (act != Act::kNone) add(op_case::bias_act(M, N, y.dtype, act, b != nullptr, !pre.empty()));
+    if (act != Act::kNone)
+      record(op_case::bias_act(M, N, y.dtype, act, b != nullptr, !pre.empty()));
   }
   // Its GEMM, dx = dz W (NN), and on the CPU the rounding cast into a bf16 dx
   // (kernels/composed_ops.h).
   void linear_backward_data(ConstView dz, ConstView W, View dx, float*, int64_t M, int64_t N,
                             int64_t K) override {
     add_gemm(W.data, "input_grad_NN", false, false, M, K, N, 0.0f, dz.dtype);
-    if (dx.dtype != DType::kF32) add(op_case::cast(dx.n, DType::kF32, dx.dtype));
+    if (dx.dtype != DType::kF32) record(op_case::cast(dx.n, DType::kF32, dx.dtype));
   }
   // Its GEMM (the bias sums are bias_grad's, not timed here).
   void linear_backward_params(ConstView dz, ConstView, float* dW, float*, int64_t M, int64_t N,
@@ -123,62 +126,62 @@ class RecordingOps final : public NoComputeOps {
     const void* p = params_.count(B.data) ? B.data : params_.count(A.data) ? A.data : C;
     add_gemm(p, what, ta, tb, M, N, K, beta, A.dtype);
   }
-  void cast(ConstView x, View y) override { add(op_case::cast(y.n, x.dtype, y.dtype)); }
+  void cast(ConstView x, View y) override { record(op_case::cast(y.n, x.dtype, y.dtype)); }
   void layernorm_forward(ConstView x, const float*, const float* beta, View, float*, float*, int64_t N,
                          int64_t C, float eps) override {
-    add(op_case::layernorm_forward(N, C, x.dtype, beta != nullptr, eps));
+    record(op_case::layernorm_forward(N, C, x.dtype, beta != nullptr, eps));
   }
   void layernorm_backward(ConstView, ConstView x, const float*, const float*, const float*, View dx,
                           float*, float* dbeta, int64_t N, int64_t C, void*) override {
-    add(op_case::layernorm_backward(inner_, N, C, x.dtype, !dx.empty(), dbeta != nullptr));
+    record(op_case::layernorm_backward(inner_, N, C, x.dtype, !dx.empty(), dbeta != nullptr));
   }
   void batchnorm_forward_train(const NormShape& s, ConstView x, const float*, const float*,
                                const BatchNormHyper& h, View, float*, float*, float*, float*,
                                void*) override {
-    add(op_case::batchnorm_forward_train(inner_, s, x.dtype, h));
+    record(op_case::batchnorm_forward_train(inner_, s, x.dtype, h));
   }
   void batchnorm_backward(const NormShape& s, ConstView, ConstView x, const float*, const float*,
                           const float*, View dx, float*, float*, void*) override {
-    add(op_case::batchnorm_backward(inner_, s, x.dtype, !dx.empty()));
+    record(op_case::batchnorm_backward(inner_, s, x.dtype, !dx.empty()));
   }
   void attention_forward(ConstView qkv, View, float*, int64_t B, int64_t T, int64_t C, int64_t nh,
                          bool causal, void*) override {
-    add(op_case::attention_forward(inner_, B, T, C, nh, causal, qkv.dtype));
+    record(op_case::attention_forward(inner_, B, T, C, nh, causal, qkv.dtype));
   }
   void attention_backward(ConstView, ConstView qkv, const float*, View, int64_t B, int64_t T, int64_t C,
                           int64_t nh, bool causal, void*) override {
-    add(op_case::attention_backward(inner_, B, T, C, nh, causal, qkv.dtype));
+    record(op_case::attention_backward(inner_, B, T, C, nh, causal, qkv.dtype));
   }
   void patchify(const PatchShape& s, ConstView x, View) override {
-    add(op_case::patchify(s, x.dtype));
+    record(op_case::patchify(s, x.dtype));
   }
   void maxpool2d_forward(const PoolShape& s, ConstView x, View, int32_t*) override {
-    add(op_case::maxpool2d_forward(s, x.dtype));
+    record(op_case::maxpool2d_forward(s, x.dtype));
   }
   void maxpool2d_backward(const PoolShape& s, ConstView dy, const int32_t*, View) override {
-    add(op_case::maxpool2d_backward(s, dy.dtype));
+    record(op_case::maxpool2d_backward(s, dy.dtype));
   }
   void avgpool2d_forward(const PoolShape& s, ConstView x, View) override {
-    add(op_case::avgpool2d_forward(s, x.dtype));
+    record(op_case::avgpool2d_forward(s, x.dtype));
   }
   void avgpool2d_backward(const PoolShape& s, ConstView dy, View) override {
-    add(op_case::avgpool2d_backward(s, dy.dtype));
+    record(op_case::avgpool2d_backward(s, dy.dtype));
   }
   void shortcut_forward(const ShortcutShape& s, ConstView x, View) override {
-    add(op_case::shortcut_forward(s, x.dtype));
+    record(op_case::shortcut_forward(s, x.dtype));
   }
   void shortcut_backward(const ShortcutShape& s, ConstView dy, View) override {
-    add(op_case::shortcut_backward(s, dy.dtype));
+    record(op_case::shortcut_backward(s, dy.dtype));
   }
   void conv2d_forward(const ConvShape& s, ConstView x, ConstView, const float*, View, void*, size_t) override {
-    add(op_case::conv2d_forward(inner_, s, x.dtype));
+    record(op_case::conv2d_forward(inner_, s, x.dtype));
   }
   void conv2d_backward_data(const ConvShape& s, ConstView dy, ConstView, View, void*, size_t) override {
-    add(op_case::conv2d_backward_data(inner_, s, dy.dtype));
+    record(op_case::conv2d_backward_data(inner_, s, dy.dtype));
   }
   void conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView, float*, float*, void*,
                                size_t) override {
-    add(op_case::conv2d_backward_weights(inner_, s, x.dtype));
+    record(op_case::conv2d_backward_weights(inner_, s, x.dtype));
   }
 
   // Names the parameter slots' addresses (values, bf16 copies, gradients).
@@ -196,7 +199,7 @@ class RecordingOps final : public NoComputeOps {
                           beta, dt});
   }
 
-  void add(Result<OpCase> c) {
+  void record(Result<OpCase> c) {
     if (!c) {
       if (error.empty()) error = c.error().message;
       return;
@@ -258,7 +261,7 @@ Result<StepOps> trace_training_step(const Recipe& r, AmpPolicy amp, Ops& backend
   (*model)->forward(ctx, arenas->view(x));
   (*model)->backward(ctx, arenas->view(dy));
   // TrainerCore::refresh_param_copies, once per step.
-  if (amp == BF16Policy) rec.add(op_case::cast(n_params, DType::kF32, DType::kBF16, true));
+  if (amp == BF16Policy) rec.record(op_case::cast(n_params, DType::kF32, DType::kBF16, true));
   if (!rec.error.empty()) return make_error(rec.error);
   rec.step.out = out;
   rec.step.params = n_params;
