@@ -219,14 +219,8 @@ def _teardown_path(tmp, rank):
 
 def _teardown_errors(tmp, ranks):
     """The exceptions ranks caught in destroy_process_group, "rank R: ...", rank order."""
-    out = []
-    for r in range(ranks):
-        try:
-            with open(_teardown_path(tmp, r), encoding="utf-8") as f:
-                out.append(f"rank {r}: {f.read().strip()}")
-        except OSError:
-            pass
-    return out
+    texts = ((r, _read(_teardown_path(tmp, r))) for r in range(ranks))
+    return [f"rank {r}: {text}" for r, text in texts if text is not None]
 
 
 def _all_finished(tmp, ranks):
@@ -310,7 +304,7 @@ def _rank_main(rank, args, result, world, backend, zero, tmp, init_method):
             text = f"{type(e).__name__}: {one_line(e)}"
             print(f"[twin rank {rank}] tearing the process group down failed after the run: "
                   f"{text}", file=sys.stderr, flush=True)
-            _write_text(_teardown_path(tmp, rank), text)
+            _write(_teardown_path(tmp, rank), text)
     except Unavailable as e:
         _fail(path, rank, "unavailable", one_line(e), result)
         raise
@@ -343,10 +337,3 @@ def _write(path, obj, strict=False):
             raise
         print(f"[twin rank ?] cannot write {path}: {one_line(e)}", file=sys.stderr, flush=True)
 
-
-def _write_text(path, text):
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        print(f"[twin rank ?] cannot write {path}: {one_line(e)}", file=sys.stderr, flush=True)
