@@ -3,6 +3,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__AVX512BW__)
+#include <immintrin.h>
+#endif
+
 namespace noeira {
 
 namespace {
@@ -56,11 +60,91 @@ void transpose_tile(const U* in, int64_t ld_in, U* out, int64_t ld_out) {
   for (int i = 0; i < kBlock; ++i) std::memcpy(out + i * ld_out, &a[i], sizeof(Row<U>));
 }
 
+#if defined(__AVX512BW__)
+// 2-byte elements, 32 pixels x 16 channels at a time in 16 zmm registers: an 8 x 8
+// transpose inside each 128-bit lane (three rounds of unpacks, which stay in their lane and
+// are cheap), then one two-source qword permute per pair of registers to move the lanes.
+// Half the shuffles per byte of the 16-pixel tiles above, and cheaper ones (those are
+// vpermt2w): on one Zen 4 core the copies ran 1.5-2.3x as fast.
+
+// In each 128-bit lane: out[j] word i = v[i] word j, for i, j < 8.
+inline void transpose_8x8_in_lanes(const __m512i (&v)[8], __m512i (&out)[8]) {
+  __m512i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
+  }
+  // t[2i] holds words 0-3 of rows 2i, 2i + 1 interleaved; t[2i + 1] words 4-7.
+  for (int h = 0; h < 2; ++h) {  // rows 0-3, then 4-7
+    const __m512i* a = t + 4 * h;
+    u[4 * h + 0] = _mm512_unpacklo_epi32(a[0], a[2]);  // words 0, 1 of four rows
+    u[4 * h + 1] = _mm512_unpackhi_epi32(a[0], a[2]);  // words 2, 3
+    u[4 * h + 2] = _mm512_unpacklo_epi32(a[1], a[3]);  // words 4, 5
+    u[4 * h + 3] = _mm512_unpackhi_epi32(a[1], a[3]);  // words 6, 7
+  }
+  for (int k = 0; k < 4; ++k) {
+    out[2 * k] = _mm512_unpacklo_epi64(u[k], u[4 + k]);
+    out[2 * k + 1] = _mm512_unpackhi_epi64(u[k], u[4 + k]);
+  }
+}
+
+// 32 pixels from `s` of a (16, HW) matrix at `rows` -> pixels [s, s + 32) of an (HW, 16)
+// one at `pixels`.
+inline void rows_to_pixels_32(const uint16_t* rows, int64_t HW, uint16_t* pixels) {
+  __m512i r[8], e0[8], e1[8];
+  // e0[q] lane L = channels 0-7 of pixel 8L + q; e1[q] channels 8-15.
+  for (int c = 0; c < 8; ++c) r[c] = _mm512_loadu_si512(rows + c * HW);
+  transpose_8x8_in_lanes(r, e0);
+  for (int c = 0; c < 8; ++c) r[c] = _mm512_loadu_si512(rows + (8 + c) * HW);
+  transpose_8x8_in_lanes(r, e1);
+  const __m512i lanes01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i lanes23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  for (int q = 0; q < 8; ++q) {
+    const __m512i x = _mm512_permutex2var_epi64(e0[q], lanes01, e1[q]);  // pixels q, 8 + q
+    const __m512i y = _mm512_permutex2var_epi64(e0[q], lanes23, e1[q]);  // 16 + q, 24 + q
+    uint16_t* p = pixels + q * kBlock;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(x));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 8 * kBlock), _mm512_extracti64x4_epi64(x, 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16 * kBlock), _mm512_castsi512_si256(y));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 24 * kBlock), _mm512_extracti64x4_epi64(y, 1));
+  }
+}
+
+// The inverse: pixels [s, s + 32) of the (HW, 16) matrix -> 32 pixels of the (16, HW) one.
+inline void pixels_to_rows_32(const uint16_t* pixels, uint16_t* rows, int64_t HW) {
+  __m512i e0[8], e1[8], r[8];
+  const __m512i low_halves = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+  const __m512i high_halves = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+  for (int q = 0; q < 8; ++q) {
+    const uint16_t* p = pixels + q * kBlock;
+    auto pair = [](const uint16_t* a, const uint16_t* b) {
+      return _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
+    };
+    const __m512i x = pair(p, p + 8 * kBlock), y = pair(p + 16 * kBlock, p + 24 * kBlock);
+    e0[q] = _mm512_permutex2var_epi64(x, low_halves, y);   // lane L: channels 0-7, pixel 8L + q
+    e1[q] = _mm512_permutex2var_epi64(x, high_halves, y);  // channels 8-15
+  }
+  transpose_8x8_in_lanes(e0, r);
+  for (int c = 0; c < 8; ++c) _mm512_storeu_si512(rows + c * HW, r[c]);
+  transpose_8x8_in_lanes(e1, r);
+  for (int c = 0; c < 8; ++c) _mm512_storeu_si512(rows + (8 + c) * HW, r[c]);
+}
+#endif
+
 // A (16, HW) matrix at `rows` (row stride HW) and an (HW, 16) one at `pixels`: one is
 // copied into the other, transposed.
 template <class U, bool kToPixels>
 void transpose_block(U* rows, U* pixels, int64_t HW) {
   int64_t s = 0;
+#if defined(__AVX512BW__)
+  if constexpr (sizeof(U) == 2)
+    for (; s + 2 * kBlock <= HW; s += 2 * kBlock) {
+      if constexpr (kToPixels) rows_to_pixels_32(rows + s, HW, pixels + s * kBlock);
+      else pixels_to_rows_32(pixels + s * kBlock, rows + s, HW);
+    }
+#endif
   for (; s + kBlock <= HW; s += kBlock) {
     if constexpr (kToPixels) transpose_tile(rows + s, HW, pixels + s * kBlock, kBlock);
     else transpose_tile(pixels + s * kBlock, kBlock, rows + s, HW);
