@@ -105,7 +105,9 @@ nlohmann::json onednn_info() {
           {"max_cpu_isa_env", std::getenv("ONEDNN_MAX_CPU_ISA") ? env_or_null("ONEDNN_MAX_CPU_ISA")
                                                                : env_or_null("DNNL_MAX_CPU_ISA")},
           // "0" turns the fp32 Winograd convolutions off (kernels/cpu/onednn_conv.h).
-          {"winograd_env", env_or_null("NOEIRA_WINOGRAD")}};
+          {"winograd_env", env_or_null("NOEIRA_WINOGRAD")},
+          // "0" sends bf16 3x3 weight gradients back to oneDNN (kernels/cpu/bf16_conv3x3_wgrad.h).
+          {"bf16_wgrad_env", env_or_null("NOEIRA_BF16_WGRAD")}};
 }
 
 }  // namespace
@@ -160,6 +162,9 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
   if (text(build, "onednn", "winograd_env") == "0")
     warnings.push_back("NOEIRA_WINOGRAD=0: fp32 3x3 stride-1 convolutions run oneDNN's direct "
                        "kernels, not Winograd's; convolution figures reflect that");
+  if (text(build, "onednn", "bf16_wgrad_env") == "0")
+    warnings.push_back("NOEIRA_BF16_WGRAD=0: bf16 3x3 stride-1 weight gradients run oneDNN's "
+                       "kernel, not ours; convolution figures reflect that");
   return warnings;
 }
 

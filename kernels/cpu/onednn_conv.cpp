@@ -6,10 +6,12 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kernels/common/saturating.h"
+#include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "kernels/cpu/onednn_conv_pass.h"
 #include "kernels/cpu/onednn_engine.h"
 
@@ -58,6 +60,7 @@ const onednn::ConvPass& pass_of(const onednn::SlabConv& c, PassKind p) {
 struct ConvPlan {
   onednn::SlabConv slab[2];  // [0]: full slabs (or the whole batch); [1]: a shorter last one
   int kinds = 1;             // 2 when the last slab is shorter
+  bool own_wgrad = false;    // backward-weights by bf16_conv3x3_wgrad.h, not oneDNN
   int64_t full_images = 0, slabs = 0;
   int64_t partial_floats = 0;  // one slab's partial dw, then db
   size_t partials_bytes = 0, shared_bytes = 0, area_bytes = 0;
@@ -167,6 +170,10 @@ struct OnednnConv::Impl {
         p->shared_bytes += onednn::align_up(c.shared_bytes());
         p->area_bytes = std::max(p->area_bytes, onednn::align_up(c.thread_bytes()));
       }
+    p->own_wgrad = bf16_wgrad_applies(s, dtype);
+    if (p->own_wgrad)
+      p->area_bytes =
+          std::max(p->area_bytes, onednn::align_up(bf16_wgrad_area_bytes(s, p->full_images)));
     p->bytes = onednn::kAlign + p->partials_bytes + p->shared_bytes +
                p->area_bytes * static_cast<size_t>(threads);
     const size_t bytes = p->bytes;
@@ -268,6 +275,17 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
   const int64_t w_size = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
   float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
+  if constexpr (std::is_same_v<T, bf16_t>)
+    if (plan.own_wgrad) {  // no bias: dw only
+      NOEIRA_TRY(onednn::for_each_slab(
+          impl_->threads, s.batch, plan.full_images, [&](int thread, int64_t b0, int64_t images) {
+            bf16_wgrad_slab(s, images, x + b0 * x_image, dy + b0 * y_image,
+                            partials + (b0 / plan.full_images) * plan.partial_floats,
+                            plan.area(workspace, thread));
+          }));
+      add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, 0, w_size, dw);
+      return {};
+    }
   const Status ran =
       impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
         float* part = partials + (b0 / plan.full_images) * plan.partial_floats;

@@ -3,7 +3,9 @@
 // section 2b); inside, oneDNN's blocked layouts (nChw16c; JIT direct kernels, or Winograd
 // ones where winograd_applies below) where they were measured faster, with reorders through the workspace (onednn_conv_pass.cpp).
 // Activations and weights fp32 or bf16 (oneDNN's bf16 kernels: fp32 accumulation, a bf16
-// output rounded once); bias and weight gradients always fp32.
+// output rounded once); bias and weight gradients always fp32. bf16 3x3 stride-1 weight
+// gradients run our kernel instead where bf16_wgrad_applies (bf16_conv3x3_wgrad.h), in the
+// same slabs.
 //
 // Results do not depend on the thread count (DESIGN.md rule 3): the batch is cut into
 // fixed slabs of conv_slab_images(shape) images that OpenMP spreads over the threads, each one

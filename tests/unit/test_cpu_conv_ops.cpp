@@ -1,7 +1,9 @@
 // CpuOps' convolutions (oneDNN) and GEMMs against naive double-precision loops, bf16
 // storage against fp32, and the thread-count rule (DESIGN.md rule 3): 1 and 2 threads give
 // the same bits. Also SGD's scheduled rate.
+#include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "tests/support/image_reference.h"
+#include "tests/support/scoped_env.h"
 
 using namespace noeira;
 using namespace noeira::test::image_ref;
@@ -51,6 +53,44 @@ TEST_CASE("conv2d bf16: fp32 sums of the bf16 values, outputs rounded once, clos
     CHECK(rel_error(b.dx, f.dx) < 1e-2);
     CHECK(rel_error(b.dw, f.dw) < 1e-2);
   }
+}
+
+TEST_CASE("conv2d bf16 3x3 stride-1 weight gradient (ours on AVX512-BF16): exact products "
+          "summed in fp32, the same bits for 1 and 2 threads, oneDNN's within fp32 rounding",
+          "[image-ops]") {
+  INFO("this CPU runs our kernel: "
+       << bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1, false), DType::kBF16));
+  const ConvShape shapes[] = {
+      conv_shape(10, 3, 6, 8, 16, 3, 1, 1, false),    // Cin 3: a one-channel block; slabs 8 + 2
+      conv_shape(9, 16, 8, 8, 16, 3, 1, 1, false),    // ResNet-20's 16-channel kernel
+      conv_shape(5, 17, 4, 6, 32, 3, 1, 1, false),    // odd Cin, two output blocks
+      conv_shape(4, 16, 32, 32, 16, 3, 1, 1, false),  // two chunks of 2 images in the slab
+      conv_shape(3, 32, 5, 2, 48, 3, 1, 1, false)};   // one column pair per row, H odd
+  uint32_t seed = 300;
+  CpuOps one(1), two(2);
+  for (const ConvShape& s : shapes) {
+    CONV_INFO(s);
+    const ConvCase c(s, seed += 10);
+    const ConvCase::Out a = c.run<bf16_t>(one), b = c.run<bf16_t>(two);
+    CHECK(same_bits(a.dw, b.dw));
+    const ConvRef ref = c.reference(rounded(c.x), rounded(c.w), rounded(c.dy));
+    CHECK(rel_error(b.dw, ref.dw) < 1e-5);
+    test::ScopedEnv off("NOEIRA_BF16_WGRAD", "0");  // read when a shape is planned
+    CHECK_FALSE(bf16_wgrad_applies(s, DType::kBF16));
+    CpuOps onednn(2);
+    CHECK(rel_error(c.run<bf16_t>(onednn).dw, b.dw) < 1e-5);
+  }
+}
+
+TEST_CASE("conv2d bf16 weight gradient: ours takes 3x3, stride 1, pad 1, no bias, Cout 16k, "
+          "W even, bf16 only", "[image-ops]") {
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1, false), DType::kF32));
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 32, 3, 2, 1, false), DType::kBF16));
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1, true), DType::kBF16));
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 24, 3, 1, 1, false), DType::kBF16));
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 31, 31, 16, 3, 1, 1, false), DType::kBF16));
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 0, false), DType::kBF16));
+  CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 1, 1, 0, false), DType::kBF16));
 }
 
 TEST_CASE("conv2d: 1 and 2 threads give the same bits in every pass, fp32 and bf16",

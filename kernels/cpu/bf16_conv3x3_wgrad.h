@@ -1,0 +1,39 @@
+// The weight gradient of a bf16 3x3 convolution (stride 1, padding 1) over one slab of
+// images, on AVX512-BF16 (vdpbf16ps), in place of oneDNN 2.6's backward-weights kernel for
+// those shapes: on one Zen 4 core that kernel ran ResNet-20's three shapes at 63-78% of the
+// vdpbf16ps peak with its operands in cache; this one at 87-90% (202-209 GFLOP/s counting
+// the padding taps), and its layout copies are two cheap ones.
+//
+// dw[o][c][p][q] = sum over the slab's images b, rows i, columns j of
+//   dy[b][o][i][j] * x[b][c][i + p - 1][j + q - 1]   (x zero outside the image)
+// as fp32 sums of exact bf16 products: a lane of one accumulator register per (o, c, p, q),
+// o in the lanes, two columns (j, j + 1) per instruction, in the order (b, i, j) - a
+// function of the shape alone, so the bits do not depend on the thread count. Like every
+// vdpbf16ps user (oneDNN's kernels too), denormal inputs and sums count as zero.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/bf16.h"
+#include "kernels/common/dtype.h"
+#include "kernels/common/image_shapes.h"
+
+namespace noeira {
+
+// Whether the kernel below takes this shape's backward-weights pass: bf16, 3x3, stride 1,
+// padding 1, no bias, Cout a multiple of 16, an even width, a build with AVX-512 and a CPU
+// with AVX512-BF16; NOEIRA_BF16_WGRAD=0 in the environment turns it off (oneDNN's kernel
+// then, as before). Read when a shape is planned.
+bool bf16_wgrad_applies(const ConvShape& shape, DType dtype);
+
+// Bytes of one thread's area for a slab of `images` images: x with a zero border
+// (images, Cin, H + 2, W + 2) and dy in column pairs (images, Cout / 16, H * W / 2, 16 pairs).
+size_t bf16_wgrad_area_bytes(const ConvShape& shape, int64_t images);
+
+// dw (Cout, Cin, 3, 3), overwritten, from a slab: x (images, Cin, H, W), dy (images, Cout,
+// H, W). `area` holds bf16_wgrad_area_bytes(shape, images) bytes, 64-byte aligned. Only for
+// shapes bf16_wgrad_applies to.
+void bf16_wgrad_slab(const ConvShape& shape, int64_t images, const bf16_t* x, const bf16_t* dy,
+                     float* dw, std::byte* area);
+
+}  // namespace noeira
