@@ -1,8 +1,9 @@
 // The weight gradient of a bf16 3x3 convolution (stride 1, padding 1) over one slab of
 // images, on AVX512-BF16 (vdpbf16ps), in place of oneDNN 2.6's backward-weights kernel for
 // those shapes: on one Zen 4 core that kernel ran ResNet-20's three shapes at 63-78% of the
-// vdpbf16ps peak with its operands in cache; this one at 87-90% (202-209 GFLOP/s counting
-// the padding taps), and its layout copies are two cheap ones.
+// vdpbf16ps peak with its operands in cache. This one's inner loop reached the peak in a
+// standalone test (230-233 GFLOP/s, padding taps included); the whole pass, its two layout
+// copies and the slab sums included, 191-197 GFLOP/s (82-85%) in `noeira-bench micro`.
 //
 // dw[o][c][p][q] = sum over the slab's images b, rows i, columns j of
 //   dy[b][o][i][j] * x[b][c][i + p - 1][j + q - 1]   (x zero outside the image)
