@@ -61,6 +61,13 @@ void transpose_tile(const U* in, int64_t ld_in, U* out, int64_t ld_out) {
 }
 
 #if defined(__AVX512BW__)
+// GCC 12's AVX-512 headers give their unmasked unpacks, extracts and inserts an "undefined"
+// pass-through vector that -Wuninitialized flags (GCC bug 105593): the header's, not ours.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // 2-byte elements, 32 pixels x 16 channels at a time in 16 zmm registers: an 8 x 8
 // transpose inside each 128-bit lane (three rounds of unpacks, which stay in their lane and
 // are cheap), then one two-source qword permute per pair of registers to move the lanes.
@@ -132,6 +139,9 @@ inline void pixels_to_rows_32(const uint16_t* pixels, uint16_t* rows, int64_t HW
   transpose_8x8_in_lanes(e1, r);
   for (int c = 0; c < 8; ++c) _mm512_storeu_si512(rows + (8 + c) * HW, r[c]);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 // A (16, HW) matrix at `rows` (row stride HW) and an (HW, 16) one at `pixels`: one is
