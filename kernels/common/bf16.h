@@ -25,11 +25,13 @@ NOEIRA_HD float f32_from_bits(uint32_t u) {
 
 NOEIRA_HD bf16_t f32_to_bf16(float f) {
   const uint32_t u = f32_bits(f);
-  // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit, then truncate.
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet_nan = (u >> 16) | 0x0040u;
-  // A select, not a branch: loops over it vectorise.
-  return static_cast<bf16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit, then truncate; a
+  // NaN keeps its top half with the quiet bit set. A select, not a branch, and before the
+  // one shift: loops over it vectorise to about half the instructions of selecting between
+  // two shifted halves (the same results for all 2^32 inputs, checked).
+  const uint32_t v =
+      (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) : u + 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<bf16_t>(v >> 16);
 }
 
 NOEIRA_HD float bf16_to_f32(bf16_t b) { return f32_from_bits(static_cast<uint32_t>(b) << 16); }
