@@ -14,6 +14,7 @@
 
 #include "noeira_git_info.h"  // generated at build time: kNoeiraGitSha, kNoeiraGitDirty
 #include "kernels/backend.h"
+#include "kernels/cpu/bf16_conv3x3_wgrad.h"
 
 namespace noeira {
 
@@ -107,7 +108,9 @@ nlohmann::json onednn_info() {
           // "0" turns the fp32 Winograd convolutions off (kernels/cpu/onednn_conv.h).
           {"winograd_env", env_or_null("NOEIRA_WINOGRAD")},
           // "0" sends bf16 3x3 weight gradients back to oneDNN (kernels/cpu/bf16_conv3x3_wgrad.h).
-          {"bf16_wgrad_env", env_or_null("NOEIRA_BF16_WGRAD")}};
+          {"bf16_wgrad_env", env_or_null("NOEIRA_BF16_WGRAD")},
+          // Whether that kernel runs here at all (AVX-512 build, AVX512-BF16 CPU, not off).
+          {"bf16_wgrad", bf16_wgrad_available()}};
 }
 
 }  // namespace

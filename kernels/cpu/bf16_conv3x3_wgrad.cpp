@@ -35,7 +35,8 @@ struct Area {
   Area(const ConvShape& s, int64_t images) : Hp(s.height + 2), Wp(s.width + 2) {
     const size_t x_image = static_cast<size_t>(s.in_channels * Hp * Wp) * sizeof(bf16_t);
     const size_t dy_image = static_cast<size_t>(s.out_channels * s.height * s.width) * sizeof(bf16_t);
-    chunk = std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / (x_image + dy_image)), 1, images);
+    chunk = std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / (x_image + dy_image)), 1,
+                                std::max<int64_t>(images, 1));
     x_bytes = align_up(x_image * static_cast<size_t>(chunk));
     dy_bytes = align_up(dy_image * static_cast<size_t>(chunk));
     acc_bytes = static_cast<size_t>(s.out_channels * s.in_channels * 9) * sizeof(float);
@@ -99,7 +100,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void channel_block_sums(
       for (int c = 0; c < kCi; ++c) rows[c] = xp + ((b * Cin + c0 + c) * a.Hp + i) * a.Wp;
       for (int64_t j = 0; j < half_w; ++j) {
         const __m512bh dv = (__m512bh)_mm512_loadu_si512(d + j * kLanes);
-#pragma GCC unroll 27
+#pragma GCC unroll 18
         for (int k = 0; k < kCi * 9; ++k) {
           const int c = k / 9, p = (k % 9) / 3, q = k % 3;
           // A vector load: from a scalar one GCC kept the pair of tap q = 2 in a general
@@ -121,20 +122,22 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void channel_block_sums(
 
 }  // namespace
 
-bool bf16_wgrad_applies(const ConvShape& s, DType dtype) {
+bool bf16_wgrad_available() {
 #if defined(NOEIRA_BF16_WGRAD_BUILT)
   // NOEIRA_BF16_WGRAD=0: oneDNN's kernel (A/B timing, bits of older builds).
   if (const char* v = std::getenv("NOEIRA_BF16_WGRAD"); v != nullptr && std::string_view(v) == "0")
     return false;
   static const bool has_bf16 = cpu_has_avx512_bf16();
-  return has_bf16 && dtype == DType::kBF16 && s.kernel_h == 3 && s.kernel_w == 3 &&
-         s.stride == 1 && s.pad == 1 && !s.has_bias && s.out_channels % kLanes == 0 &&
-         s.width % 2 == 0;
+  return has_bf16;
 #else
-  (void)s;
-  (void)dtype;
   return false;
 #endif
+}
+
+bool bf16_wgrad_applies(const ConvShape& s, DType dtype) {
+  return bf16_wgrad_available() && dtype == DType::kBF16 && s.kernel_h == 3 &&
+         s.kernel_w == 3 && s.stride == 1 && s.pad == 1 && !s.has_bias &&
+         s.out_channels % kLanes == 0 && s.width % 2 == 0;
 }
 
 size_t bf16_wgrad_area_bytes(const ConvShape& s, int64_t images) {

@@ -9,8 +9,10 @@
 //   dy[b][o][i][j] * x[b][c][i + p - 1][j + q - 1]   (x zero outside the image)
 // as fp32 sums of exact bf16 products: a lane of one accumulator register per (o, c, p, q),
 // o in the lanes, two columns (j, j + 1) per instruction, in the order (b, i, j) - a
-// function of the shape alone, so the bits do not depend on the thread count. Like every
-// vdpbf16ps user (oneDNN's kernels too), denormal inputs and sums count as zero.
+// function of the shape alone (on a given CPU and build), so the bits do not depend on the
+// thread count. They differ from oneDNN's kernel's (another order), so bf16 runs of
+// ResNet-20 on AVX512-BF16 CPUs changed bits with it. Like every vdpbf16ps user (oneDNN's
+// kernels too), denormal inputs and sums count as zero.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,10 +23,13 @@
 
 namespace noeira {
 
-// Whether the kernel below takes this shape's backward-weights pass: bf16, 3x3, stride 1,
-// padding 1, no bias, Cout a multiple of 16, an even width, a build with AVX-512 and a CPU
-// with AVX512-BF16; NOEIRA_BF16_WGRAD=0 in the environment turns it off (oneDNN's kernel
-// then, as before). Read when a shape is planned.
+// Whether the kernel can run here: a build with AVX-512, a CPU with AVX512-BF16, and
+// NOEIRA_BF16_WGRAD not "0" in the environment (that turns it off: oneDNN's kernel then,
+// as before). Recorded in the results' build block.
+bool bf16_wgrad_available();
+// Whether the kernel takes this shape's backward-weights pass: available, bf16, 3x3,
+// stride 1, padding 1, no bias, Cout a multiple of 16, an even width. Read when a shape is
+// planned.
 bool bf16_wgrad_applies(const ConvShape& shape, DType dtype);
 
 // Bytes of one thread's area for a slab of `images` images: x with a zero border

@@ -160,10 +160,11 @@ void transpose_block(U* rows, U* pixels, int64_t HW) {
     if constexpr (kToPixels) transpose_tile(rows + s, HW, pixels + s * kBlock, kBlock);
     else transpose_tile(pixels + s * kBlock, kBlock, rows + s, HW);
   }
+  // memcpy: the weight gradient reads bf16 memory as 4-byte pairs through these copies.
   for (; s < HW; ++s)
     for (int64_t c = 0; c < kBlock; ++c) {
-      if constexpr (kToPixels) pixels[s * kBlock + c] = rows[c * HW + s];
-      else rows[c * HW + s] = pixels[s * kBlock + c];
+      if constexpr (kToPixels) std::memcpy(pixels + s * kBlock + c, rows + c * HW + s, sizeof(U));
+      else std::memcpy(rows + c * HW + s, pixels + s * kBlock + c, sizeof(U));
     }
 }
 

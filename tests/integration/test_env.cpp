@@ -102,8 +102,10 @@ TEST_CASE("env records NOEIRA_WINOGRAD and warns when it turns Winograd off", "[
 TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight gradient off",
           "[cli][env]") {
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad_env").is_null());
+  CHECK(env_json().at("build").at("onednn").at("bf16_wgrad").is_boolean());
   const nlohmann::json off = env_json("NOEIRA_BF16_WGRAD=0");
   CHECK(off.at("build").at("onednn").at("bf16_wgrad_env") == "0");
+  CHECK(off.at("build").at("onednn").at("bf16_wgrad") == false);
   bool warned = false;
   for (const auto& w : off.at("warnings"))
     warned |= w.get<std::string>().rfind("NOEIRA_BF16_WGRAD=0: bf16 3x3", 0) == 0;

@@ -1,6 +1,6 @@
 // The convolution slabs' layout copies (kernels/cpu/channel_blocks.h): nchw -> nChw16c and
 // back give exactly the bytes of oneDNN's own reorder between the same descriptors, for
-// bf16 and fp32, pixel counts with and without a tail of < 16, one and several blocks.
+// bf16 and fp32, pixel counts with and without tails (< 32, < 16), one and several blocks.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -48,7 +48,8 @@ TEST_CASE("channel blocks: nchw <-> nChw16c copies match oneDNN's reorder bit fo
     int64_t N, C, H, W;
   };
   const Case cases[] = {{8, 16, 32, 32}, {8, 32, 16, 16}, {8, 64, 8, 8}, {3, 16, 26, 26},
-                        {2, 48, 5, 3},   {1, 16, 1, 1},   {2, 32, 4, 5}};
+                        {2, 48, 5, 3},   {1, 16, 1, 1},   {2, 32, 4, 5},
+                        {2, 16, 7, 7}};  // 49 pixels: a 32-pixel tile, a 16-pixel one, one left
   for (const dt type : {dt::bf16, dt::f32})
     for (const Case& c : cases) {
       const size_t bytes = dnnl::memory::data_type_size(type);
