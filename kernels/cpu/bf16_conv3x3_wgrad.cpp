@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kernels/cpu/channel_blocks.h"
+#include "kernels/cpu/onednn_engine.h"
 
 #if defined(__AVX512BW__)
 #include <cpuid.h>
@@ -18,9 +19,7 @@ namespace noeira {
 namespace {
 
 constexpr int64_t kLanes = 16;  // output channels per register
-constexpr size_t kAlign = 64;
-
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+using onednn::align_up;           // the conv workspace's cache-line rounding
 
 // Images per chunk: the slab is walked a chunk at a time, each chunk's bordered x and
 // paired dy (about kChunkBytes) staying in L2 while every channel block reads them. Whole
@@ -34,7 +33,8 @@ struct Area {
   size_t x_bytes, dy_bytes, acc_bytes;
   Area(const ConvShape& s, int64_t images) : Hp(s.height + 2), Wp(s.width + 2) {
     const size_t x_image = static_cast<size_t>(s.in_channels * Hp * Wp) * sizeof(bf16_t);
-    const size_t dy_image = static_cast<size_t>(s.out_channels * s.height * s.width) * sizeof(bf16_t);
+    const size_t dy_image =
+        static_cast<size_t>(s.out_channels * s.height * s.width) * sizeof(bf16_t);
     chunk = std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / (x_image + dy_image)), 1,
                                 std::max<int64_t>(images, 1));
     x_bytes = align_up(x_image * static_cast<size_t>(chunk));
@@ -160,7 +160,8 @@ void bf16_wgrad_slab(const ConvShape& s, int64_t images, const bf16_t* x, const 
     nchw_to_channel_blocks(dy + b0 * Cout * HW, dy_pairs, n, Cout, HW / 2, sizeof(uint32_t));
     for (int64_t ob = 0; ob < Cout / kLanes; ++ob) {
       int64_t c = 0;
-      for (; c + 2 <= Cin; c += 2) channel_block_sums<2>(s, n, xp, dy_pairs, a, ob, c, b0 == 0, acc);
+      for (; c + 2 <= Cin; c += 2)
+        channel_block_sums<2>(s, n, xp, dy_pairs, a, ob, c, b0 == 0, acc);
       if (c < Cin) channel_block_sums<1>(s, n, xp, dy_pairs, a, ob, c, b0 == 0, acc);
     }
   }
@@ -169,7 +170,8 @@ void bf16_wgrad_slab(const ConvShape& s, int64_t images, const bf16_t* x, const 
     for (int64_t c = 0; c < Cin; ++c)
       for (int64_t tap = 0; tap < 9; ++tap)
         for (int64_t l = 0; l < kLanes; ++l)
-          dw[((ob * kLanes + l) * Cin + c) * 9 + tap] = acc[((ob * Cin + c) * 9 + tap) * kLanes + l];
+          dw[((ob * kLanes + l) * Cin + c) * 9 + tap] =
+              acc[((ob * Cin + c) * 9 + tap) * kLanes + l];
 #else
   (void)s, (void)images, (void)x, (void)dy, (void)dw, (void)area;
 #endif

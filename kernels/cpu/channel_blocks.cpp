@@ -111,10 +111,13 @@ inline void rows_to_pixels_32(const uint16_t* rows, int64_t HW, uint16_t* pixels
     const __m512i x = _mm512_permutex2var_epi64(e0[q], lanes01, e1[q]);  // pixels q, 8 + q
     const __m512i y = _mm512_permutex2var_epi64(e0[q], lanes23, e1[q]);  // 16 + q, 24 + q
     uint16_t* p = pixels + q * kBlock;
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_castsi512_si256(x));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 8 * kBlock), _mm512_extracti64x4_epi64(x, 1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16 * kBlock), _mm512_castsi512_si256(y));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 24 * kBlock), _mm512_extracti64x4_epi64(y, 1));
+    const auto store = [](uint16_t* at, __m256i v) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), v);
+    };
+    store(p, _mm512_castsi512_si256(x));
+    store(p + 8 * kBlock, _mm512_extracti64x4_epi64(x, 1));
+    store(p + 16 * kBlock, _mm512_castsi512_si256(y));
+    store(p + 24 * kBlock, _mm512_extracti64x4_epi64(y, 1));
   }
 }
 

@@ -275,20 +275,22 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
   const int64_t w_size = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
   float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
-  if constexpr (std::is_same_v<T, bf16_t>)
-    if (plan.own_wgrad) {  // no bias: dw only
-      NOEIRA_TRY(onednn::for_each_slab(
-          impl_->threads, s.batch, plan.full_images, [&](int thread, int64_t b0, int64_t images) {
-            bf16_wgrad_slab(s, images, x + b0 * x_image, dy + b0 * y_image,
-                            partials + (b0 / plan.full_images) * plan.partial_floats,
-                            plan.area(workspace, thread));
-          }));
-      add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, 0, w_size, dw);
-      return {};
-    }
+  const auto partial = [&](int64_t b0) {  // the slab's own partial dw [+ db]
+    return partials + (b0 / plan.full_images) * plan.partial_floats;
+  };
+  bool own = false;  // bf16_conv3x3_wgrad.h's kernel: bf16, no bias
+  if constexpr (std::is_same_v<T, bf16_t>) own = plan.own_wgrad;
   const Status ran =
-      impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
-        float* part = partials + (b0 / plan.full_images) * plan.partial_floats;
+      own ? onednn::for_each_slab(impl_->threads, s.batch, plan.full_images,
+                                  [&]([[maybe_unused]] int thread, [[maybe_unused]] int64_t b0,
+                                      [[maybe_unused]] int64_t images) {
+                                    if constexpr (std::is_same_v<T, bf16_t>)
+                                      bf16_wgrad_slab(s, images, x + b0 * x_image,
+                                                      dy + b0 * y_image, partial(b0),
+                                                      plan.area(workspace, thread));
+                                  })
+      : impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
+        float* part = partial(b0);
         float* part_db = s.has_bias ? part + w_size : nullptr;  // computed even when db is null
         return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
                                        {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
