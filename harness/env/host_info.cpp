@@ -107,10 +107,13 @@ nlohmann::json onednn_info() {
                                                                : env_or_null("DNNL_MAX_CPU_ISA")},
           // "0" turns the fp32 Winograd convolutions off (kernels/cpu/onednn_conv.h).
           {"winograd_env", env_or_null("NOEIRA_WINOGRAD")},
-          // "0" sends bf16 3x3 weight gradients back to oneDNN (kernels/cpu/bf16_conv3x3_wgrad.h).
+          // "0" sends bf16 3x3 weight gradients back to oneDNN, "1" to ours on every shape
+          // (kernels/cpu/bf16_conv3x3_wgrad.h).
           {"bf16_wgrad_env", env_or_null("NOEIRA_BF16_WGRAD")},
-          // Whether that kernel runs here at all (AVX-512 build, AVX512-BF16 CPU, not off).
-          {"bf16_wgrad", bf16_wgrad_available()}};
+          // Whether that kernel runs here at all (AVX-512 build, AVX512-BF16 CPU, not off),
+          // and on which shapes: "all", "cin<16" (where oneDNN runs AMX), "none".
+          {"bf16_wgrad", bf16_wgrad_available()},
+          {"bf16_wgrad_scope", bf16_wgrad_scope_name(bf16_wgrad_scope())}};
 }
 
 }  // namespace
@@ -168,6 +171,11 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
   if (text(build, "onednn", "bf16_wgrad_env") == "0")
     warnings.push_back("NOEIRA_BF16_WGRAD=0: bf16 3x3 stride-1 weight gradients run oneDNN's "
                        "kernel, not ours; convolution figures reflect that");
+  if (text(build, "onednn", "bf16_wgrad_env") == "1" &&
+      text(build, "onednn", "isa").find("amx") != std::string::npos)
+    warnings.push_back("NOEIRA_BF16_WGRAD=1: bf16 3x3 stride-1 weight gradients run our "
+                       "kernel on every shape, also where oneDNN's AMX kernel is faster; "
+                       "convolution figures reflect that");
   return warnings;
 }
 
@@ -271,7 +279,7 @@ void render_fields(const nlohmann::json& fields, const std::string& prefix, std:
       text = value_text(v);
     }
     char pad[64];
-    std::snprintf(pad, sizeof pad, "  %-22s ", key.c_str());
+    std::snprintf(pad, sizeof pad, "  %-24s ", key.c_str());
     *out += pad + text + "\n";
   }
 }

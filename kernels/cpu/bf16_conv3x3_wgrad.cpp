@@ -120,13 +120,24 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void channel_block_sums(
 
 #endif  // NOEIRA_BF16_WGRAD_BUILT
 
+// NOEIRA_BF16_WGRAD: "0" off (oneDNN's kernel: A/B timing, bits of older builds), "1" on for
+// every shape ours takes, anything else (or unset) our kernel where it is the faster one.
+std::string_view wgrad_env() {
+  const char* v = std::getenv("NOEIRA_BF16_WGRAD");
+  return v != nullptr ? std::string_view(v) : std::string_view();
+}
+
+bool onednn_runs_amx() {
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const unsigned amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
+  return (isa & amx) == amx;  // the ISA values are nested bit sets
+}
+
 }  // namespace
 
 bool bf16_wgrad_available() {
 #if defined(NOEIRA_BF16_WGRAD_BUILT)
-  // NOEIRA_BF16_WGRAD=0: oneDNN's kernel (A/B timing, bits of older builds).
-  if (const char* v = std::getenv("NOEIRA_BF16_WGRAD"); v != nullptr && std::string_view(v) == "0")
-    return false;
+  if (wgrad_env() == "0") return false;
   static const bool has_bf16 = cpu_has_avx512_bf16();
   return has_bf16;
 #else
@@ -134,10 +145,28 @@ bool bf16_wgrad_available() {
 #endif
 }
 
+Bf16WgradScope bf16_wgrad_scope() {
+  if (!bf16_wgrad_available()) return Bf16WgradScope::kNone;
+  if (wgrad_env() == "1") return Bf16WgradScope::kAll;
+  static const bool amx = onednn_runs_amx();
+  return amx ? Bf16WgradScope::kFewInputChannels : Bf16WgradScope::kAll;
+}
+
+const char* bf16_wgrad_scope_name(Bf16WgradScope scope) {
+  switch (scope) {
+    case Bf16WgradScope::kNone: return "none";
+    case Bf16WgradScope::kAll: return "all";
+    case Bf16WgradScope::kFewInputChannels: return "cin<16";
+  }
+  return "none";
+}
+
 bool bf16_wgrad_applies(const ConvShape& s, DType dtype) {
-  return bf16_wgrad_available() && dtype == DType::kBF16 && s.kernel_h == 3 &&
-         s.kernel_w == 3 && s.stride == 1 && s.pad == 1 && !s.has_bias &&
-         s.out_channels % kLanes == 0 && s.width % 2 == 0;
+  const Bf16WgradScope scope = bf16_wgrad_scope();
+  if (scope == Bf16WgradScope::kNone) return false;
+  if (scope == Bf16WgradScope::kFewInputChannels && s.in_channels >= kLanes) return false;
+  return dtype == DType::kBF16 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride == 1 &&
+         s.pad == 1 && !s.has_bias && s.out_channels % kLanes == 0 && s.width % 2 == 0;
 }
 
 size_t bf16_wgrad_area_bytes(const ConvShape& s, int64_t images) {

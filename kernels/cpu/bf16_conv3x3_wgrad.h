@@ -27,7 +27,18 @@ namespace noeira {
 // NOEIRA_BF16_WGRAD not "0" in the environment (that turns it off: oneDNN's kernel then,
 // as before). Recorded in the results' build block.
 bool bf16_wgrad_available();
-// Whether the kernel takes this shape's backward-weights pass: available, bf16, 3x3,
+
+// Which shapes it takes where it can run. Where oneDNN runs AMX (Sapphire and Emerald
+// Rapids), oneDNN's AMX backward-weights kernel is the faster one from 16 input channels
+// up: one core of an Emerald Rapids, 128 images, ResNet-20's (16,32x32), (32,16x16) and
+// (64,8x8) shapes took 2.9, 2.4 and 2.2 ms there against 7.3-7.9 ms here; on the
+// 3-channel stem ours took 1.6 ms against 2.5. So there ours takes Cin < 16 only
+// (kFewInputChannels), unless NOEIRA_BF16_WGRAD=1 asks for every shape (tests, A/B).
+enum class Bf16WgradScope { kNone, kAll, kFewInputChannels };
+Bf16WgradScope bf16_wgrad_scope();
+const char* bf16_wgrad_scope_name(Bf16WgradScope scope);  // "none", "all", "cin<16"
+
+// Whether the kernel takes this shape's backward-weights pass: in its scope, bf16, 3x3,
 // stride 1, padding 1, no bias, Cout a multiple of 16, an even width. Read when a shape is
 // planned.
 bool bf16_wgrad_applies(const ConvShape& shape, DType dtype);

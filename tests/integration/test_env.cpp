@@ -103,9 +103,21 @@ TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight grad
           "[cli][env]") {
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad_env").is_null());
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad").is_boolean());
+  const std::string scope = env_json().at("build").at("onednn").at("bf16_wgrad_scope");
+  CHECK((scope == "all" || scope == "cin<16" || scope == "none"));
   const nlohmann::json off = env_json("NOEIRA_BF16_WGRAD=0");
   CHECK(off.at("build").at("onednn").at("bf16_wgrad_env") == "0");
   CHECK(off.at("build").at("onednn").at("bf16_wgrad") == false);
+  CHECK(off.at("build").at("onednn").at("bf16_wgrad_scope") == "none");
+  // "1": ours on every shape it takes; where oneDNN runs AMX that is slower, and it warns.
+  const nlohmann::json on = env_json("NOEIRA_BF16_WGRAD=1");
+  const bool runs = on.at("build").at("onednn").at("bf16_wgrad");
+  CHECK(on.at("build").at("onednn").at("bf16_wgrad_scope") == (runs ? "all" : "none"));
+  bool warned_on = false;
+  for (const auto& w : on.at("warnings"))
+    warned_on |= w.get<std::string>().rfind("NOEIRA_BF16_WGRAD=1: bf16 3x3", 0) == 0;
+  const std::string isa = on.at("build").at("onednn").at("isa");
+  CHECK(warned_on == (isa.find("amx") != std::string::npos));
   bool warned = false;
   for (const auto& w : off.at("warnings"))
     warned |= w.get<std::string>().rfind("NOEIRA_BF16_WGRAD=0: bf16 3x3", 0) == 0;

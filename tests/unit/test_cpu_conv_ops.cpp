@@ -1,15 +1,28 @@
 // CpuOps' convolutions (oneDNN) and GEMMs against naive double-precision loops, bf16
 // storage against fp32, and the thread-count rule (DESIGN.md rule 3): 1 and 2 threads give
 // the same bits. Also SGD's scheduled rate.
-#include <fstream>
 #include <string>
+#include <string_view>
 
+#include "harness/env/host_info.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "tests/support/image_reference.h"
 #include "tests/support/scoped_env.h"
 
 using namespace noeira;
 using namespace noeira::test::image_ref;
+
+namespace {
+#if defined(__AVX512BW__)
+constexpr bool kBuildHasAvx512 = true;  // our bf16 weight-gradient kernel is compiled in
+#else
+constexpr bool kBuildHasAvx512 = false;
+#endif
+// oneDNN's effective ISA here includes AMX (its name, as `env` prints it).
+bool onednn_runs_amx() {
+  return build_info().at("onednn").at("isa").get<std::string>().find("amx") != std::string::npos;
+}
+}  // namespace
 
 TEST_CASE("conv2d: forward, backward-data, backward-weights match naive loops", "[image-ops]") {
   CpuOps ops(2);
@@ -61,20 +74,13 @@ TEST_CASE("conv2d bf16: fp32 sums of the bf16 values, outputs rounded once, clos
 TEST_CASE("conv2d bf16 3x3 stride-1 weight gradient (ours on AVX512-BF16): exact products "
           "summed in fp32, the same bits for 1 and 2 threads, oneDNN's within fp32 rounding",
           "[image-ops]") {
-  const test::ScopedEnv on("NOEIRA_BF16_WGRAD", nullptr);
+  // "1": ours on every shape it takes, also where oneDNN's AMX kernel would keep some.
+  const test::ScopedEnv on("NOEIRA_BF16_WGRAD", "1");
   // Ours runs wherever the build has AVX-512 and the CPU AVX512-BF16; elsewhere the checks
   // below compare oneDNN with itself, and say so.
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  bool cpu_bf16 = false;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("flags", 0) == 0) cpu_bf16 = (line + " ").find(" avx512_bf16 ") != std::string::npos;
-#if defined(__AVX512BW__)
-  const bool expected = cpu_bf16;
-#else
-  const bool expected = false;
-#endif
+  const bool expected = kBuildHasAvx512 && host_info().at("cpu_features").at("avx512_bf16") == true;
   CHECK(bf16_wgrad_available() == expected);
+  CHECK(bf16_wgrad_scope() == (expected ? Bf16WgradScope::kAll : Bf16WgradScope::kNone));
   if (!expected) WARN("SKIP: our bf16 weight-gradient kernel cannot run here (no AVX-512 build or "
                       "no AVX512-BF16 CPU); its checks ran oneDNN's kernel");
   const ConvShape shapes[] = {
@@ -102,6 +108,7 @@ TEST_CASE("conv2d bf16 3x3 stride-1 weight gradient (ours on AVX512-BF16): exact
 
 TEST_CASE("conv2d bf16 weight gradient: ours takes 3x3, stride 1, pad 1, no bias, Cout 16k, "
           "W even, bf16 only", "[image-ops]") {
+  const test::ScopedEnv on("NOEIRA_BF16_WGRAD", "1");
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1, false), DType::kF32));
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 32, 3, 2, 1, false), DType::kBF16));
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 1, true), DType::kBF16));
@@ -109,6 +116,32 @@ TEST_CASE("conv2d bf16 weight gradient: ours takes 3x3, stride 1, pad 1, no bias
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 31, 31, 16, 3, 1, 1, false), DType::kBF16));
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 0, false), DType::kBF16));
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 1, 1, 0, false), DType::kBF16));
+}
+
+TEST_CASE("conv2d bf16 weight gradient: where oneDNN runs AMX, ours keeps only Cin < 16 "
+          "unless NOEIRA_BF16_WGRAD=1; =0 turns it off", "[image-ops]") {
+  const ConvShape stem = conv_shape(8, 3, 32, 32, 16, 3, 1, 1, false);
+  const ConvShape wide = conv_shape(8, 16, 32, 32, 16, 3, 1, 1, false);
+  const bool amx = onednn_runs_amx();
+  {
+    const test::ScopedEnv unset("NOEIRA_BF16_WGRAD", nullptr);
+    if (!bf16_wgrad_available()) {
+      CHECK(bf16_wgrad_scope() == Bf16WgradScope::kNone);
+      CHECK_FALSE(bf16_wgrad_applies(stem, DType::kBF16));
+    } else {
+      CHECK(bf16_wgrad_scope() == (amx ? Bf16WgradScope::kFewInputChannels : Bf16WgradScope::kAll));
+      CHECK(bf16_wgrad_applies(stem, DType::kBF16));
+      CHECK(bf16_wgrad_applies(wide, DType::kBF16) == !amx);
+    }
+  }
+  {
+    const test::ScopedEnv forced("NOEIRA_BF16_WGRAD", "1");
+    CHECK(bf16_wgrad_applies(wide, DType::kBF16) == bf16_wgrad_available());
+  }
+  const test::ScopedEnv off("NOEIRA_BF16_WGRAD", "0");
+  CHECK(bf16_wgrad_scope() == Bf16WgradScope::kNone);
+  CHECK_FALSE(bf16_wgrad_applies(stem, DType::kBF16));
+  CHECK(std::string_view(bf16_wgrad_scope_name(bf16_wgrad_scope())) == "none");
 }
 
 TEST_CASE("conv2d: 1 and 2 threads give the same bits in every pass, fp32 and bf16",

@@ -99,11 +99,11 @@ TEST_CASE("env text: nested fields as object.key, flags by name, then warning li
       {"warnings", {"oneDNN runs its 'avx2' kernels"}}};
   const std::string text = render_environment(env);
   INFO(text);
-  CHECK_THAT(text, Catch::Contains("host:\n  cpu_features           avx avx2\n"));
-  CHECK_THAT(text, Catch::Contains("  onednn.isa             avx2\n"));
-  CHECK_THAT(text, Catch::Contains("  onednn.max_cpu_isa_env -\n"));
-  CHECK_THAT(text, Catch::Contains("  cuda_built             false\n"));
-  CHECK_THAT(text, Catch::Contains("  reason                 no NVIDIA driver / no GPU (x)\n"));
+  CHECK_THAT(text, Catch::Contains("host:\n  cpu_features             avx avx2\n"));
+  CHECK_THAT(text, Catch::Contains("  onednn.isa               avx2\n"));
+  CHECK_THAT(text, Catch::Contains("  onednn.max_cpu_isa_env   -\n"));
+  CHECK_THAT(text, Catch::Contains("  cuda_built               false\n"));
+  CHECK_THAT(text, Catch::Contains("  reason                   no NVIDIA driver / no GPU (x)\n"));
   CHECK_THAT(text, Catch::EndsWith("\nwarning: oneDNN runs its 'avx2' kernels\n"));
   // Sections in the order host, build, device.
   CHECK(text.find("host:") < text.find("build:"));
