@@ -127,12 +127,6 @@ std::string_view wgrad_env() {
   return v != nullptr ? std::string_view(v) : std::string_view();
 }
 
-bool onednn_runs_amx() {
-  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  const unsigned amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
-  return (isa & amx) == amx;  // the ISA values are nested bit sets
-}
-
 }  // namespace
 
 bool bf16_wgrad_available() {
@@ -148,8 +142,7 @@ bool bf16_wgrad_available() {
 Bf16WgradScope bf16_wgrad_scope() {
   if (!bf16_wgrad_available()) return Bf16WgradScope::kNone;
   if (wgrad_env() == "1") return Bf16WgradScope::kAll;
-  static const bool amx = onednn_runs_amx();
-  return amx ? Bf16WgradScope::kFewInputChannels : Bf16WgradScope::kAll;
+  return onednn::runs_amx() ? Bf16WgradScope::kFewInputChannels : Bf16WgradScope::kAll;
 }
 
 const char* bf16_wgrad_scope_name(Bf16WgradScope scope) {

@@ -37,12 +37,14 @@ int64_t conv_slab_images(const ConvShape& shape);
 // Whether a shape's passes run oneDNN's Winograd F(4x4, 3x3) kernels rather than direct
 // ones: fp32, 3x3, stride 1, padding 1, input and output channels multiples of 16 (the
 // kernels' own limits; all of ResNet-20's stride-1 convolutions). They do about a quarter
-// of the multiplications; on one AVX-512 core, 8-image slabs, they took 0.50-0.70x the
+// of the multiplications; on one AMD Zen 4 core, 8-image slabs, they took 0.50-0.70x the
 // direct kernels' time in every pass at (16, 32x32), (32, 16x16) and (64, 8x8). Their
 // rounding differs from a direct sum's (the input and output transforms add and subtract
 // before and after the products): rel. error ~1e-6 against a double reference, within the
 // convolution tests' 1e-4. Chosen from the shape alone, like every layout choice; where
 // oneDNN has no such kernel for this CPU the passes run direct (onednn_conv_pass.cpp).
+// Where oneDNN runs AMX (onednn::runs_amx), only images of 64 pixels or fewer: there its
+// direct kernels were faster at 16x16 and 32x32 (onednn_conv_pass.cpp).
 // NOEIRA_WINOGRAD=0 in the environment turns it off (read when a shape is planned).
 bool winograd_applies(const ConvShape& shape, DType dtype);
 

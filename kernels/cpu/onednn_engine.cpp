@@ -7,6 +7,15 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
+bool runs_amx() {
+  static const bool amx = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const auto with_amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
+    return (isa & with_amx) == with_amx;  // the ISA values are nested bit sets
+  }();
+  return amx;
+}
+
 dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

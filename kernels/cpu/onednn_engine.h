@@ -27,6 +27,12 @@ namespace noeira::onednn {
 // The process's CPU engine, created on first use.
 const dnnl::engine& cpu_engine();
 
+// Whether oneDNN's effective ISA here includes AMX (Sapphire and Emerald Rapids onwards).
+// On one such CPU (Emerald Rapids) some of its kernels beat the choices made on AMD's
+// AVX-512 cores: its AMX bf16 weight gradients beat ours (bf16_conv3x3_wgrad.h) and its
+// direct fp32 kernels beat its Winograd ones on 16x16 and 32x32 images (onednn_conv.h).
+bool runs_amx();
+
 // Attributes for a primitive whose scratchpad the caller passes at execution
 // (DNNL_ARG_SCRATCHPAD): then one primitive may run on several threads at once, each
 // with its own scratchpad, and oneDNN allocates nothing for it.

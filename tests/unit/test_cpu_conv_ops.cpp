@@ -6,6 +6,7 @@
 
 #include "harness/env/host_info.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
+#include "kernels/cpu/onednn_engine.h"
 #include "tests/support/image_reference.h"
 #include "tests/support/scoped_env.h"
 
@@ -116,6 +117,10 @@ TEST_CASE("conv2d bf16 weight gradient: ours takes 3x3, stride 1, pad 1, no bias
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 31, 31, 16, 3, 1, 1, false), DType::kBF16));
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 3, 1, 0, false), DType::kBF16));
   CHECK_FALSE(bf16_wgrad_applies(conv_shape(8, 16, 32, 32, 16, 1, 1, 0, false), DType::kBF16));
+}
+
+TEST_CASE("onednn::runs_amx agrees with the oneDNN ISA that env records", "[image-ops]") {
+  CHECK(onednn::runs_amx() == onednn_runs_amx());
 }
 
 TEST_CASE("conv2d bf16 weight gradient: where oneDNN runs AMX, ours keeps only Cin < 16 "
