@@ -31,7 +31,7 @@ bool bf16_wgrad_available();
 // Which shapes it takes where it can run. Where oneDNN runs AMX (Sapphire and Emerald
 // Rapids), oneDNN's AMX backward-weights kernel is the faster one from 16 input channels
 // up: one core of an Emerald Rapids, 128 images, ResNet-20's (16,32x32), (32,16x16) and
-// (64,8x8) shapes took 2.9, 2.4 and 2.2 ms there against 7.3-7.9 ms here; on the
+// (64,8x8) shapes took 2.9, 2.4 and 2.2 ms there against 7.3-9.5 ms here; on the
 // 3-channel stem ours took 1.6 ms against 2.5. So there ours takes Cin < 16 only
 // (kFewInputChannels), unless NOEIRA_BF16_WGRAD=1 asks for every shape (tests, A/B).
 enum class Bf16WgradScope { kNone, kAll, kFewInputChannels };
