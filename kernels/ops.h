@@ -29,6 +29,16 @@ struct LossStats {
   int64_t count;    // samples seen
 };
 
+// What a BatchNorm forward does after normalising, in the same pass (ResNet's basic block:
+// relu(bn1(x)) and relu(bn2(x) + shortcut), nn/resnet_block.cpp): y = act(bn(x) + residual).
+// residual: empty, or (B, C, S) in x's dtype; act: kNone or kReLU. Each step is rounded to
+// the storage dtype as the separate ops (add, act_forward) store it, so the fused pass
+// gives their bits and saves their passes over memory. The residual must not overlap y.
+struct BatchNormEpilogue {
+  ConstView residual;
+  Act act = Act::kNone;
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;

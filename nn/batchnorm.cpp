@@ -29,19 +29,25 @@ Shape BatchNorm2d::plan(PlanContext& pc, const Shape& in) {
 }
 
 Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
+  return forward(ctx, x, Tensor{}, Act::kNone);
+}
+
+Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x, const Tensor& residual, Act act) {
   x_ = x;
   const NormShape s = shape(x.rows());
   Tensor y = ctx.view(y_, x.rows());  // (B, C, H, W)
+  const BatchNormEpilogue epi{residual, act};
   if (ctx.training() && ctx.cross_rank_sum())
-    forward_synced(ctx, *ctx.cross_rank_sum(), x, y);
+    forward_synced(ctx, *ctx.cross_rank_sum(), x, y, epi);
   else if (ctx.training())
     ctx.ops().batchnorm_forward_train(s, x, ctx.f32(gamma_.value), ctx.f32(beta_.value), hyper_,
-                                      y, ctx.f32(save_mean_), ctx.f32(save_invstd_),
+                                      y, epi, ctx.f32(save_mean_), ctx.f32(save_invstd_),
                                       ctx.f32(running_mean_), ctx.f32(running_var_),
                                       ctx.workspace());
   else
     ctx.ops().batchnorm_forward_eval(s, x, ctx.f32(gamma_.value), ctx.f32(beta_.value),
-                                     ctx.f32(running_mean_), ctx.f32(running_var_), hyper_, y);
+                                     ctx.f32(running_mean_), ctx.f32(running_var_), hyper_, y,
+                                     epi);
   return y;
 }
 
@@ -61,7 +67,7 @@ Tensor BatchNorm2d::backward(Context& ctx, const Tensor& dy) {
 // The cross-rank buffer: this rank's sums (C, 2), then their sum over the ranks (C, 2);
 // every rank has x_.rows() rows, so a channel's total covers ranks times this rank's values.
 void BatchNorm2d::forward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& x,
-                                 const Tensor& y) {
+                                 const Tensor& y, const BatchNormEpilogue& epi) {
   const NormShape s = shape(x.rows());
   double* local = ctx.cross_rank_doubles();
   double* total = local + 2 * s.channels;
@@ -69,7 +75,7 @@ void BatchNorm2d::forward_synced(Context& ctx, CrossRankSum& ranks, const Tensor
   ranks.sum(local, total, 2 * s.channels);
   ctx.ops().batchnorm_forward_from_stats(s, x, total, s.per_channel() * ranks.ranks(),
                                          ctx.f32(gamma_.value), ctx.f32(beta_.value), hyper_, y,
-                                         ctx.f32(save_mean_), ctx.f32(save_invstd_),
+                                         epi, ctx.f32(save_mean_), ctx.f32(save_invstd_),
                                          ctx.f32(running_mean_), ctx.f32(running_var_),
                                          ctx.workspace());
 }

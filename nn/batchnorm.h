@@ -11,8 +11,14 @@
 // as one process with N * B rows (every rank has B rows). dgamma and dbeta take this rank's
 // own sums: the gradient sync averages the ranks' gradients. On one process the fused ops
 // run, as before.
+//
+// A caller may fuse what follows into the forward's pass (kernels/ops.h BatchNormEpilogue):
+// y = act(bn(x) + residual), with the separate ops' bits (ResNet's basic block: relu(bn1)
+// and relu(bn2 + shortcut)). backward() stays BatchNorm's own: dy is the gradient of the
+// normalised value, so the caller takes the activation's and the residual's gradients.
 #pragma once
 #include "kernels/common/image_shapes.h"
+#include "kernels/common/math.h"
 #include "kernels/common/norm.h"
 #include "nn/module.h"
 
@@ -24,11 +30,14 @@ class BatchNorm2d : public Module {
   std::string kind() const override { return "BatchNorm2d"; }
   Shape plan(PlanContext& pc, const Shape& in) override;
   Tensor forward(Context& ctx, const Tensor& x) override;
+  // y = act(bn(x) + residual), residual empty or x's shape and dtype.
+  Tensor forward(Context& ctx, const Tensor& x, const Tensor& residual, Act act);
   Tensor backward(Context& ctx, const Tensor& dy) override;
 
  private:
   NormShape shape(int64_t rows) const { return NormShape{rows, shape_.channels, shape_.spatial}; }
-  void forward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& x, const Tensor& y);
+  void forward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& x, const Tensor& y,
+                      const BatchNormEpilogue& epi);
   void backward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& dy, const Tensor& dx);
 
   BatchNormHyper hyper_;

@@ -6,8 +6,7 @@ BasicBlock::BasicBlock(int64_t out_channels, int64_t stride)
     : out_(out_channels), stride_(stride),
       conv1_(std::make_unique<Conv2d>(out_channels, 3, stride, 1, false)),
       conv2_(std::make_unique<Conv2d>(out_channels, 3, 1, 1, false)),
-      bn1_(std::make_unique<BatchNorm2d>()), bn2_(std::make_unique<BatchNorm2d>()),
-      relu_(std::make_unique<ReLU>()) {}
+      bn1_(std::make_unique<BatchNorm2d>()), bn2_(std::make_unique<BatchNorm2d>()) {}
 
 Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
   const std::string name = pc.where("BasicBlock");
@@ -23,15 +22,15 @@ Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
   // An input in another dtype is cast once here; both paths then read the cast.
   if (pc.in_dtype != flow) x_cast_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
 
-  // The residual branch: conv1 -> bn1 -> relu -> conv2 -> bn2, every input but the
-  // block's own needing its gradient.
+  // The residual branch: conv1 -> bn1 + relu -> conv2 -> bn2 (+ shortcut, relu), every
+  // input but the block's own needing its gradient.
   PlanContext c1 = pc.child("conv1", pc.input_needs_grad, flow);
   Shape s = conv1_->plan(c1, in);
   PlanContext n1 = pc.child("bn1", true, conv1_->out_dtype());
   s = bn1_->plan(n1, s);
-  PlanContext r = pc.child("relu", true, bn1_->out_dtype());
-  s = relu_->plan(r, s);
-  PlanContext c2 = pc.child("conv2", true, relu_->out_dtype());
+  const Shape h1 = s.with_batch(pc.batch);  // (B, Cout, Ho, Wo)
+  drelu_ = pc.plan.reserve(MemCategory::kActivations, h1, bn1_->out_dtype());
+  PlanContext c2 = pc.child("conv2", true, bn1_->out_dtype());
   s = conv2_->plan(c2, s);
   PlanContext n2 = pc.child("bn2", true, conv2_->out_dtype());
   s = bn2_->plan(n2, s);
@@ -45,8 +44,6 @@ Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
     sc_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
     if (pc.input_needs_grad) dsc_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
   }
-  sum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
-  y_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   dsum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   if (pc.input_needs_grad) {
     dx_ = pc.plan.reserve(MemCategory::kActivations, x, pc.in_dtype);
@@ -71,27 +68,25 @@ Tensor BasicBlock::forward(Context& ctx, const Tensor& x) {
     s.batch = rows_;
     ops.shortcut_forward(s, xf_, sc);
   }
+  // Each ReLU (and the shortcut's add) in its BatchNorm's pass: the same bits as the
+  // separate ops, without their passes over the activations.
   Tensor h = conv1_->forward(ctx, xf_);
-  h = bn1_->forward(ctx, h);
-  h = relu_->forward(ctx, h);
-  h = conv2_->forward(ctx, h);
-  h = bn2_->forward(ctx, h);  // (B, Cout, Ho, Wo)
-  Tensor sum = ctx.view(sum_, rows_);
-  ops.add(h, sc, sum);
-  Tensor y = ctx.view(y_, rows_);
-  ops.act_forward(sum, y, Act::kReLU);
-  return y;
+  h1_ = bn1_->forward(ctx, h, Tensor{}, Act::kReLU);
+  h = conv2_->forward(ctx, h1_);
+  y_ = bn2_->forward(ctx, h, sc, Act::kReLU);  // (B, Cout, Ho, Wo)
+  return y_;
 }
 
 Tensor BasicBlock::backward(Context& ctx, const Tensor& dy) {
   Ops& ops = ctx.ops();
   // d(sum) reaches both paths unchanged.
   Tensor dsum = ctx.view(dsum_, rows_);
-  ops.act_backward(dy, ctx.view(sum_, rows_), ctx.view(y_, rows_), dsum, Act::kReLU);
+  ops.act_backward(dy, Tensor{}, y_, dsum, Act::kReLU);  // ReLU's gradient reads its output
   Tensor g = bn2_->backward(ctx, dsum);
   g = conv2_->backward(ctx, g);
-  g = relu_->backward(ctx, g);
-  g = bn1_->backward(ctx, g);
+  Tensor drelu = ctx.view(drelu_, rows_);
+  ops.act_backward(g, Tensor{}, h1_, drelu, Act::kReLU);
+  g = bn1_->backward(ctx, drelu);
   g = conv1_->backward(ctx, g);  // (B, Cin, H, W), empty when no one needs d(input)
   if (!dx_.valid()) return Tensor{};
   Tensor dx = ctx.view(dx_, rows_);

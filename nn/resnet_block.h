@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "kernels/common/image_shapes.h"
-#include "nn/activation.h"
 #include "nn/batchnorm.h"
 #include "nn/conv2d.h"
 #include "nn/module.h"
@@ -28,15 +27,16 @@ class BasicBlock : public Module {
  private:
   int64_t out_, stride_;
   std::unique_ptr<Conv2d> conv1_, conv2_;
-  std::unique_ptr<BatchNorm2d> bn1_, bn2_;
-  std::unique_ptr<ReLU> relu_;
+  std::unique_ptr<BatchNorm2d> bn1_, bn2_;  // each with its ReLU fused into its forward
   bool identity_ = true;    // the shortcut is x itself
   ShortcutShape shortcut_;  // option A, when not the identity
   Slot x_cast_;             // (B, Cin, H, W) flow dtype: an input in another dtype, cast
-  Slot sc_, sum_, y_, dsum_;  // (B, Cout, Ho, Wo): shortcut, bn2 + shortcut, relu, d(sum)
+  Slot sc_, dsum_;          // (B, Cout, Ho, Wo): shortcut, d(bn2 + shortcut)
+  Slot drelu_;              // (B, Cout, Ho, Wo): d(relu(bn1)'s input)
   Slot dsc_;                // (B, Cin, H, W) flow dtype: d(input) through the shortcut
   Slot dxf_, dx_;           // (B, Cin, H, W): d(input) in the flow dtype (when it differs), input's
   Tensor xf_;               // input of the last forward, in the flow dtype
+  Tensor h1_, y_;           // the last forward's relu(bn1) and output (bn2's buffers)
   int64_t rows_ = 0;
 };
 

@@ -159,12 +159,16 @@ OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool d
   return c;
 }
 
-OpCase batchnorm_forward_train(const Ops& ops, const NormShape& ns, DType dt, const BatchNormHyper& h) {
+OpCase batchnorm_forward_train(const Ops& ops, const NormShape& ns, DType dt, const BatchNormHyper& h,
+                               bool residual, Act act) {
   const int64_t n = ns.elems(), C = ns.channels;
+  const std::string epilogue = std::string(residual ? "/residual" : "") + (act == Act::kReLU ? "/relu" : "") +
+                               (act == Act::kGELU ? "/gelu" : "");
   OpCase c{"batchnorm_forward_train", dts(dt) + "/B=" + std::to_string(ns.batch) + "/C=" + std::to_string(C) +
-                                          "/S=" + std::to_string(ns.spatial), {}, {}, {}, {}};
+                                          "/S=" + std::to_string(ns.spatial) + epilogue, {}, {}, {}, {}};
   Specs s;
   const int x = s.add(Shape{n}, dt, Fill::kSigned);
+  const int r = s.add_if(residual, Shape{n}, dt, Fill::kSigned);
   const int g = s.add(Shape{C}, DType::kF32, Fill::kSigned), b = s.add(Shape{C}, DType::kF32, Fill::kSigned);
   const int y = s.add(Shape{n}, dt, Fill::kZero);
   const int mean = s.add(Shape{C}, DType::kF32, Fill::kZero), inv = s.add(Shape{C}, DType::kF32, Fill::kZero);
@@ -172,11 +176,13 @@ OpCase batchnorm_forward_train(const Ops& ops, const NormShape& ns, DType dt, co
   const int ws = s.workspace(ops.batchnorm_workspace_bytes(ns));
   c.buffers = s.v;
   c.call = [=](Ops& o, const Ptrs& p) {
-    o.batchnorm_forward_train(ns, view(p, x, dt, n), f32(p, g), f32(p, b), h, view(p, y, dt, n), f32(p, mean),
-                              f32(p, inv), f32(p, rm), f32(p, rv), at(p, ws));
+    const BatchNormEpilogue epi{view(p, r, dt, n), act};
+    o.batchnorm_forward_train(ns, view(p, x, dt, n), f32(p, g), f32(p, b), h, view(p, y, dt, n), epi,
+                              f32(p, mean), f32(p, inv), f32(p, rm), f32(p, rv), at(p, ws));
   };
-  // gamma, beta read; mean, invstd written; the running statistics read and written.
-  c.work.bytes = 2 * bytes(n, dt) + bytes(8 * C, DType::kF32);
+  // x, y and the residual once each; gamma, beta read; mean, invstd written; the running
+  // statistics read and written.
+  c.work.bytes = (residual ? 3 : 2) * bytes(n, dt) + bytes(8 * C, DType::kF32);
   return c;
 }
 

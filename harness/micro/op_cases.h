@@ -40,7 +40,8 @@ OpCase cast(int64_t n, DType from, DType to, bool weights = false);
 OpCase layernorm_forward(int64_t N, int64_t C, DType dt, bool beta, float eps);
 OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool dx, bool dbeta);
 OpCase batchnorm_forward_train(const Ops& ops, const NormShape& s, DType dt,
-                               const BatchNormHyper& h);
+                               const BatchNormHyper& h, bool residual = false,
+                               Act act = Act::kNone);
 OpCase batchnorm_backward(const Ops& ops, const NormShape& s, DType dt, bool dx);
 OpCase attention_forward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64_t nh,
                          bool causal, DType dt);

@@ -136,9 +136,9 @@ class RecordingOps final : public NoComputeOps {
     record(op_case::layernorm_backward(inner_, N, C, x.dtype, !dx.empty(), dbeta != nullptr));
   }
   void batchnorm_forward_train(const NormShape& s, ConstView x, const float*, const float*,
-                               const BatchNormHyper& h, View, float*, float*, float*, float*,
-                               void*) override {
-    record(op_case::batchnorm_forward_train(inner_, s, x.dtype, h));
+                               const BatchNormHyper& h, View, const BatchNormEpilogue& epi,
+                               float*, float*, float*, float*, void*) override {
+    record(op_case::batchnorm_forward_train(inner_, s, x.dtype, h, !epi.residual.empty(), epi.act));
   }
   void batchnorm_backward(const NormShape& s, ConstView, ConstView x, const float*, const float*,
                           const float*, View dx, float*, float*, void*) override {

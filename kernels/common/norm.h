@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/hd.h"
+#include "kernels/common/math.h"
 
 namespace noeira {
 
@@ -49,6 +51,30 @@ struct ChannelSums {
 // y = (x - mean) * invstd * gamma + beta.
 NOEIRA_HD float batchnorm_apply(float x, float mean, float invstd, float gamma, float beta) {
   return (x - mean) * invstd * gamma + beta;
+}
+
+// v rounded to the storage type T as a store and a load would: the identity for fp32.
+template <class T>
+NOEIRA_HD float stored_as(float v) {
+  T t;
+  store_f32(t, v);
+  return load_f32(t);
+}
+
+// A fused BatchNorm's epilogue for one element (kernels/ops.h BatchNormEpilogue): y is the
+// normalised value (batchnorm_apply or batchnorm_eval), r the residual's element when
+// has_residual. The separate ops' steps with their roundings to the storage type T: the
+// BatchNorm's output stored, add's sum stored, then the activation (the caller stores its
+// result), so the fused pass gives their bits. ReLU skips the rounding before it: rounding
+// keeps a value's sign (or makes it a zero) and ReLU passes a stored value on exactly, so
+// storing relu(y) rounds to the same bits as storing relu(stored_as<T>(y)), with one
+// rounding fewer (bf16's rounding was most of the fused pass's arithmetic).
+template <class T>
+NOEIRA_HD float batchnorm_epilogue(float y, bool has_residual, float r, Act act) {
+  if (has_residual) y = stored_as<T>(y) + r;
+  if (act == Act::kReLU) return act_forward(act, y);
+  if (act != Act::kNone) y = act_forward(act, stored_as<T>(y));
+  return y;
 }
 
 // Eval: the running statistics normalise.

@@ -6,8 +6,11 @@
 // batchnorm_backward) and the split ones of synchronised BatchNorm (batchnorm_stats ->
 // a sum over ranks -> batchnorm_forward_from_stats; batchnorm_backward_stats ->
 // batchnorm_backward_from_stats) run the same per-channel functions below, so a split
-// pass over one rank gives the fused pass's bits. No workspace.
+// pass over one rank gives the fused pass's bits. The forwards apply their epilogue
+// (kernels/ops.h BatchNormEpilogue: a residual, an activation) as they write y. No
+// workspace.
 #include <string>
+#include <type_traits>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/norm.h"
@@ -92,12 +95,39 @@ void channel_sums(const NormShape& s, const T* x, Chunk ch, ChannelSums* out) {
       out);
 }
 
+// A forward's epilogue with its residual and activation as compile-time constants, so the
+// element loops carry no per-element branch and vectorise.
+template <bool kResidual, Act kAct>
+struct Epilogue {
+  const void* residual;
+  template <class T>
+  float operator()(float y, const T*, int64_t at) const {
+    const float r = kResidual ? load_f32(static_cast<const T*>(residual)[at]) : 0.0f;
+    return batchnorm_epilogue<T>(y, kResidual, r, kAct);
+  }
+};
+
+// Calls f with the Epilogue for epi.
+template <class F>
+void with_epilogue(const BatchNormEpilogue& epi, const F& f) {
+  const auto act = [&](auto has_residual) {
+    constexpr bool kRes = decltype(has_residual)::value;
+    switch (epi.act) {
+      case Act::kReLU: return f(Epilogue<kRes, Act::kReLU>{epi.residual.data});
+      case Act::kGELU: return f(Epilogue<kRes, Act::kGELU>{epi.residual.data});
+      default: return f(Epilogue<kRes, Act::kNone>{epi.residual.data});
+    }
+  };
+  if (epi.residual.empty()) act(std::false_type{});
+  else act(std::true_type{});
+}
+
 // The training forward of the chunk's channels from their sums over n values each: save
-// the statistics, update the running ones, write y.
-template <class T>
+// the statistics, update the running ones, write y (after the epilogue).
+template <class T, class Epi>
 void chunk_forward(const NormShape& s, const T* x, Chunk ch, const ChannelSums* sums, int64_t n,
                    const float* gamma, const float* beta, const BatchNormHyper& h, T* y,
-                   float* save_mean, float* save_invstd, float* running_mean,
+                   const Epi& epi, float* save_mean, float* save_invstd, float* running_mean,
                    float* running_var) {
   const int64_t C = s.channels, S = s.spatial;
   for (int64_t c = ch.c0; c < ch.c1; ++c) {
@@ -109,11 +139,12 @@ void chunk_forward(const NormShape& s, const T* x, Chunk ch, const ChannelSums* 
   }
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {
-      const T* __restrict xc = x + (b * C + c) * S;
-      T* __restrict yc = y + (b * C + c) * S;
+      const int64_t at = (b * C + c) * S;
+      const T* __restrict xc = x + at;
+      T* __restrict yc = y + at;
       const float mean = save_mean[c], invstd = save_invstd[c], g = gamma[c], be = beta[c];
       for (int64_t i = 0; i < S; ++i)
-        store_f32(yc[i], batchnorm_apply(load_f32(xc[i]), mean, invstd, g, be));
+        store_f32(yc[i], epi(batchnorm_apply(load_f32(xc[i]), mean, invstd, g, be), x, at + i));
     }
 }
 
@@ -160,6 +191,15 @@ void check_count(const char* op, const NormShape& s, int64_t count) {
                             std::to_string(s.per_channel()) + " values per channel"});
 }
 
+// The epilogue's residual is x's shape and dtype (a programming error otherwise).
+void check_epilogue(const char* op, const NormShape& s, ConstView x, const BatchNormEpilogue& epi) {
+  if (epi.residual.empty()) return;
+  if (epi.residual.n != s.elems() || epi.residual.dtype != x.dtype)
+    cpu_op_failed(op, Error{"the epilogue's residual has " + std::to_string(epi.residual.n) + " " +
+                            dtype_name(epi.residual.dtype) + " elements; x has " +
+                            std::to_string(s.elems()) + " " + dtype_name(x.dtype)});
+}
+
 // stats (C, 2) <-> ChannelSums.
 ChannelSums sums_at(const double* stats, int64_t c) { return {stats[2 * c], stats[2 * c + 1]}; }
 void put_sums(double* stats, int64_t c, ChannelSums v) {
@@ -169,13 +209,16 @@ void put_sums(double* stats, int64_t c, ChannelSums v) {
 
 template <class T>
 void bn_train_impl(int threads, const NormShape& s, const T* x, const float* gamma,
-                   const float* beta, const BatchNormHyper& h, T* y, float* save_mean,
-                   float* save_invstd, float* running_mean, float* running_var) {
-  for_chunks(threads, s.channels, [&](Chunk ch) {
-    ChannelSums sums[kChunk];
-    channel_sums(s, x, ch, sums);
-    chunk_forward(s, x, ch, sums, s.per_channel(), gamma, beta, h, y, save_mean, save_invstd,
-                  running_mean, running_var);
+                   const float* beta, const BatchNormHyper& h, T* y,
+                   const BatchNormEpilogue& epilogue, float* save_mean, float* save_invstd,
+                   float* running_mean, float* running_var) {
+  with_epilogue(epilogue, [&](const auto& epi) {
+    for_chunks(threads, s.channels, [&](Chunk ch) {
+      ChannelSums sums[kChunk];
+      channel_sums(s, x, ch, sums);
+      chunk_forward(s, x, ch, sums, s.per_channel(), gamma, beta, h, y, epi, save_mean,
+                    save_invstd, running_mean, running_var);
+    });
   });
 }
 
@@ -191,28 +234,35 @@ void bn_stats_impl(int threads, const NormShape& s, const T* x, double* stats) {
 template <class T>
 void bn_from_stats_impl(int threads, const NormShape& s, const T* x, const double* stats,
                         int64_t count, const float* gamma, const float* beta,
-                        const BatchNormHyper& h, T* y, float* save_mean, float* save_invstd,
-                        float* running_mean, float* running_var) {
-  for_chunks(threads, s.channels, [&](Chunk ch) {
-    ChannelSums sums[kChunk];
-    for (int64_t c = ch.c0; c < ch.c1; ++c) sums[c - ch.c0] = sums_at(stats, c);
-    chunk_forward(s, x, ch, sums, count, gamma, beta, h, y, save_mean, save_invstd,
-                  running_mean, running_var);
+                        const BatchNormHyper& h, T* y, const BatchNormEpilogue& epilogue,
+                        float* save_mean, float* save_invstd, float* running_mean,
+                        float* running_var) {
+  with_epilogue(epilogue, [&](const auto& epi) {
+    for_chunks(threads, s.channels, [&](Chunk ch) {
+      ChannelSums sums[kChunk];
+      for (int64_t c = ch.c0; c < ch.c1; ++c) sums[c - ch.c0] = sums_at(stats, c);
+      chunk_forward(s, x, ch, sums, count, gamma, beta, h, y, epi, save_mean, save_invstd,
+                    running_mean, running_var);
+    });
   });
 }
 
 template <class T>
 void bn_eval_impl(int threads, const NormShape& s, const T* x, const float* gamma,
                   const float* beta, const float* running_mean, const float* running_var,
-                  const BatchNormHyper& h, T* y) {
+                  const BatchNormHyper& h, T* y, const BatchNormEpilogue& epilogue) {
   const int64_t C = s.channels, S = s.spatial;
+  with_epilogue(epilogue, [&](const auto& epi) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t bc = 0; bc < s.batch * C; ++bc) {  // one (b, c) run of S values
-    const int64_t c = bc % C;
-    for (int64_t i = 0; i < S; ++i)
-      store_f32(y[bc * S + i], batchnorm_eval(load_f32(x[bc * S + i]), running_mean[c],
-                                              running_var[c], h.eps, gamma[c], beta[c]));
-  }
+    for (int64_t bc = 0; bc < s.batch * C; ++bc) {  // one (b, c) run of S values
+      const int64_t c = bc % C;
+      for (int64_t i = 0; i < S; ++i)
+        store_f32(y[bc * S + i],
+                  epi(batchnorm_eval(load_f32(x[bc * S + i]), running_mean[c], running_var[c],
+                                     h.eps, gamma[c], beta[c]),
+                      x, bc * S + i));
+    }
+  });
 }
 
 template <class T>
@@ -265,15 +315,17 @@ size_t CpuOps::batchnorm_workspace_bytes(const NormShape&) const { return 0; }
 
 void CpuOps::batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
                                      const float* beta, const BatchNormHyper& h, View y,
-                                     float* save_mean, float* save_invstd, float* running_mean,
+                                     const BatchNormEpilogue& epi, float* save_mean,
+                                     float* save_invstd, float* running_mean,
                                      float* running_var, void* workspace) {
   (void)workspace;  // batchnorm_workspace_bytes is 0 here
   const char* op = "batchnorm_forward_train";
   expect_elems(op, s.elems(), {x, y});
+  check_epilogue(op, s, x, epi);
   dispatch_float(op, {y, x}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_train_impl(threads_, s, x.as<T>(), gamma, beta, h, y.as<T>(), save_mean, save_invstd,
-                  running_mean, running_var);
+    bn_train_impl(threads_, s, x.as<T>(), gamma, beta, h, y.as<T>(), epi, save_mean,
+                  save_invstd, running_mean, running_var);
   });
 }
 
@@ -289,28 +341,33 @@ void CpuOps::batchnorm_stats(const NormShape& s, ConstView x, double* stats, voi
 
 void CpuOps::batchnorm_forward_from_stats(const NormShape& s, ConstView x, const double* stats,
                                           int64_t count, const float* gamma, const float* beta,
-                                          const BatchNormHyper& h, View y, float* save_mean,
+                                          const BatchNormHyper& h, View y,
+                                          const BatchNormEpilogue& epi, float* save_mean,
                                           float* save_invstd, float* running_mean,
                                           float* running_var, void* workspace) {
   (void)workspace;
   const char* op = "batchnorm_forward_from_stats";
   expect_elems(op, s.elems(), {x, y});
   check_count(op, s, count);
+  check_epilogue(op, s, x, epi);
   dispatch_float(op, {y, x}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_from_stats_impl(threads_, s, x.as<T>(), stats, count, gamma, beta, h, y.as<T>(),
+    bn_from_stats_impl(threads_, s, x.as<T>(), stats, count, gamma, beta, h, y.as<T>(), epi,
                        save_mean, save_invstd, running_mean, running_var);
   });
 }
 
 void CpuOps::batchnorm_forward_eval(const NormShape& s, ConstView x, const float* gamma,
                                     const float* beta, const float* running_mean,
-                                    const float* running_var, const BatchNormHyper& h, View y) {
+                                    const float* running_var, const BatchNormHyper& h, View y,
+                                    const BatchNormEpilogue& epi) {
   const char* op = "batchnorm_forward_eval";
   expect_elems(op, s.elems(), {x, y});
+  check_epilogue(op, s, x, epi);
   dispatch_float(op, {y, x}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_eval_impl(threads_, s, x.as<T>(), gamma, beta, running_mean, running_var, h, y.as<T>());
+    bn_eval_impl(threads_, s, x.as<T>(), gamma, beta, running_mean, running_var, h, y.as<T>(),
+                 epi);
   });
 }
 

@@ -42,6 +42,16 @@ std::string workspace_problem(const NormShape& s, const void* workspace) {
   return {};
 }
 
+// The epilogue's residual is x's shape and dtype.
+std::string epilogue_problem(const NormShape& s, ConstView x, const BatchNormEpilogue& epi) {
+  if (epi.residual.empty()) return {};
+  if (epi.residual.n != s.elems() || epi.residual.dtype != x.dtype)
+    return std::string("the epilogue's residual has ") + std::to_string(epi.residual.n) + " " +
+           dtype_name(epi.residual.dtype) + " elements; x has " + std::to_string(s.elems()) +
+           " " + dtype_name(x.dtype);
+  return {};
+}
+
 // The split ops' count: the values a channel's summed statistics cover, at least this
 // rank's own.
 std::string count_problem(const NormShape& s, int64_t count) {
@@ -152,6 +162,12 @@ __global__ void bn_channel_sums_kernel(const double2* partials, int64_t chunks, 
   }
 }
 
+// The epilogue's residual as T (null when there is none).
+template <class T>
+const T* residual_of(const BatchNormEpilogue& epi) {
+  return epi.residual.empty() ? nullptr : epi.residual.as<T>();
+}
+
 // The workspace's two parts.
 struct BnWorkspace {
   double2* partials;
@@ -172,7 +188,8 @@ size_t batchnorm_workspace_bytes(const NormShape& s) {
 
 cudaError_t launch_batchnorm_forward_train(cudaStream_t stream, const NormShape& s, ConstView x,
                                            const float* gamma, const float* beta,
-                                           const BatchNormHyper& h, View y, float* save_mean,
+                                           const BatchNormHyper& h, View y,
+                                           const BatchNormEpilogue& epi, float* save_mean,
                                            float* save_invstd, float* running_mean,
                                            float* running_var, void* workspace) {
   const char* op = "batchnorm_forward_train";
@@ -188,7 +205,8 @@ cudaError_t launch_batchnorm_forward_train(cudaStream_t stream, const NormShape&
     bn_forward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         ws.partials, chunks, s.channels, s.per_channel(), h, ws.stats, save_mean, save_invstd,
         running_mean, running_var);
-    bn_apply_train(stream, s, x.as<T>(), ws.stats, gamma, beta, y.as<T>());
+    bn_apply_train(stream, s, x.as<T>(), ws.stats, gamma, beta, residual_of<T>(epi), epi.act,
+                   y.as<T>());
     return cudaGetLastError();
   });
 }
@@ -217,9 +235,9 @@ cudaError_t launch_batchnorm_forward_from_stats(cudaStream_t stream, const NormS
                                                 ConstView x, const double* sums, int64_t count,
                                                 const float* gamma, const float* beta,
                                                 const BatchNormHyper& h, View y,
-                                                float* save_mean, float* save_invstd,
-                                                float* running_mean, float* running_var,
-                                                void* workspace) {
+                                                const BatchNormEpilogue& epi, float* save_mean,
+                                                float* save_invstd, float* running_mean,
+                                                float* running_var, void* workspace) {
   const char* op = "batchnorm_forward_from_stats";
   const int64_t n = s.elems();
   expect_elems(op, n, {x, y});
@@ -232,7 +250,8 @@ cudaError_t launch_batchnorm_forward_from_stats(cudaStream_t stream, const NormS
   if (n == 0) return cudaGetLastError();
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bn_apply_train(stream, s, x.as<T>(), ws.stats, gamma, beta, y.as<T>());
+    bn_apply_train(stream, s, x.as<T>(), ws.stats, gamma, beta, residual_of<T>(epi), epi.act,
+                   y.as<T>());
     return cudaGetLastError();
   });
 }
@@ -240,7 +259,8 @@ cudaError_t launch_batchnorm_forward_from_stats(cudaStream_t stream, const NormS
 cudaError_t launch_batchnorm_forward_eval(cudaStream_t stream, const NormShape& s, ConstView x,
                                           const float* gamma, const float* beta,
                                           const float* running_mean, const float* running_var,
-                                          const BatchNormHyper& h, View y) {
+                                          const BatchNormHyper& h, View y,
+                                          const BatchNormEpilogue& epi) {
   const char* op = "batchnorm_forward_eval";
   const int64_t n = s.elems();
   expect_elems(op, n, {x, y});
@@ -248,7 +268,7 @@ cudaError_t launch_batchnorm_forward_eval(cudaStream_t stream, const NormShape& 
   return dispatch_float(op, {x, y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     bn_apply_eval(stream, s, x.as<T>(), gamma, beta, running_mean, running_var, h.eps,
-                  y.as<T>());
+                  residual_of<T>(epi), epi.act, y.as<T>());
     return cudaGetLastError();
   });
 }
@@ -329,23 +349,27 @@ size_t CudaOps::batchnorm_workspace_bytes(const NormShape& s) const {
 
 void CudaOps::batchnorm_forward_train(const NormShape& s, ConstView x, const float* gamma,
                                       const float* beta, const BatchNormHyper& h, View y,
-                                      float* save_mean, float* save_invstd, float* running_mean,
+                                      const BatchNormEpilogue& epi, float* save_mean,
+                                      float* save_invstd, float* running_mean,
                                       float* running_var, void* workspace) {
   OpScope scope(*state_, "batchnorm_forward_train");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = epilogue_problem(s, x, epi); !p.empty()) return fail(p);
   if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
-  check(cuda::launch_batchnorm_forward_train(stream_, s, x, gamma, beta, h, y, save_mean,
+  check(cuda::launch_batchnorm_forward_train(stream_, s, x, gamma, beta, h, y, epi, save_mean,
                                              save_invstd, running_mean, running_var, workspace),
         "batchnorm forward kernels");
 }
 
 void CudaOps::batchnorm_forward_eval(const NormShape& s, ConstView x, const float* gamma,
                                      const float* beta, const float* running_mean,
-                                     const float* running_var, const BatchNormHyper& h, View y) {
+                                     const float* running_var, const BatchNormHyper& h, View y,
+                                     const BatchNormEpilogue& epi) {
   OpScope scope(*state_, "batchnorm_forward_eval");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = epilogue_problem(s, x, epi); !p.empty()) return fail(p);
   check(cuda::launch_batchnorm_forward_eval(stream_, s, x, gamma, beta, running_mean,
-                                            running_var, h, y),
+                                            running_var, h, y, epi),
         "bn_apply_eval_kernel");
 }
 
@@ -370,15 +394,17 @@ void CudaOps::batchnorm_stats(const NormShape& s, ConstView x, double* stats, vo
 
 void CudaOps::batchnorm_forward_from_stats(const NormShape& s, ConstView x, const double* stats,
                                            int64_t count, const float* gamma, const float* beta,
-                                           const BatchNormHyper& h, View y, float* save_mean,
+                                           const BatchNormHyper& h, View y,
+                                           const BatchNormEpilogue& epi, float* save_mean,
                                            float* save_invstd, float* running_mean,
                                            float* running_var, void* workspace) {
   OpScope scope(*state_, "batchnorm_forward_from_stats");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
   if (const std::string p = count_problem(s, count); !p.empty()) return fail(p);
+  if (const std::string p = epilogue_problem(s, x, epi); !p.empty()) return fail(p);
   if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
   check(cuda::launch_batchnorm_forward_from_stats(stream_, s, x, stats, count, gamma, beta, h, y,
-                                                  save_mean, save_invstd, running_mean,
+                                                  epi, save_mean, save_invstd, running_mean,
                                                   running_var, workspace),
         "batchnorm forward-from-stats kernels");
 }

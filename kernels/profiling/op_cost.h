@@ -28,6 +28,8 @@ template <class T>
 double arg_bytes(const T& a) {
   if constexpr (std::is_same_v<T, View> || std::is_same_v<T, ConstView>)
     return view_bytes(a);
+  else if constexpr (std::is_same_v<T, BatchNormEpilogue>)
+    return view_bytes(a.residual);
   else
     return 0.0;
 }
@@ -149,6 +151,10 @@ void append_arg(std::string& out, std::string_view name, const T& v) {
     if (v.empty()) return;
     sep();
     out.append(name).append(":").append(dtype_name(v.dtype)).append("[").append(std::to_string(v.n)) += ']';
+  } else if constexpr (std::is_same_v<T, BatchNormEpilogue>) {
+    append_arg(out, "residual", v.residual);
+    if (v.act == Act::kReLU) sep(), out += "+relu";
+    if (v.act == Act::kGELU) sep(), out += "+gelu";
   } else if constexpr (std::is_same_v<T, int64_t>) {
     sep();
     out.append(name).append("=").append(std::to_string(v));

@@ -128,7 +128,7 @@ TEST_CASE("cuda: a captured conv + batchnorm + maxpool step replays the eager bi
       const auto step = [&] {
         gpu.ops->conv2d_forward(cs, x.view(), w.view(), bias.get(), y.view(), conv_ws.get(),
                                 *conv_bytes);
-        gpu.ops->batchnorm_forward_train(ns, y.view(), gamma.get(), beta.get(), h, z.view(),
+        gpu.ops->batchnorm_forward_train(ns, y.view(), gamma.get(), beta.get(), h, z.view(), {},
                                          mean.get(), inv.get(), rm.get(), rv.get(), bn_ws.get());
         gpu.ops->maxpool2d_forward(ps, z.view(), pooled.view(), arg.get());
         gpu.ops->maxpool2d_backward(ps, dpooled.view(), arg.get(), dz.view());

@@ -4,6 +4,9 @@
 // Synchronised BatchNorm's split ops: the fused CUDA ops' bits over one rank.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "tests/support/gpu_guard.h"
 
 #if defined(NOEIRA_WITH_CUDA)
@@ -89,10 +92,10 @@ TEST_CASE("cuda: batchnorm training, eval and backward equal the CPU and repeat 
         std::vector<T> x = stored<T>(xf), dy = stored<T>(dyf);
         std::vector<T> y(n), ye(n), dx(n);
         std::vector<float> mean(C), invstd(C), rm = rm0, rv = rv0, dg = dg0, db = db0;
-        cpu.batchnorm_forward_train(s, host_view(x), gamma.data(), beta.data(), h, host_view(y),
+        cpu.batchnorm_forward_train(s, host_view(x), gamma.data(), beta.data(), h, host_view(y), {},
                                     mean.data(), invstd.data(), rm.data(), rv.data(), nullptr);
         cpu.batchnorm_forward_eval(s, host_view(x), gamma.data(), beta.data(), rm.data(),
-                                   rv.data(), h, host_view(ye));
+                                   rv.data(), h, host_view(ye), {});
         cpu.batchnorm_backward(s, host_view(dy), host_view(x), gamma.data(), mean.data(),
                                invstd.data(), host_view(dx), dg.data(), db.data(), nullptr);
         std::vector<std::vector<float>> first;
@@ -101,11 +104,11 @@ TEST_CASE("cuda: batchnorm training, eval and backward equal the CPU and repeat 
           DeviceArray<T> gx(gpu, x), gdy(gpu, dy), gy(gpu, n), gye(gpu, n), gdx(gpu, n);
           DeviceArray<float> gg(gpu, gamma), gb(gpu, beta), gmean(gpu, C), ginv(gpu, C),
               grm(gpu, rm0), grv(gpu, rv0), gdg(gpu, dg0), gdb(gpu, db0);
-          gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(),
+          gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), {},
                                            gmean.get(), ginv.get(), grm.get(), grv.get(),
                                            ws.get());
           gpu.ops->batchnorm_forward_eval(s, gx.view(), gg.get(), gb.get(), grm.get(), grv.get(),
-                                          h, gye.view());
+                                          h, gye.view(), {});
           gpu.ops->batchnorm_backward(s, gdy.view(), gx.view(), gg.get(), gmean.get(), ginv.get(),
                                       gdx.view(), gdg.get(), gdb.get(), ws.get());
           std::vector<std::vector<float>> got = {
@@ -132,6 +135,101 @@ TEST_CASE("cuda: batchnorm training, eval and backward equal the CPU and repeat 
       else
         run(StorageTag<float>{});
     }
+  }
+#endif
+}
+
+TEST_CASE("cuda: batchnorm's epilogue (residual, ReLU) has the separate add and act_forward's "
+          "bits, and the CPU's epilogue within its BatchNorm tolerance", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  BatchNormHyper h;
+  const NormShape s = norm_shape(4, 3, 37);
+  const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+  const std::vector<float> xf = random_floats(n, 610, -1.0f, 3.0f);
+  std::vector<float> rf = random_floats(n, 611);
+  // Residuals that make the sum a NaN, an infinity or a signed zero before the ReLU.
+  const float specials[] = {std::nanf(""), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 0.0f, -0.0f};
+  for (size_t k = 0; k < 5; ++k) rf[40 * k + 3] = specials[k];
+  const std::vector<float> gamma = random_floats(C, 612, 0.5f, 1.5f), beta = random_floats(C, 613);
+  const std::vector<float> rm0 = random_floats(C, 614), rv0 = random_floats(C, 615, 0.5f, 2.0f);
+  for (bool bf16 : {false, true}) {
+    const auto run = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::vector<T> x = stored<T>(xf), r = stored<T>(rf);
+      for (bool residual : {false, true})
+        for (Act act : {Act::kNone, Act::kReLU}) {
+          INFO("bf16 " << bf16 << " residual " << residual << " relu " << (act == Act::kReLU));
+          DeviceArray<float> ws(gpu, floats_for(gpu.ops->batchnorm_workspace_bytes(s)));
+          DeviceArray<T> gx(gpu, x), gr(gpu, r), plain(gpu, n), sum(gpu, n), out(gpu, n),
+              fused(gpu, n), eval_plain(gpu, n), eval_sum(gpu, n), eval_out(gpu, n),
+              eval_fused(gpu, n);
+          DeviceArray<float> gg(gpu, gamma), gb(gpu, beta), mean(gpu, C), inv(gpu, C),
+              rm(gpu, rm0), rv(gpu, rv0), grm0(gpu, rm0), grv0(gpu, rv0);
+          const BatchNormEpilogue epi{residual ? ConstView(gr.view()) : ConstView{}, act};
+          // The separate ops (add and act_forward each stored), then the fused pass.
+          const auto separately = [&](DeviceArray<T>& y, DeviceArray<T>& s1, DeviceArray<T>& s2) {
+            DeviceArray<T>* at = &y;
+            if (residual) {
+              gpu.ops->add(at->view(), gr.view(), s1.view());
+              at = &s1;
+            }
+            if (act != Act::kNone) {
+              gpu.ops->act_forward(at->view(), s2.view(), act);
+              at = &s2;
+            }
+            return to_f32(at->download());
+          };
+          gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, plain.view(), {},
+                                           mean.get(), inv.get(), rm.get(), rv.get(), ws.get());
+          const std::vector<float> want = separately(plain, sum, out);
+          gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, fused.view(), epi,
+                                           mean.get(), inv.get(), rm.get(), rv.get(), ws.get());
+          const std::vector<float> got = to_f32(fused.download());
+          CHECK(same_bytes(got, want));
+          gpu.ops->batchnorm_forward_eval(s, gx.view(), gg.get(), gb.get(), grm0.get(),
+                                          grv0.get(), h, eval_plain.view(), {});
+          const std::vector<float> eval_want = separately(eval_plain, eval_sum, eval_out);
+          gpu.ops->batchnorm_forward_eval(s, gx.view(), gg.get(), gb.get(), grm0.get(),
+                                          grv0.get(), h, eval_fused.view(), epi);
+          CHECK(same_bytes(to_f32(eval_fused.download()), eval_want));
+          // Synchronised BatchNorm's split forward over one rank: the fused pass's bits.
+          DeviceArray<double> sums(gpu, 2 * C);
+          DeviceArray<T> split(gpu, n);
+          gpu.ops->batchnorm_stats(s, gx.view(), sums.get(), ws.get());
+          gpu.ops->batchnorm_forward_from_stats(s, gx.view(), sums.get(), s.per_channel(),
+                                                gg.get(), gb.get(), h, split.view(), epi,
+                                                mean.get(), inv.get(), rm.get(), rv.get(),
+                                                ws.get());
+          CHECK(same_bytes(to_f32(split.download()), got));
+          // The CPU's fused pass: close (the channel sums' order differs).
+          std::vector<T> y(n);
+          std::vector<float> cm(C), ci(C), crm = rm0, crv = rv0;
+          const BatchNormEpilogue cpu_epi{residual ? host_view(r) : ConstView{}, act};
+          cpu.batchnorm_forward_train(s, host_view(x), gamma.data(), beta.data(), h, host_view(y),
+                                      cpu_epi, cm.data(), ci.data(), crm.data(), crv.data(),
+                                      nullptr);
+          // The special residuals' elements alike; the finite ones within the tolerance.
+          const std::vector<float> want_cpu = to_f32(y);
+          std::vector<float> a, b;
+          for (size_t i = 0; i < n; ++i) {
+            if (std::isfinite(got[i]) && std::isfinite(want_cpu[i])) {
+              a.push_back(got[i]);
+              b.push_back(want_cpu[i]);
+            } else {
+              CHECK((std::isnan(got[i]) ? std::isnan(want_cpu[i]) : got[i] == want_cpu[i]));
+            }
+          }
+          CHECK(rel_error(a, b) < (bf16 ? 1e-2 : 1e-5));
+        }
+    };
+    if (bf16)
+      run(StorageTag<bf16_t>{});
+    else
+      run(StorageTag<float>{});
   }
 #endif
 }
@@ -171,7 +269,7 @@ TEST_CASE("cuda: batchnorm over more channels than a grid's y dimension takes eq
   BatchNormHyper h;
   std::vector<float> y(n), dx(n), mean(C), inv(C), rm(C, 0.0f), rv(C, 1.0f), dg(C, 0.0f),
       db(C, 0.0f);
-  cpu.batchnorm_forward_train(s, view_of(x), gamma.data(), beta.data(), h, view_of(y),
+  cpu.batchnorm_forward_train(s, view_of(x), gamma.data(), beta.data(), h, view_of(y), {},
                               mean.data(), inv.data(), rm.data(), rv.data(), nullptr);
   cpu.batchnorm_backward(s, view_of(dy), view_of(x), gamma.data(), mean.data(), inv.data(),
                          view_of(dx), dg.data(), db.data(), nullptr);
@@ -179,7 +277,7 @@ TEST_CASE("cuda: batchnorm over more channels than a grid's y dimension takes eq
   DeviceArray<float> gx(gpu, x), gdy(gpu, dy), gy(gpu, n), gdx(gpu, n), gg(gpu, gamma),
       gb(gpu, beta), gmean(gpu, C), ginv(gpu, C), grm(gpu, std::vector<float>(C, 0.0f)),
       grv(gpu, std::vector<float>(C, 1.0f)), gdg(gpu, C), gdb(gpu, C);
-  gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), gmean.get(),
+  gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), {}, gmean.get(),
                                    ginv.get(), grm.get(), grv.get(), ws.get());
   gpu.ops->batchnorm_backward(s, gdy.view(), gx.view(), gg.get(), gmean.get(), ginv.get(),
                               gdx.view(), gdg.get(), gdb.get(), ws.get());
@@ -374,8 +472,9 @@ TEST_CASE("cuda: batchnorm split ops (synchronised BatchNorm) over one rank are 
         std::vector<float> mean(C), invstd(C), rm = rm0, rv = rv0, dg = dg0, db = db0;
         cpu.batchnorm_stats(s, host_view(x), sums.data(), nullptr);
         cpu.batchnorm_forward_from_stats(s, host_view(x), sums.data(), s.per_channel(),
-                                         gamma.data(), beta.data(), h, host_view(y), mean.data(),
-                                         invstd.data(), rm.data(), rv.data(), nullptr);
+                                         gamma.data(), beta.data(), h, host_view(y), {},
+                                         mean.data(), invstd.data(), rm.data(), rv.data(),
+                                         nullptr);
         cpu.batchnorm_backward_stats(s, host_view(dy), host_view(x), mean.data(), invstd.data(),
                                      grad_sums.data(), nullptr);
         cpu.batchnorm_backward_from_stats(s, host_view(dy), host_view(x), gamma.data(),
@@ -393,7 +492,7 @@ TEST_CASE("cuda: batchnorm split ops (synchronised BatchNorm) over one rank are 
           if (split) {
             gpu.ops->batchnorm_stats(s, gx.view(), dsums.get(), ws.get());
             gpu.ops->batchnorm_forward_from_stats(s, gx.view(), dsums.get(), s.per_channel(),
-                                                  gg.get(), gb.get(), h, gy.view(), gmean.get(),
+                                                  gg.get(), gb.get(), h, gy.view(), {}, gmean.get(),
                                                   ginv.get(), grm.get(), grv.get(), ws.get());
             gpu.ops->batchnorm_backward_stats(s, gdy.view(), gx.view(), gmean.get(), ginv.get(),
                                               dgrad_sums.get(), ws.get());
@@ -402,7 +501,7 @@ TEST_CASE("cuda: batchnorm split ops (synchronised BatchNorm) over one rank are 
                                                    dgrad_sums.get(), s.per_channel(), gdx.view(),
                                                    gdg.get(), gdb.get(), ws.get());
           } else {
-            gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(),
+            gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), {},
                                              gmean.get(), ginv.get(), grm.get(), grv.get(),
                                              ws.get());
             gpu.ops->batchnorm_backward(s, gdy.view(), gx.view(), gg.get(), gmean.get(),

@@ -35,7 +35,7 @@ TEST_CASE("cuda: synchronised BatchNorm over two halves is the whole batch's Bat
     // CPU reference: the fused ops on the whole batch.
     std::vector<float> y(n), dx(n), mean(C), invstd(C), rm(C, 0.0f), rv(C, 1.0f), dg(C, 0.0f), db(C, 0.0f);
     std::vector<float> cws(floats_for(cpu.batchnorm_workspace_bytes(whole)));
-    cpu.batchnorm_forward_train(whole, host_view(x), gamma.data(), beta.data(), h, host_view(y), mean.data(),
+    cpu.batchnorm_forward_train(whole, host_view(x), gamma.data(), beta.data(), h, host_view(y), {}, mean.data(),
                                 invstd.data(), rm.data(), rv.data(), cws.data());
     cpu.batchnorm_backward(whole, host_view(dy), host_view(x), gamma.data(), mean.data(), invstd.data(),
                            host_view(dx), dg.data(), db.data(), cws.data());
@@ -57,7 +57,7 @@ TEST_CASE("cuda: synchronised BatchNorm over two halves is the whole batch's Bat
     gpu.ops->sum_over_ranks(gathered.get(), 2, static_cast<int64_t>(2 * C), total.get());
     for (size_t r = 0; r < 2; ++r) {
       gpu.ops->batchnorm_forward_from_stats(half, at(gx, r), total.get(), whole.per_channel(), gg.get(), gb.get(),
-                                            h, at(gy, r), means[r].get(), invstds[r].get(), rms[r].get(),
+                                            h, at(gy, r), {}, means[r].get(), invstds[r].get(), rms[r].get(),
                                             rvs[r].get(), ws.get());
       gpu.ops->batchnorm_backward_stats(half, at(gdy, r), at(gx, r), means[r].get(), invstds[r].get(),
                                         grad_gathered.get() + r * 2 * C, ws.get());

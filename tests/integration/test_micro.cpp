@@ -92,6 +92,9 @@ TEST_CASE("micro lists the ops of each recipe's training step, fp32 and bf16", "
            "batchnorm_forward_train/resnet20/f32/B=128/C=16/S=1024/",
            "batchnorm_forward_train/resnet20/f32/B=128/C=32/S=256/",
            "batchnorm_backward/resnet20/f32/B=128/C=64/S=64/",
+           // ResNet's basic blocks: relu(bn1) and relu(bn2 + shortcut) in BatchNorm's pass
+           "batchnorm_forward_train/resnet20/f32/B=128/C=32/S=256/relu/",
+           "batchnorm_forward_train/resnet20/f32/B=128/C=64/S=64/residual/relu/",
            "attention_forward/gpt-tiny/f32/causal/B=12/T=64/C=128/nh=4/",
            "attention_backward/vit-tiny/f32/full/B=128/T=65/C=128/nh=4/",
            "patchify/vit+vit-tiny/f32/B=128/C=3/H=32/W=32/p=4/",
@@ -116,7 +119,7 @@ TEST_CASE("micro lists the ops of each recipe's training step, fp32 and bf16", "
 }
 
 TEST_CASE("micro runs an op benchmark beside the roofline", "[micro]") {
-  const CommandResult r = run_bench("micro --threads 1 --benchmark_filter=act_forward/resnet20/f32/relu/n=524288 "
+  const CommandResult r = run_bench("micro --threads 1 --benchmark_filter=act_forward/resnet20/f32/relu/n=2097152 "
                                     "--benchmark_min_time=0.01");
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -125,7 +128,7 @@ TEST_CASE("micro runs an op benchmark beside the roofline", "[micro]") {
                            Catch::Contains("stream bandwidth L2 ") && Catch::Contains(", DRAM ") &&
                            Catch::Contains("nominal clock") && Catch::Contains("GEMM measured now") &&
                            Catch::Contains("caches ("));
-  CHECK_THAT(r.output, Catch::Contains("act_forward/resnet20/f32/relu/n=524288") &&
+  CHECK_THAT(r.output, Catch::Contains("act_forward/resnet20/f32/relu/n=2097152") &&
                            Catch::Contains("roofline_pct=") && Catch::Contains("bytes_per_second=") &&
                            Catch::Contains("per step: resnet20 x"));
   // Which level rated it depends on this machine's caches; that one was named does not.

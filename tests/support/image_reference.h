@@ -264,7 +264,7 @@ inline BnOut run_bn(CpuOps& ops, const NormShape& s, const Vec& x, const Vec& dy
   for (size_t i = 0; i < x.size(); ++i) store_f32(xs[i], x[i]), store_f32(dys[i], dy[i]);
   const auto v = [](std::vector<T>& a) { return View(a.data(), static_cast<int64_t>(a.size())); };
   std::vector<std::byte> ws(ops.batchnorm_workspace_bytes(s) + 1);
-  ops.batchnorm_forward_train(s, v(xs), gamma.data(), beta.data(), h, v(ys), o.mean.data(),
+  ops.batchnorm_forward_train(s, v(xs), gamma.data(), beta.data(), h, v(ys), {}, o.mean.data(),
                               o.invstd.data(), o.rmean.data(), o.rvar.data(), ws.data());
   ops.batchnorm_backward(s, v(dys), v(xs), gamma.data(), o.mean.data(), o.invstd.data(), v(dxs),
                          o.dgamma.data(), o.dbeta.data(), ws.data());

@@ -172,7 +172,7 @@ TEST_CASE("batchnorm: training forward, running statistics, backward, eval", "[i
     // Eval from the running statistics.
     Vec ye(x.size());
     ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), o.rmean.data(),
-                               o.rvar.data(), h, view(ye));
+                               o.rvar.data(), h, view(ye), {});
     std::vector<double> ye_ref(x.size());
     for (size_t c = 0; c < ch.size(); ++c)
       for (size_t k : ch[c].at)
@@ -194,6 +194,74 @@ TEST_CASE("batchnorm: backward without dx still accumulates dgamma and dbeta", "
                          dgamma.data(), dbeta.data(), nullptr);
   CHECK(same_bits(dgamma, full.dgamma));
   CHECK(same_bits(dbeta, full.dbeta));
+}
+
+// ResNet's basic block fuses relu(bn1) and relu(bn2 + shortcut) into the BatchNorms' passes
+// (nn/resnet_block.cpp): the fused pass must store what the separate add and ReLU would.
+TEST_CASE("batchnorm epilogue: act(bn(x) + residual) in the forward's pass has the bits of "
+          "the separate add and act_forward, fp32 and bf16, training (fused and split) and eval",
+          "[image-ops]") {
+  CpuOps ops(2);
+  BatchNormHyper h;
+  const NormShape s = norm_shape(4, 3, 37);  // 37: a tail after every vector width
+  const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+  const Vec xf = random_vec(s.elems(), 61, -1.0f, 3.0f);
+  Vec rf = random_vec(s.elems(), 62);
+  // Residuals that make the sum a NaN, an infinity or a signed zero before the ReLU (which
+  // the epilogue applies without rounding first: kernels/common/norm.h).
+  const float specials[] = {std::nanf(""), INFINITY, -INFINITY, 0.0f, -0.0f};
+  for (size_t k = 0; k < 5; ++k) rf[40 * k + 3] = specials[k];
+  const Vec gamma = random_vec(s.channels, 63, 0.5f, 1.5f), beta = random_vec(s.channels, 64);
+  const Vec rm0 = random_vec(s.channels, 65), rv0 = random_vec(s.channels, 66, 0.5f, 2.0f);
+  const auto run = [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> x(n), r(n);
+    for (size_t i = 0; i < n; ++i) store_f32(x[i], xf[i]), store_f32(r[i], rf[i]);
+    for (bool residual : {false, true})
+      for (Act act : {Act::kNone, Act::kReLU}) {
+        INFO("residual " << residual << " relu " << (act == Act::kReLU) << " bf16 "
+                         << (sizeof(T) == 2));
+        const BatchNormEpilogue epi{residual ? cview(r) : ConstView{}, act};
+        // Separate ops: BatchNorm, then add, then the activation, each stored.
+        const auto separately = [&](std::vector<T> y) {
+          std::vector<T> sum(n), out(n);
+          if (residual) ops.add(cview(y), cview(r), view(sum));
+          else sum = y;
+          if (act != Act::kNone) ops.act_forward(cview(sum), view(out), act);
+          else out = sum;
+          return out;
+        };
+        // Training, fused statistics.
+        Vec mean(C), inv(C), rm = rm0, rv = rv0, mean2(C), inv2(C), rm2 = rm0, rv2 = rv0;
+        std::vector<T> plain(n), fused(n), split(n);
+        ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(plain), {},
+                                    mean.data(), inv.data(), rm.data(), rv.data(), nullptr);
+        ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(fused), epi,
+                                    mean2.data(), inv2.data(), rm2.data(), rv2.data(), nullptr);
+        CHECK(same_bits(fused, separately(plain)));
+        CHECK(same_bits(mean2, mean));
+        CHECK(same_bits(inv2, inv));
+        CHECK(same_bits(rm2, rm));
+        CHECK(same_bits(rv2, rv));
+        // Training from the sums (synchronised BatchNorm over one rank).
+        std::vector<double> sums(2 * C);
+        Vec mean3(C), inv3(C), rm3 = rm0, rv3 = rv0;
+        ops.batchnorm_stats(s, cview(x), sums.data(), nullptr);
+        ops.batchnorm_forward_from_stats(s, cview(x), sums.data(), s.per_channel(), gamma.data(),
+                                         beta.data(), h, view(split), epi, mean3.data(),
+                                         inv3.data(), rm3.data(), rv3.data(), nullptr);
+        CHECK(same_bits(split, fused));
+        // Eval.
+        std::vector<T> eval_plain(n), eval_fused(n);
+        ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), rm0.data(), rv0.data(),
+                                   h, view(eval_plain), {});
+        ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), rm0.data(), rv0.data(),
+                                   h, view(eval_fused), epi);
+        CHECK(same_bits(eval_fused, separately(eval_plain)));
+      }
+  };
+  run(0.0f);
+  run(bf16_t{0});
 }
 
 TEST_CASE("batchnorm: 1 and 2 threads give the same bits", "[image-ops]") {

@@ -49,8 +49,8 @@ BnOut run_bn_ranks(CpuOps& ops, const NormShape& whole, int R, const Vec& x, con
   ops.sum_over_ranks(all.data(), R, static_cast<int64_t>(2 * C), total.data());
   for (int r = 0; r < R; ++r)
     ops.batchnorm_forward_from_stats(s, v(xs, r), total.data(), count, gamma.data(), beta.data(), h,
-                                     v(ys, r), mean[r].data(), invstd[r].data(), rmean[r].data(),
-                                     rvar[r].data(), nullptr);
+                                     v(ys, r), {}, mean[r].data(), invstd[r].data(),
+                                     rmean[r].data(), rvar[r].data(), nullptr);
   for (int r = 0; r < R; ++r)
     ops.batchnorm_backward_stats(s, v(dys, r), v(xs, r), mean[r].data(), invstd[r].data(),
                                  local(r), nullptr);
