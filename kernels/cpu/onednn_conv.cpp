@@ -150,10 +150,12 @@ struct OnednnConv::Impl {
     p->full_images = conv_slab_images(s);
     p->slabs = (s.batch + p->full_images - 1) / p->full_images;
     const int64_t last_images = s.batch - (p->slabs - 1) * p->full_images;
+    // Where our kernel takes the weight gradient, oneDNN's pass for it is not made.
+    p->own_wgrad = bf16_wgrad_applies(s, dtype);
     try {
-      p->slab[0] = onednn::make_slab_conv(s, p->full_images, dtype);
+      p->slab[0] = onednn::make_slab_conv(s, p->full_images, dtype, !p->own_wgrad);
       if (last_images != p->full_images) {
-        p->slab[1] = onednn::make_slab_conv(s, last_images, dtype);
+        p->slab[1] = onednn::make_slab_conv(s, last_images, dtype, !p->own_wgrad);
         p->kinds = 2;
       }
     } catch (const dnnl::error& e) {
@@ -170,7 +172,6 @@ struct OnednnConv::Impl {
         p->shared_bytes += onednn::align_up(c.shared_bytes());
         p->area_bytes = std::max(p->area_bytes, onednn::align_up(c.thread_bytes()));
       }
-    p->own_wgrad = bf16_wgrad_applies(s, dtype);
     if (p->own_wgrad)
       p->area_bytes =
           std::max(p->area_bytes, onednn::align_up(bf16_wgrad_area_bytes(s, p->full_images)));

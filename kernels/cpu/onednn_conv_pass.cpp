@@ -135,7 +135,7 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
 namespace {
 
 SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
-                        dnnl::algorithm algorithm) {
+                        dnnl::algorithm algorithm, bool with_weights) {
   OneThread one;  // oneDNN picks its kernels and blocking for the thread count it sees now
   const dnnl::engine& e = cpu_engine();
   // Activations and weights in `dtype`; bias and the weight gradients always fp32 (the
@@ -157,9 +157,6 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
 
   const Fwd::primitive_desc fwd(
       Fwd::desc(training, algorithm, any(src), any(wei), bias, any(dst), strides, pad, pad), attr, e);
-  const BwdWeights::primitive_desc bwd_weights(
-      BwdWeights::desc(algorithm, any(src), any(dwei), bias, any(dst), strides, pad, pad), attr, e,
-      fwd);
   // Backward-data's hint is a forward in backward-data's own layouts.
   const bool blocked = blocked_backward_data(s);
   const auto data = [&](const md& d) { return blocked ? any(d) : d; };
@@ -179,19 +176,23 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
       operand(DNNL_ARG_DIFF_DST, Flow::kIn, Scope::kSlab, dst, bwd_data.diff_dst_desc()),
       operand(DNNL_ARG_WEIGHTS, Flow::kIn, Scope::kShared, wei, bwd_data.weights_desc()),
       operand(DNNL_ARG_DIFF_SRC, Flow::kOut, Scope::kSlab, src, bwd_data.diff_src_desc())};
+  if (s.has_bias)
+    f.push_back(operand(DNNL_ARG_BIAS, Flow::kIn, Scope::kShared, bias, fwd.bias_desc()));
+  SlabConv c;
+  c.forward = ConvPass(Fwd(fwd), fwd.scratchpad_desc(), std::move(f));
+  c.backward_data = ConvPass(BwdData(bwd_data), bwd_data.scratchpad_desc(), std::move(d));
+  if (!with_weights) return c;
+  const BwdWeights::primitive_desc bwd_weights(
+      BwdWeights::desc(algorithm, any(src), any(dwei), bias, any(dst), strides, pad, pad), attr, e,
+      fwd);
   std::vector<ConvOperand> w{
       operand(DNNL_ARG_SRC, Flow::kIn, Scope::kSlab, src, bwd_weights.src_desc()),
       operand(DNNL_ARG_DIFF_DST, Flow::kIn, Scope::kSlab, dst, bwd_weights.diff_dst_desc()),
       operand(DNNL_ARG_DIFF_WEIGHTS, Flow::kOut, Scope::kSlab, dwei,
               bwd_weights.diff_weights_desc())};
-  if (s.has_bias) {
-    f.push_back(operand(DNNL_ARG_BIAS, Flow::kIn, Scope::kShared, bias, fwd.bias_desc()));
+  if (s.has_bias)
     w.push_back(
         operand(DNNL_ARG_DIFF_BIAS, Flow::kOut, Scope::kSlab, bias, bwd_weights.diff_bias_desc()));
-  }
-  SlabConv c;
-  c.forward = ConvPass(Fwd(fwd), fwd.scratchpad_desc(), std::move(f));
-  c.backward_data = ConvPass(BwdData(bwd_data), bwd_data.scratchpad_desc(), std::move(d));
   c.backward_weights =
       ConvPass(BwdWeights(bwd_weights), bwd_weights.scratchpad_desc(), std::move(w));
   return c;
@@ -199,15 +200,16 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
 
 }  // namespace
 
-SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype) {
+SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype, bool backward_weights) {
   if (winograd_applies(s, dtype)) {
     try {
-      return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_winograd);
+      return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_winograd,
+                            backward_weights);
     } catch (const dnnl::error&) {
       // No Winograd kernel for this CPU (oneDNN's need AVX-512): the direct ones below.
     }
   }
-  return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_direct);
+  return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_direct, backward_weights);
 }
 
 }  // namespace noeira::onednn

@@ -66,10 +66,13 @@ class ConvPass {
 
 // The three passes for slabs of `images` images of `shape` with activations and weights
 // of `dtype` (fp32 or bf16; weight gradients fp32), each created under one thread;
-// dnnl::error when oneDNN cannot make one.
+// dnnl::error when oneDNN cannot make one. Without `backward_weights` (a shape whose weight
+// gradient our own kernel takes, bf16_conv3x3_wgrad.h) that pass stays an empty ConvPass:
+// no primitive is made for it and it needs no workspace.
 struct SlabConv {
   ConvPass forward, backward_data, backward_weights;
 };
-SlabConv make_slab_conv(const ConvShape& shape, int64_t images, DType dtype);
+SlabConv make_slab_conv(const ConvShape& shape, int64_t images, DType dtype,
+                        bool backward_weights);
 
 }  // namespace noeira::onednn
