@@ -11,7 +11,9 @@
 // workspace.
 #include <string>
 #include <type_traits>
+#include <utility>
 
+#include "kernels/batchnorm_epilogue_check.h"
 #include "kernels/common/bf16.h"
 #include "kernels/common/norm.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -193,11 +195,8 @@ void check_count(const char* op, const NormShape& s, int64_t count) {
 
 // The epilogue's residual is x's shape and dtype (a programming error otherwise).
 void check_epilogue(const char* op, const NormShape& s, ConstView x, const BatchNormEpilogue& epi) {
-  if (epi.residual.empty()) return;
-  if (epi.residual.n != s.elems() || epi.residual.dtype != x.dtype)
-    cpu_op_failed(op, Error{"the epilogue's residual has " + std::to_string(epi.residual.n) + " " +
-                            dtype_name(epi.residual.dtype) + " elements; x has " +
-                            std::to_string(s.elems()) + " " + dtype_name(x.dtype)});
+  if (std::string p = batchnorm_epilogue_problem(s, x, epi); !p.empty())
+    cpu_op_failed(op, Error{std::move(p)});
 }
 
 // stats (C, 2) <-> ChannelSums.

@@ -14,6 +14,7 @@
 // over one rank gives the fused pass's bits.
 #include <string>
 
+#include "kernels/batchnorm_epilogue_check.h"
 #include "kernels/common/norm.h"
 #include "kernels/cuda/batchnorm_apply.cuh"
 #include "kernels/cuda/channel_sum.cuh"
@@ -39,16 +40,6 @@ std::string workspace_problem(const NormShape& s, const void* workspace) {
     return "no workspace; plan batchnorm_workspace_bytes(shape) bytes and pass them";
   if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
     return "the workspace must be 16-byte aligned (the memory plan aligns to 256)";
-  return {};
-}
-
-// The epilogue's residual is x's shape and dtype.
-std::string epilogue_problem(const NormShape& s, ConstView x, const BatchNormEpilogue& epi) {
-  if (epi.residual.empty()) return {};
-  if (epi.residual.n != s.elems() || epi.residual.dtype != x.dtype)
-    return std::string("the epilogue's residual has ") + std::to_string(epi.residual.n) + " " +
-           dtype_name(epi.residual.dtype) + " elements; x has " + std::to_string(s.elems()) +
-           " " + dtype_name(x.dtype);
   return {};
 }
 
@@ -354,7 +345,7 @@ void CudaOps::batchnorm_forward_train(const NormShape& s, ConstView x, const flo
                                       float* running_var, void* workspace) {
   OpScope scope(*state_, "batchnorm_forward_train");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
-  if (const std::string p = epilogue_problem(s, x, epi); !p.empty()) return fail(p);
+  if (const std::string p = batchnorm_epilogue_problem(s, x, epi); !p.empty()) return fail(p);
   if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
   check(cuda::launch_batchnorm_forward_train(stream_, s, x, gamma, beta, h, y, epi, save_mean,
                                              save_invstd, running_mean, running_var, workspace),
@@ -367,7 +358,7 @@ void CudaOps::batchnorm_forward_eval(const NormShape& s, ConstView x, const floa
                                      const BatchNormEpilogue& epi) {
   OpScope scope(*state_, "batchnorm_forward_eval");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
-  if (const std::string p = epilogue_problem(s, x, epi); !p.empty()) return fail(p);
+  if (const std::string p = batchnorm_epilogue_problem(s, x, epi); !p.empty()) return fail(p);
   check(cuda::launch_batchnorm_forward_eval(stream_, s, x, gamma, beta, running_mean,
                                             running_var, h, y, epi),
         "bn_apply_eval_kernel");
@@ -401,7 +392,7 @@ void CudaOps::batchnorm_forward_from_stats(const NormShape& s, ConstView x, cons
   OpScope scope(*state_, "batchnorm_forward_from_stats");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
   if (const std::string p = count_problem(s, count); !p.empty()) return fail(p);
-  if (const std::string p = epilogue_problem(s, x, epi); !p.empty()) return fail(p);
+  if (const std::string p = batchnorm_epilogue_problem(s, x, epi); !p.empty()) return fail(p);
   if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
   check(cuda::launch_batchnorm_forward_from_stats(stream_, s, x, stats, count, gamma, beta, h, y,
                                                   epi, save_mean, save_invstd, running_mean,
