@@ -10,9 +10,9 @@
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
 // its results with the thread count, so every oneDNN call runs single-threaded inside
-// fixed slabs (GEMMs: 64 rows of C; convolutions: 8 or more images, by shape) that OpenMP
-// hands to threads. A slab's result does not depend on which thread computes it, so 1 and N
-// threads agree bit for bit. The loops compute each output element by itself, or reduce
+// fixed slabs (GEMMs: rows of C, 64 or for tall fp32 products about 256; convolutions: 8
+// or more images; each a function of the shape) that OpenMP hands to threads. A slab's
+// result does not depend on which thread computes it, so 1 and N threads agree bit for bit. The loops compute each output element by itself, or reduce
 // in a fixed order (bias gradients, losses, BatchNorm's channel sums) for the same reason.
 #pragma once
 #include <memory>
@@ -42,13 +42,13 @@ class CpuOps final : public Ops {
                   int64_t ldc, const SlabEpilogue* after);
 
   int threads_;
-  std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own 64-row slabs
+  std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own slabs (onednn_gemm_slab_rows)
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
   std::unique_ptr<OnednnConv> conv_;  // every planned shape, fp32 and bf16
 };
 
-// Rows of C per bf16 GEMM slab (fp32: kOnednnGemmSlabRows, the same 64): fixed, so
-// results never depend on the thread count.
+// Rows of C per bf16 GEMM slab (fp32: onednn_gemm_slab_rows): fixed, so results never
+// depend on the thread count.
 inline constexpr int64_t kCpuGemmSlabRows = 64;
 
 // bias_act's math on the calling thread alone, for `rows` rows of N (Out = float or

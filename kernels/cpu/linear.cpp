@@ -12,7 +12,7 @@
 
 namespace noeira {
 
-// fp32: OnednnGemm cuts C into its own fixed 64-row slabs. bf16: fixed 64-row slabs of
+// fp32: OnednnGemm cuts C into its own slabs (by M). bf16: fixed 64-row slabs of
 // C here, spread over OpenMP threads, one single-threaded Bf16Gemm call each. The slabs
 // do not depend on the thread count, so neither do the results.
 void CpuOps::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

@@ -57,6 +57,15 @@ Status check(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int
 
 }  // namespace
 
+int64_t onednn_gemm_slab_rows(int64_t M) {
+  constexpr int64_t kBase = 64, kTall = 256, kMinTallSlabs = 16;
+  if (M < kTall * kMinTallSlabs) return kBase;
+  const int64_t slabs = (M + kTall - 1) / kTall;
+  const int64_t even = (slabs + 3) / 4 * 4;  // a multiple of 4
+  const int64_t rows = (M + even - 1) / even;
+  return (rows + 7) / 8 * 8;
+}
+
 struct OnednnGemm::Impl {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float,
                          float, bool>;
@@ -153,11 +162,12 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     if (after) (*after)(0, M);
     return {};
   }
-  // Every slab but the last has kOnednnGemmSlabRows rows; create both primitives here,
-  // outside the parallel region (creation allocates and may throw).
-  const int64_t slabs = (M + kOnednnGemmSlabRows - 1) / kOnednnGemmSlabRows;
-  const int64_t full_rows = std::min(M, kOnednnGemmSlabRows);
-  const int64_t last_rows = M - (slabs - 1) * kOnednnGemmSlabRows;
+  // Every slab but the last has slab_rows rows; create both primitives here, outside the
+  // parallel region (creation allocates and may throw).
+  const int64_t slab_rows = onednn_gemm_slab_rows(M);
+  const int64_t slabs = (M + slab_rows - 1) / slab_rows;
+  const int64_t full_rows = std::min(M, slab_rows);
+  const int64_t last_rows = M - (slabs - 1) * slab_rows;
   const SlabMatmul* full = nullptr;
   const SlabMatmul* last = nullptr;
   try {
@@ -205,7 +215,7 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     stream.wait();
     if (after) (*after)(m0, rows);
   };
-  return onednn::for_each_slab(threads_, M, kOnednnGemmSlabRows, slab);
+  return onednn::for_each_slab(threads_, M, slab_rows, slab);
 }
 
 }  // namespace noeira

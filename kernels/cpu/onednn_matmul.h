@@ -2,9 +2,10 @@
 // AVX-512 kernels on this project's Intel build machines, where Debian's OpenBLAS, used
 // before, ran its SSE3 'Prescott' kernels; DESIGN.md section 7).
 //
-// Results do not depend on the thread count (DESIGN.md rule 3): C is cut into fixed
-// 64-row slabs that OpenMP spreads over `threads`; each slab is one single-threaded
-// oneDNN call whose reduction order depends on its shape only. A transposed B (a Linear
+// Results do not depend on the thread count (DESIGN.md rule 3): C is cut into slabs of
+// rows, their size a function of M alone (onednn_gemm_slab_rows), that OpenMP spreads
+// over `threads`; each slab is one single-threaded oneDNN call whose reduction order
+// depends on its shape only. A transposed B (a Linear
 // layer's x W^T) over 8 slabs or more is reordered once per call into the blocked layout
 // the kernels read, instead of by every slab (same kernels, same bits; onednn_matmul.cpp).
 #pragma once
@@ -16,8 +17,13 @@
 
 namespace noeira {
 
-// Rows of C per slab: fixed, so results never depend on the thread count.
-inline constexpr int64_t kOnednnGemmSlabRows = 64;
+// Rows of C per slab for an M-row product: a function of M alone, so results never depend
+// on the thread count. 64 rows; for tall products (M >= 16 * 256) about 256: M / 256 slabs
+// rounded up to a multiple of 4, their rows then rounded up to a multiple of 8 (the last
+// slab may be shorter; 8320 rows: 35 slabs of 232 and one of 200). Each call's start and
+// each re-read of B are then paid over more rows, and the slabs still split about evenly
+// over 2 or 4 threads.
+int64_t onednn_gemm_slab_rows(int64_t M);
 
 // Called on a slab's thread once the slab's rows [m0, m0 + rows) of C are computed: work
 // on those rows while they are in cache (a linear layer's bias and activation).

@@ -118,11 +118,27 @@ TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
   OnednnGemm one(1), two(2);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
-      for (int64_t M : {200, 520}) {  // 4 slabs, last 8 rows; 9 slabs (B packed when tb)
-        const GemmCase c = make_case(ta, tb, M, 129, 301, 1, 1.0f, 1.0f);
+      // 4 slabs, last 8 rows; 9 slabs (B packed when tb); 20 tall slabs of 208, last 148
+      for (int64_t M : {200, 520, 4100}) {
+        const GemmCase c = make_case(ta, tb, M, M > 1000 ? 33 : 129, 301, 1, 1.0f, 1.0f);
         const GemmData d(c, 99);
         CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
       }
+}
+
+TEST_CASE("oneDNN GEMM: slabs of 64 rows, about 256 for tall products, by M alone",
+          "[onednn]") {
+  CHECK(onednn_gemm_slab_rows(1) == 64);
+  CHECK(onednn_gemm_slab_rows(4095) == 64);
+  CHECK(onednn_gemm_slab_rows(4096) == 256);  // 16 slabs of 256
+  CHECK(onednn_gemm_slab_rows(8320) == 232);  // vit-tiny: 35 slabs of 232, one of 200
+  for (int64_t M = 4096; M < 100000; M += 997) {
+    const int64_t rows = onednn_gemm_slab_rows(M);
+    INFO("M = " << M << ", rows " << rows);
+    CHECK(rows % 8 == 0);
+    CHECK(rows >= 192);
+    CHECK(rows <= 256);
+  }
 }
 
 TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each slab's own bits",
