@@ -12,8 +12,8 @@
 //   mean_g = float(sum_g / C), mean_g_xhat = float(sum_g_xhat / C)
 //   dx = rstd_f * ((g - mean_g) - xhat * mean_g_xhat)   (fp32)
 // Parameter gradients, per column c over the rows: dgamma[c] += float(sum(double(dy) *
-// double(xhat))), dbeta[c] += float(sum(double(dy))), sums in double (CPU: rows in
-// order), added to the fp32 accumulator once.
+// double(xhat))), dbeta[c] += float(sum(double(dy))), sums in double (CPU: rows in order
+// within fixed 32-row chunks, the chunks in order), added to the fp32 accumulator once.
 #pragma once
 #include <cmath>
 #include <cstdint>

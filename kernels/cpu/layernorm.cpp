@@ -1,8 +1,10 @@
 // CpuOps' LayerNorm (contracts: kernels/op_list.inc): rows that OpenMP spreads, each
 // computed by one thread, with kernels/common/layernorm.h's per-element math; a row's two
 // double sums in 8 lanes (kernels/cpu/lane_sums.h). dgamma and dbeta: per column, double
-// sums over the rows in row order, added to the fp32 gradient once; so 1 and N threads
-// agree bit for bit.
+// sums over fixed 32-row chunks in row order, the chunks' sums added in chunk order, then
+// to the fp32 gradient once; so 1 and N threads agree bit for bit.
+#include <algorithm>
+
 #include "kernels/common/bf16.h"
 #include "kernels/common/layernorm.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -33,48 +35,73 @@ void layernorm_forward_impl(int threads, const T* x, const float* gamma, const f
   }
 }
 
-inline constexpr int64_t kLnColBlock = 64;  // columns per block of the parameter gradients
+// Rows per chunk of the parameter gradients' partial sums: fixed, so their order is a
+// function of N alone.
+inline constexpr int64_t kLnRowChunk = 32;
+inline constexpr int64_t kLnColBlock = 64;  // columns per block of the chunks' final sum
 
+int64_t ln_row_chunks(int64_t N) { return (N + kLnRowChunk - 1) / kLnRowChunk; }
+
+// One pass over dy and x: each chunk of rows, on one thread, writes its rows' dx and adds
+// their dgamma and dbeta terms in row order into the chunk's double partials (the
+// workspace, 2C per chunk); the partials are then added in chunk order, per column. (Two
+// passes, the parameter gradients reading dy and x again, cost vit-tiny's 9 LayerNorms
+// about a third more memory traffic.)
 template <class T>
 void layernorm_backward_impl(int threads, const T* dy, const T* x, const float* gamma,
                              const float* mean, const float* rstd, T* dx, float* dgamma,
-                             float* dbeta, int64_t N, int64_t C) {
-  if (dx != nullptr) {
+                             float* dbeta, int64_t N, int64_t C, double* partials) {
+  const bool params = dgamma != nullptr || dbeta != nullptr;
+  const int64_t chunks = ln_row_chunks(N);
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < N; ++r) {
-      const T* dyr = dy + r * C;
-      const T* xr = x + r * C;
+  for (int64_t k = 0; k < chunks; ++k) {
+    double* __restrict pg = partials + k * 2 * C;  // sum(dy * xhat), then sum(dy)
+    double* __restrict pb = pg + C;
+    if (params)
+      for (int64_t c = 0; c < 2 * C; ++c) pg[c] = 0.0;
+    const int64_t r1 = std::min(N, (k + 1) * kLnRowChunk);
+    for (int64_t r = k * kLnRowChunk; r < r1; ++r) {
+      const T* __restrict dyr = dy + r * C;
+      const T* __restrict xr = x + r * C;
       const float mu = mean[r], rs = rstd[r];
-      const LanePair sums = lane_sums(1, C, [dyr, xr, gamma, mu, rs](int64_t, int64_t c) {
-        const float g = load_f32(dyr[c]) * gamma[c];
-        const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
-        return LanePair{static_cast<double>(g), static_cast<double>(g) * static_cast<double>(xhat)};
-      });
-      const LayerNormBackStats s = layernorm_back_stats(sums.a, sums.b, C);
-      // dx is distinct from every input (fp32 dx could alias mean and rstd for all the
-      // compiler knew, which kept this loop scalar); the row's scalars are read once.
-      T* __restrict dxr = dx + r * C;
-      for (int64_t c = 0; c < C; ++c) {
-        const float g = load_f32(dyr[c]) * gamma[c];
-        const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
-        store_f32(dxr[c], layernorm_dx(g, xhat, rs, s));
+      if (dx != nullptr) {
+        const LanePair sums = lane_sums(1, C, [dyr, xr, gamma, mu, rs](int64_t, int64_t c) {
+          const float g = load_f32(dyr[c]) * gamma[c];
+          const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
+          return LanePair{static_cast<double>(g),
+                          static_cast<double>(g) * static_cast<double>(xhat)};
+        });
+        const LayerNormBackStats s = layernorm_back_stats(sums.a, sums.b, C);
+        // dx is distinct from every input (fp32 dx could alias mean and rstd for all the
+        // compiler knew, which kept this loop scalar); the row's scalars are read once.
+        T* __restrict dxr = dx + r * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const float g = load_f32(dyr[c]) * gamma[c];
+          const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
+          store_f32(dxr[c], layernorm_dx(g, xhat, rs, s));
+        }
       }
+      if (params)
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = load_f32(dyr[c]);
+          pg[c] += d * static_cast<double>(layernorm_xhat(load_f32(xr[c]), mu, rs));
+          pb[c] += d;
+        }
     }
   }
-  if (dgamma == nullptr && dbeta == nullptr) return;
+  if (!params) return;
   const int64_t blocks = (C + kLnColBlock - 1) / kLnColBlock;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t c0 = blk * kLnColBlock;
     const int64_t nc = C - c0 < kLnColBlock ? C - c0 : kLnColBlock;
     double sg[kLnColBlock] = {}, sb[kLnColBlock] = {};
-    for (int64_t r = 0; r < N; ++r) {
-      const T* dyr = dy + r * C + c0;
-      const T* xr = x + r * C + c0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      const double* pg = partials + k * 2 * C + c0;
+      const double* pb = pg + C;
       for (int64_t c = 0; c < nc; ++c) {
-        const double d = load_f32(dyr[c]);
-        sg[c] += d * static_cast<double>(layernorm_xhat(load_f32(xr[c]), mean[r], rstd[r]));
-        sb[c] += d;
+        sg[c] += pg[c];
+        sb[c] += pb[c];
       }
     }
     for (int64_t c = 0; c < nc; ++c) {
@@ -96,17 +123,22 @@ void CpuOps::layernorm_forward(ConstView x, const float* gamma, const float* bet
   });
 }
 
-size_t CpuOps::layernorm_workspace_bytes(int64_t, int64_t) const { return 0; }
+size_t CpuOps::layernorm_workspace_bytes(int64_t N, int64_t C) const {
+  return static_cast<size_t>(ln_row_chunks(N) * 2 * C) * sizeof(double);
+}
 
 void CpuOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
                                 const float* mean, const float* rstd, View dx, float* dgamma,
-                                float* dbeta, int64_t N, int64_t C, void* /*workspace*/) {
+                                float* dbeta, int64_t N, int64_t C, void* workspace) {
   const char* op = "layernorm_backward";
   expect_elems(op, N * C, {dy, x, dx});
+  if (workspace == nullptr && (dgamma != nullptr || dbeta != nullptr) && N > 0 && C > 0)
+    cpu_op_failed(op, make_error("no workspace for the parameter gradients' partial sums: "
+                                 "pass layernorm_workspace_bytes(N, C) bytes"));
   dispatch_float(op, {dy, x, dx}, [&](auto storage) {
     using S = typename decltype(storage)::type;
     layernorm_backward_impl(threads_, dy.as<S>(), x.as<S>(), gamma, mean, rstd, dx.as<S>(),
-                            dgamma, dbeta, N, C);
+                            dgamma, dbeta, N, C, static_cast<double*>(workspace));
   });
 }
 

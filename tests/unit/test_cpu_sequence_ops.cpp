@@ -136,8 +136,9 @@ LnOut run_layernorm(int threads, const Vec& x, const Vec& gamma, const Vec* beta
 
 TEST_CASE("layernorm: forward and backward against double; no beta; no dx; bf16; threads",
           "[seq-ops]") {
-  // C = 100: two column blocks of the parameter gradients, the second partial.
-  for (const auto& [N, C] : {std::pair<int64_t, int64_t>{7, 37}, {5, 100}})
+  // C = 100: two column blocks of the parameter gradients, the second partial. N = 70: three
+  // row chunks of their partial sums, the last partial.
+  for (const auto& [N, C] : {std::pair<int64_t, int64_t>{7, 37}, {5, 100}, {70, 37}})
   for (bool with_beta : {true, false}) {
     INFO("N " << N << " C " << C << " beta " << with_beta);
     const Vec x = random_vec(N * C, 21, -2.0f, 3.0f), gamma = random_vec(C, 22, 0.5f, 1.5f),
