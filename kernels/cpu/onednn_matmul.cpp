@@ -58,12 +58,11 @@ Status check(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t lda, int
 }  // namespace
 
 int64_t onednn_gemm_slab_rows(int64_t M) {
-  constexpr int64_t kBase = 64, kTall = 256, kMinTallSlabs = 16;
-  if (M < kTall * kMinTallSlabs) return kBase;
-  const int64_t slabs = (M + kTall - 1) / kTall;
-  const int64_t even = (slabs + 3) / 4 * 4;  // a multiple of 4
-  const int64_t rows = (M + even - 1) / even;
-  return (rows + 7) / 8 * 8;
+  constexpr int64_t kMinRows = 64, kTargetRows = 256;
+  if (M <= 4 * kMinRows) return kMinRows;
+  const int64_t slabs = ((M + kTargetRows - 1) / kTargetRows + 3) / 4 * 4;  // a multiple of 4
+  const int64_t rows = (M + slabs - 1) / slabs;
+  return std::max(kMinRows, (rows + 7) / 8 * 8);
 }
 
 struct OnednnGemm::Impl {

@@ -118,7 +118,8 @@ TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
   OnednnGemm one(1), two(2);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
-      // 4 slabs, last 8 rows; 9 slabs (B packed when tb); 20 tall slabs of 208, last 148
+      // 4 slabs, last 8 rows; 4 slabs of 136, last 112; 20 slabs of 208, last 148 (B
+      // packed when tb)
       for (int64_t M : {200, 520, 4100}) {
         const GemmCase c = make_case(ta, tb, M, M > 1000 ? 33 : 129, 301, 1, 1.0f, 1.0f);
         const GemmData d(c, 99);
@@ -126,36 +127,42 @@ TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
       }
 }
 
-TEST_CASE("oneDNN GEMM: slabs of 64 rows, about 256 for tall products, by M alone",
-          "[onednn]") {
+TEST_CASE("oneDNN GEMM: slabs of 64 rows up to M = 256, then a multiple of 4 slabs of up to "
+          "256 rows, by M alone", "[onednn]") {
   CHECK(onednn_gemm_slab_rows(1) == 64);
-  CHECK(onednn_gemm_slab_rows(4095) == 64);
+  CHECK(onednn_gemm_slab_rows(256) == 64);    // 4 slabs of 64
+  CHECK(onednn_gemm_slab_rows(257) == 72);    // 4 slabs, the last of 41
+  CHECK(onednn_gemm_slab_rows(768) == 192);   // gpt-tiny: 4 slabs of 192
   CHECK(onednn_gemm_slab_rows(4096) == 256);  // 16 slabs of 256
   CHECK(onednn_gemm_slab_rows(8320) == 232);  // vit-tiny: 35 slabs of 232, one of 200
-  for (int64_t M = 4096; M < 100000; M += 997) {
+  for (int64_t M = 257; M < 100000; M += 97) {
     const int64_t rows = onednn_gemm_slab_rows(M);
-    INFO("M = " << M << ", rows " << rows);
+    const int64_t slabs = (M + rows - 1) / rows;
+    INFO("M = " << M << ", rows " << rows << ", slabs " << slabs);
     CHECK(rows % 8 == 0);
-    CHECK(rows >= 192);
+    CHECK(rows >= 64);
     CHECK(rows <= 256);
+    CHECK(slabs >= 4);
   }
 }
 
 TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each slab's own bits",
           "[onednn]") {
-  // x W^T as a Linear layer's forward calls it: 9 slabs of 64 rows, B packed once. Each
-  // slab's rows computed by a call of their own (one slab: B not packed) are the same bits.
+  // x W^T as a Linear layer's forward calls it: 20 slabs of 208 rows, B packed once. Each
+  // slab's rows computed by a call of their own (4 slabs: B not packed) are the same bits.
   // Where oneDNN runs fp32 matmul on its brgemm kernels (AVX-512); elsewhere B is never
   // packed and the slabs compare with themselves.
   OnednnGemm gemm(2);
-  const GemmCase c = make_case(false, true, 9 * 64 - 56, 96, 128, 0, 1.0f, 0.0f);
+  const GemmCase c = make_case(false, true, 4100, 96, 128, 0, 1.0f, 0.0f);
+  const int64_t slab = onednn_gemm_slab_rows(c.M);
+  REQUIRE(slab == 208);
   const GemmData d(c, 41);
   const std::vector<float> all = run_gemm(gemm, c, d);
   const std::string isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
   INFO("oneDNN ISA " << isa);
   if (isa.find("avx512_core") != std::string::npos) CHECK(gemm.packed_calls() == 1);
-  for (int64_t m0 = 0; m0 < c.M; m0 += 64) {
-    const int64_t rows = std::min<int64_t>(64, c.M - m0);
+  for (int64_t m0 = 0; m0 < c.M; m0 += slab) {
+    const int64_t rows = std::min(slab, c.M - m0);
     std::vector<float> part(static_cast<size_t>(rows * c.ldc));
     REQUIRE(gemm.run(false, true, rows, c.N, c.K, 1.0f, d.A.data() + m0 * c.lda, c.lda,
                      d.B.data(), c.ldb, 0.0f, part.data(), c.ldc)
