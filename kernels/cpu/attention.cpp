@@ -14,7 +14,7 @@
 //
 // What is computed (hd = C / nh, scale = float(1 / sqrt(double(hd))), fp32 throughout,
 // GEMM sums in oneDNN's order for the shape; "lanes": kLanes interleaved partial results
-// combined in lane order, see row_max):
+// combined in lane order, see max_lanes):
 //   forward:   S = (q k^T) * scale (oneDNN's output scale on the fp32 dot product: the
 //              twin's (q @ k^T) * scale), then per row i, fused:
 //              mx = max_{j<n_i} S_ij (lanes; max is exact in any order), n_i = i + 1
@@ -150,23 +150,28 @@ void store_unit(const Slab& slab, int first_block, int parts, const Unit& u, S* 
 // Fixed-order reductions over a row (j = 0..n-1): kLanes interleaved partial results
 // (lane l takes j = l mod kLanes, in j order), then the lanes combined in lane order. The
 // order depends on n only.
+//
+// Rows go through in groups of kGroupRows: each row leaves its lanes in the group's table
+// and the lanes are combined for the whole group afterwards. Combining one row at a time
+// was a chain of 15 dependent adds (or max selects) per row between its exp pass and its
+// division; a group's chains are independent and overlap. Same operations in the same
+// order per row, so the same bits.
 constexpr int64_t kLanes = 16;
+constexpr int64_t kGroupRows = 16;
+using GroupLanes = float[kGroupRows][kLanes];
 
-float row_max(const float* a, int64_t n) {
-  float m[kLanes];
+// m[l] = the max over lane l's values (-inf for an empty lane); max is exact in any order.
+void max_lanes(const float* a, int64_t n, float* m) {
   for (int64_t l = 0; l < kLanes; ++l) m[l] = -INFINITY;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int64_t l = 0; l < kLanes; ++l) m[l] = a[j + l] > m[l] ? a[j + l] : m[l];
   for (int64_t l = 0; j < n; ++j, ++l) m[l] = a[j] > m[l] ? a[j] : m[l];
-  float mx = m[0];
-  for (int64_t l = 1; l < kLanes; ++l) mx = m[l] > mx ? m[l] : mx;
-  return mx;
 }
 
-// a[j] = exp_approx(a[j] - mx) for j < n, and their sum in lanes as row_dot's.
-float row_exp_sum(float* a, int64_t n, float mx) {
-  float s[kLanes] = {};
+// a[j] = exp_approx(a[j] - mx) for j < n; s[l] = the sum of lane l's new values.
+void exp_sum_lanes(float* a, int64_t n, float mx, float* s) {
+  for (int64_t l = 0; l < kLanes; ++l) s[l] = 0.0f;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int64_t l = 0; l < kLanes; ++l) {
@@ -177,20 +182,76 @@ float row_exp_sum(float* a, int64_t n, float mx) {
     a[j] = exp_approx(a[j] - mx);
     s[l] += a[j];
   }
-  float r = s[0];
-  for (int64_t l = 1; l < kLanes; ++l) r += s[l];
-  return r;
 }
 
-float row_dot(const float* x, const float* y, int64_t n) {
-  float s[kLanes] = {};
+// s[l] = the sum of lane l's products x[j] * y[j].
+void dot_lanes(const float* x, const float* y, int64_t n, float* s) {
+  for (int64_t l = 0; l < kLanes; ++l) s[l] = 0.0f;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int64_t l = 0; l < kLanes; ++l) s[l] += x[j + l] * y[j + l];
   for (int64_t l = 0; j < n; ++j, ++l) s[l] += x[j] * y[j];
-  float r = s[0];
-  for (int64_t l = 1; l < kLanes; ++l) r += s[l];
-  return r;
+}
+
+// out[r] = the lanes of row r combined in lane order, for the group's first `rows` rows.
+void combine_max(const GroupLanes& m, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float mx = m[r][0];
+    for (int64_t l = 1; l < kLanes; ++l) mx = m[r][l] > mx ? m[r][l] : mx;
+    out[r] = mx;
+  }
+}
+void combine_sum(const GroupLanes& s, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float sum = s[r][0];
+    for (int64_t l = 1; l < kLanes; ++l) sum += s[r][l];
+    out[r] = sum;
+  }
+}
+
+// The masked softmax of rows [i0, i1) of att (T columns), in place: row i's first
+// visible(p, i) values become exp_approx(S - max) / sum, the rest 0.
+void softmax_rows(const Plan& p, float* att, int64_t i0, int64_t i1) {
+  const int64_t T = p.T;
+  for (int64_t g0 = i0; g0 < i1; g0 += kGroupRows) {
+    const int64_t rows = std::min(kGroupRows, i1 - g0);
+    GroupLanes lanes;
+    float mx[kGroupRows], sum[kGroupRows];
+    for (int64_t r = 0; r < rows; ++r) max_lanes(att + (g0 + r) * T, visible(p, g0 + r), lanes[r]);
+    combine_max(lanes, rows, mx);
+    for (int64_t r = 0; r < rows; ++r)
+      exp_sum_lanes(att + (g0 + r) * T, visible(p, g0 + r), mx[r], lanes[r]);
+    combine_sum(lanes, rows, sum);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* a = att + (g0 + r) * T;
+      const int64_t n = visible(p, g0 + r);
+      for (int64_t j = 0; j < n; ++j) a[j] /= sum[r];
+      for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
+    }
+  }
+}
+
+// Rows [i0, i1) of datt (T columns) become dS in place, from att's rows: r_i = the lanes'
+// sum of datt_ij att_ij, dS_ij = (att_ij (datt_ij - r_i)) scale for j < visible(p, i), else
+// 0 (read by dk's GEMMs past the block's keys).
+void softmax_backward_rows(const Plan& p, const float* att, float* ds, int64_t i0, int64_t i1,
+                           float scale) {
+  const int64_t T = p.T;
+  for (int64_t g0 = i0; g0 < i1; g0 += kGroupRows) {
+    const int64_t rows = std::min(kGroupRows, i1 - g0);
+    GroupLanes lanes;
+    float rsum[kGroupRows];
+    for (int64_t r = 0; r < rows; ++r)
+      dot_lanes(ds + (g0 + r) * T, att + (g0 + r) * T, visible(p, g0 + r), lanes[r]);
+    combine_sum(lanes, rows, rsum);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* a = att + (g0 + r) * T;
+      float* dsi = ds + (g0 + r) * T;
+      const int64_t n = visible(p, g0 + r);
+      for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - rsum[r])) * scale;
+      for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;
+    }
+  }
 }
 
 // ---- Passes ----
@@ -217,13 +278,7 @@ void attention_forward_impl(int threads, const Plan& p, const S* qkv, S* out, fl
         const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
         const size_t bk = static_cast<size_t>(blk);
         run(p.s[bk], thread, stream, slab.scratch, q + i0 * p.hd, k, att + i0 * T);
-        for (int64_t i = i0; i < i1; ++i) {
-          float* a = att + i * T;
-          const int64_t n = visible(p, i);
-          const float sum = row_exp_sum(a, n, row_max(a, n));
-          for (int64_t j = 0; j < n; ++j) a[j] /= sum;
-          for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
-        }
+        softmax_rows(p, att, i0, i1);
         run(p.o[bk], thread, stream, slab.scratch, att + i0 * T, v, o + i0 * p.hd);
       }
     }
@@ -261,14 +316,7 @@ void attention_backward_impl(int threads, const Plan& p, const S* dout, const S*
         const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
         const size_t bk = static_cast<size_t>(blk);
         run(p.da[bk], thread, stream, slab.scratch, go + i0 * hd, v, ds + i0 * T);
-        for (int64_t i = i0; i < i1; ++i) {
-          const float* a = att + i * T;
-          float* dsi = ds + i * T;
-          const int64_t n = visible(p, i);
-          const float r = row_dot(dsi, a, n);
-          for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - r)) * scale;
-          for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;  // past the block's keys: read by dk's GEMMs
-        }
+        softmax_backward_rows(p, att, ds, i0, i1, scale);
         run(p.dq[bk], thread, stream, slab.scratch, ds + i0 * T, k, dq + i0 * hd);
       }
       // dv and dk by row block of keys j: sums over rows i >= grad_begin (the block's first
