@@ -38,12 +38,14 @@ Tensor LayerNorm::forward(Context& ctx, const Tensor& x) {
   return y;
 }
 
-// dgamma, dbeta (C) accumulate; dx only when planned.
-Tensor LayerNorm::backward(Context& ctx, const Tensor& dy) {
+// dgamma, dbeta (C) accumulate; dx (plus the residual) only when planned.
+Tensor LayerNorm::backward(Context& ctx, const Tensor& dy, const Tensor& residual) {
   Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
+  const Tensor dres = dx_.valid() ? residual : Tensor{};
   ctx.ops().layernorm_backward(dy, x_, ctx.f32(gamma_.value), ctx.f32(mean_), ctx.f32(rstd_), dx,
-                               ctx.f32(gamma_.grad), has_bias_ ? ctx.f32(beta_.grad) : nullptr,
-                               rows(x_), c_, ctx.workspace());
+                               dres, ctx.f32(gamma_.grad),
+                               has_bias_ ? ctx.f32(beta_.grad) : nullptr, rows(x_), c_,
+                               ctx.workspace());
   return dx;
 }
 

@@ -13,7 +13,11 @@ class LayerNorm : public Module {
   std::string kind() const override { return "LayerNorm"; }
   Shape plan(PlanContext& pc, const Shape& in) override;
   Tensor forward(Context& ctx, const Tensor& x) override;
-  Tensor backward(Context& ctx, const Tensor& dy) override;
+  Tensor backward(Context& ctx, const Tensor& dy) override { return backward(ctx, dy, Tensor{}); }
+  // The same, the input gradient returned with `residual` added in the same pass (a pre-LN
+  // block's x + f(ln(x)): the bits of backward, then add). Ignored when no input gradient
+  // is planned; must not be this module's own input gradient.
+  Tensor backward(Context& ctx, const Tensor& dy, const Tensor& residual);
 
  private:
   int64_t rows(const Tensor& x) const { return x.numel() / c_; }  // normalised rows

@@ -36,8 +36,6 @@ Shape TransformerBlock::plan(PlanContext& pc, const Shape& in) {
   const Shape b = in.with_batch(pc.batch);
   y1_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
   y_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
-  dy1_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
-  if (pc.input_needs_grad) dx_ = pc.plan.reserve(MemCategory::kActivations, b, flow);
   return in;
 }
 
@@ -53,18 +51,13 @@ Tensor TransformerBlock::forward(Context& ctx, const Tensor& x) {
   return y;
 }
 
+// Each residual add's backward runs in its LayerNorm's backward pass (no separate add):
+// the same bits as layernorm_backward then add.
 Tensor TransformerBlock::backward(Context& ctx, const Tensor& dy) {
-  Ops& ops = ctx.ops();
   // dy1 = dy + d(mlp(ln_2(y1)))/dy1
-  const Tensor dh2 = ln_2_.backward(ctx, mlp_->backward(ctx, dy));
-  Tensor dy1 = ctx.view(dy1_, x_.rows());
-  ops.add(dy, dh2, dy1);
-  // dx = dy1 + d(attn(ln_1(x)))/dx
-  const Tensor dh1 = ln_1_.backward(ctx, attn_.backward(ctx, dy1));
-  if (!dx_.valid()) return Tensor{};
-  Tensor dx = ctx.view(dx_, x_.rows());
-  ops.add(dy1, dh1, dx);
-  return dx;
+  const Tensor dy1 = ln_2_.backward(ctx, mlp_->backward(ctx, dy), dy);
+  // dx = dy1 + d(attn(ln_1(x)))/dx; empty when the block's input needs no gradient
+  return ln_1_.backward(ctx, attn_.backward(ctx, dy1), dy1);
 }
 
 }  // namespace noeira

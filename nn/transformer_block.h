@@ -28,8 +28,8 @@ class TransformerBlock : public Module {
   LayerNorm ln_1_, ln_2_;
   SelfAttention attn_;
   std::unique_ptr<Sequential> mlp_;  // made by plan(), which knows C
-  Slot y1_, y_;     // x + attn(ln_1(x)), y1 + mlp(ln_2(y1)): (B, T, C)
-  Slot dy1_, dx_;   // their gradients
+  Slot y1_, y_;  // x + attn(ln_1(x)), y1 + mlp(ln_2(y1)): (B, T, C); their gradients are
+                 // ln_2's and ln_1's input gradients, the residual added in their passes
   Tensor x_;
 };
 

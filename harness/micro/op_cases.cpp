@@ -137,25 +137,30 @@ OpCase layernorm_forward(int64_t N, int64_t C, DType dt, bool beta, float eps) {
   return c;
 }
 
-OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool dx, bool dbeta) {
+OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool dx, bool dbeta,
+                          bool residual) {
   OpCase c{"layernorm_backward", dts(dt) + "/N=" + std::to_string(N) + "/C=" + std::to_string(C) +
-                                     (dbeta ? "/bias" : "") + no_dx(dx), {}, {}, {}, {}};
+                                     (dbeta ? "/bias" : "") + no_dx(dx) + (residual ? "/residual" : ""),
+           {}, {}, {}, {}};
   Specs s;
   const int dy = s.add(Shape{N, C}, dt, Fill::kSigned), x = s.add(Shape{N, C}, dt, Fill::kSigned);
   const int g = s.add(Shape{C}, DType::kF32, Fill::kSigned);
   const int mean = s.add(Shape{N}, DType::kF32, Fill::kSigned);
   const int rstd = s.add(Shape{N}, DType::kF32, Fill::kPositive);
   const int d = s.add_if(dx, Shape{N, C}, dt, Fill::kZero);
+  const int res = s.add_if(residual, Shape{N, C}, dt, Fill::kSigned);
   const int dg = s.add(Shape{C}, DType::kF32, Fill::kZero);
   const int db = s.add_if(dbeta, Shape{C}, DType::kF32, Fill::kZero);
   const int ws = s.workspace(ops.layernorm_workspace_bytes(N, C));
   c.buffers = s.v;
   c.call = [=](Ops& o, const Ptrs& p) {
     o.layernorm_backward(view(p, dy, dt, N * C), view(p, x, dt, N * C), f32(p, g), f32(p, mean), f32(p, rstd),
-                         view(p, d, dt, N * C), f32(p, dg), f32(p, db), N, C, at(p, ws));
+                         view(p, d, dt, N * C), view(p, res, dt, N * C), f32(p, dg), f32(p, db), N, C,
+                         at(p, ws));
   };
   // dgamma and dbeta accumulate: read and written.
-  c.work.bytes = (dx ? 3 : 2) * bytes(N * C, dt) + bytes(C + 2 * N + (dbeta ? 4 : 2) * C, DType::kF32);
+  c.work.bytes = ((dx ? 3 : 2) + (residual ? 1 : 0)) * bytes(N * C, dt) +
+                 bytes(C + 2 * N + (dbeta ? 4 : 2) * C, DType::kF32);
   return c;
 }
 

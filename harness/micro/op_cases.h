@@ -38,7 +38,8 @@ OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre);
 // `weights`: the trainer's bf16 weight refresh (named .../weights), not a boundary cast.
 OpCase cast(int64_t n, DType from, DType to, bool weights = false);
 OpCase layernorm_forward(int64_t N, int64_t C, DType dt, bool beta, float eps);
-OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool dx, bool dbeta);
+OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool dx, bool dbeta,
+                          bool residual = false);
 OpCase batchnorm_forward_train(const Ops& ops, const NormShape& s, DType dt,
                                const BatchNormHyper& h, bool residual = false,
                                Act act = Act::kNone);

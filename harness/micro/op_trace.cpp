@@ -132,8 +132,9 @@ class RecordingOps final : public NoComputeOps {
     record(op_case::layernorm_forward(N, C, x.dtype, beta != nullptr, eps));
   }
   void layernorm_backward(ConstView, ConstView x, const float*, const float*, const float*, View dx,
-                          float*, float* dbeta, int64_t N, int64_t C, void*) override {
-    record(op_case::layernorm_backward(inner_, N, C, x.dtype, !dx.empty(), dbeta != nullptr));
+                          ConstView dres, float*, float* dbeta, int64_t N, int64_t C, void*) override {
+    record(op_case::layernorm_backward(inner_, N, C, x.dtype, !dx.empty(), dbeta != nullptr,
+                                       !dres.empty()));
   }
   void batchnorm_forward_train(const NormShape& s, ConstView x, const float*, const float*,
                                const BatchNormHyper& h, View, const BatchNormEpilogue& epi,

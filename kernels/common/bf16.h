@@ -50,4 +50,12 @@ NOEIRA_HD float load_f32(bf16_t x) { return bf16_to_f32(x); }
 NOEIRA_HD void store_f32(float& dst, float v) { dst = v; }
 NOEIRA_HD void store_f32(bf16_t& dst, float v) { dst = f32_to_bf16(v); }
 
+// v rounded to the storage type T as a store and a load would: the identity for fp32.
+template <class T>
+NOEIRA_HD float stored_as(float v) {
+  T t;
+  store_f32(t, v);
+  return load_f32(t);
+}
+
 }  // namespace noeira

@@ -10,7 +10,8 @@
 // Backward, one row: xhat = (x - mean_f) * rstd_f, g = dy * gamma (fp32),
 //   sum_g = sum(double(g)), sum_g_xhat = sum(double(g) * double(xhat)) in double;
 //   mean_g = float(sum_g / C), mean_g_xhat = float(sum_g_xhat / C)
-//   dx = rstd_f * ((g - mean_g) - xhat * mean_g_xhat)   (fp32)
+//   dx = rstd_f * ((g - mean_g) - xhat * mean_g_xhat)   (fp32); with a residual gradient
+//   dres: stored(dx) + dres (layernorm_dx_plus)
 // Parameter gradients, per column c over the rows: dgamma[c] += float(sum(double(dy) *
 // double(xhat))), dbeta[c] += float(sum(double(dy))), sums in double (CPU: rows in order
 // within fixed 32-row chunks, the chunks in order), added to the fp32 accumulator once.
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/hd.h"
 
 namespace noeira {
@@ -54,6 +56,21 @@ NOEIRA_HD LayerNormBackStats layernorm_back_stats(double sum_g, double sum_g_xha
 // g = dy * gamma, xhat = layernorm_xhat(x, mean, rstd).
 NOEIRA_HD float layernorm_dx(float g, float xhat, float rstd, const LayerNormBackStats& s) {
   return rstd * ((g - s.mean_g) - xhat * s.mean_g_xhat);
+}
+
+// The backward's output element with a residual gradient r added (the pre-LN transformer
+// block's x + f(ln(x))): dx rounded to the storage type T as LayerNorm stores it, then the
+// sum in fp32 as `add` computes it (the caller stores it), so the fused pass has the bits
+// of the backward and a separate add. On the GPU the add is __fadd_rn: for fp32, nvcc
+// would contract layernorm_dx's product and this add into one FMA, which the separate
+// passes round twice.
+template <class T>
+NOEIRA_HD float layernorm_dx_plus(float dx, float r) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(stored_as<T>(dx), r);
+#else
+  return stored_as<T>(dx) + r;  // the host build does not contract (-ffp-contract=off)
+#endif
 }
 
 }  // namespace noeira

@@ -53,14 +53,6 @@ NOEIRA_HD float batchnorm_apply(float x, float mean, float invstd, float gamma, 
   return (x - mean) * invstd * gamma + beta;
 }
 
-// v rounded to the storage type T as a store and a load would: the identity for fp32.
-template <class T>
-NOEIRA_HD float stored_as(float v) {
-  T t;
-  store_f32(t, v);
-  return load_f32(t);
-}
-
 // A fused BatchNorm's epilogue for one element (kernels/ops.h BatchNormEpilogue): y is the
 // normalised value (batchnorm_apply or batchnorm_eval), r the residual's element when
 // has_residual. The separate ops' steps with their roundings to the storage type T: the

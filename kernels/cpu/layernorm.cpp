@@ -49,8 +49,9 @@ int64_t ln_row_chunks(int64_t N) { return (N + kLnRowChunk - 1) / kLnRowChunk; }
 // about a third more memory traffic.)
 template <class T>
 void layernorm_backward_impl(int threads, const T* dy, const T* x, const float* gamma,
-                             const float* mean, const float* rstd, T* dx, float* dgamma,
-                             float* dbeta, int64_t N, int64_t C, double* partials) {
+                             const float* mean, const float* rstd, T* dx, const T* dres,
+                             float* dgamma, float* dbeta, int64_t N, int64_t C,
+                             double* partials) {
   const bool params = dgamma != nullptr || dbeta != nullptr;
   const int64_t chunks = ln_row_chunks(N);
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -75,10 +76,16 @@ void layernorm_backward_impl(int threads, const T* dy, const T* x, const float* 
         // dx is distinct from every input (fp32 dx could alias mean and rstd for all the
         // compiler knew, which kept this loop scalar); the row's scalars are read once.
         T* __restrict dxr = dx + r * C;
-        for (int64_t c = 0; c < C; ++c) {
+        const auto dx_of = [dyr, xr, gamma, mu, rs, s](int64_t c) {
           const float g = load_f32(dyr[c]) * gamma[c];
-          const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
-          store_f32(dxr[c], layernorm_dx(g, xhat, rs, s));
+          return layernorm_dx(g, layernorm_xhat(load_f32(xr[c]), mu, rs), rs, s);
+        };
+        if (dres == nullptr) {
+          for (int64_t c = 0; c < C; ++c) store_f32(dxr[c], dx_of(c));
+        } else {
+          const T* __restrict rr = dres + r * C;
+          for (int64_t c = 0; c < C; ++c)
+            store_f32(dxr[c], layernorm_dx_plus<T>(dx_of(c), load_f32(rr[c])));
         }
       }
       if (params)
@@ -128,17 +135,20 @@ size_t CpuOps::layernorm_workspace_bytes(int64_t N, int64_t C) const {
 }
 
 void CpuOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
-                                const float* mean, const float* rstd, View dx, float* dgamma,
-                                float* dbeta, int64_t N, int64_t C, void* workspace) {
+                                const float* mean, const float* rstd, View dx, ConstView dres,
+                                float* dgamma, float* dbeta, int64_t N, int64_t C,
+                                void* workspace) {
   const char* op = "layernorm_backward";
-  expect_elems(op, N * C, {dy, x, dx});
+  expect_elems(op, N * C, {dy, x, dx, dres});
+  if (!dres.empty() && dx.empty())
+    cpu_op_failed(op, make_error("a residual gradient (dres) without dx to add it into"));
   if (workspace == nullptr && (dgamma != nullptr || dbeta != nullptr) && N > 0 && C > 0)
     cpu_op_failed(op, make_error("no workspace for the parameter gradients' partial sums: "
                                  "pass layernorm_workspace_bytes(N, C) bytes"));
-  dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+  dispatch_float(op, {dy, x, dx, dres}, [&](auto storage) {
     using S = typename decltype(storage)::type;
     layernorm_backward_impl(threads_, dy.as<S>(), x.as<S>(), gamma, mean, rstd, dx.as<S>(),
-                            dgamma, dbeta, N, C, static_cast<double*>(workspace));
+                            dres.as<S>(), dgamma, dbeta, N, C, static_cast<double*>(workspace));
   });
 }
 

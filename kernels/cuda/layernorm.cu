@@ -69,8 +69,8 @@ __global__ void layernorm_forward_kernel(const T* x, const float* gamma, const f
 
 template <class T>
 __global__ void layernorm_dx_kernel(const T* dy, const T* x, const float* gamma,
-                                    const float* mean, const float* rstd, T* dx, int64_t N,
-                                    int64_t C) {
+                                    const float* mean, const float* rstd, T* dx,
+                                    const T* dres, int64_t N, int64_t C) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32; r < N;
        r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -91,10 +91,12 @@ __global__ void layernorm_dx_kernel(const T* dy, const T* x, const float* gamma,
     sum_g_xhat = warp_sum(sum_g_xhat);
     const LayerNormBackStats s = layernorm_back_stats(sum_g, sum_g_xhat, C);
     T* dxr = dx + r * C;
+    const T* rr = dres != nullptr ? dres + r * C : nullptr;  // the residual gradient's row
     for (int64_t c = lane; c < C; c += 32) {
       const float g = __fmul_rn(load_f32(dyr[c]), gamma[c]);
       const float xhat = layernorm_xhat(load_f32(xr[c]), mu, rs);
-      store_f32(dxr[c], layernorm_dx(g, xhat, rs, s));
+      const float d = layernorm_dx(g, xhat, rs, s);
+      store_f32(dxr[c], rr != nullptr ? layernorm_dx_plus<T>(d, load_f32(rr[c])) : d);
     }
   }
 }
@@ -180,19 +182,19 @@ size_t layernorm_workspace_bytes(int64_t N, int64_t C) {
 
 cudaError_t launch_layernorm_backward(cudaStream_t stream, ConstView dy, ConstView x,
                                       const float* gamma, const float* mean, const float* rstd,
-                                      View dx, float* dgamma, float* dbeta, int64_t N, int64_t C,
-                                      void* workspace) {
+                                      View dx, ConstView dres, float* dgamma, float* dbeta,
+                                      int64_t N, int64_t C, void* workspace) {
   const char* op = "layernorm_backward";
-  expect_elems(op, N * C, {dy, x, dx});
+  expect_elems(op, N * C, {dy, x, dx, dres});
   if (N == 0 || C == 0) return cudaSuccess;
   const bool params = dgamma || dbeta;
   if (params && (!workspace || reinterpret_cast<uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
-  return dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+  return dispatch_float(op, {dy, x, dx, dres}, [&](auto storage) {
     using S = typename decltype(storage)::type;
     if (!dx.empty())
       layernorm_dx_kernel<<<row_blocks(N), kBlock, 0, stream>>>(
-          dy.as<S>(), x.as<S>(), gamma, mean, rstd, dx.as<S>(), N, C);
+          dy.as<S>(), x.as<S>(), gamma, mean, rstd, dx.as<S>(), dres.as<S>(), N, C);
     if (params) {
       const ColumnSumPlan plan = column_sum_plan(N, kColumnSumMaxChunks);
       auto* partials = static_cast<double2*>(workspace);
@@ -228,11 +230,16 @@ size_t CudaOps::layernorm_workspace_bytes(int64_t N, int64_t C) const {
 }
 
 void CudaOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
-                                 const float* mean, const float* rstd, View dx, float* dgamma,
-                                 float* dbeta, int64_t N, int64_t C, void* workspace) {
+                                 const float* mean, const float* rstd, View dx, ConstView dres,
+                                 float* dgamma, float* dbeta, int64_t N, int64_t C,
+                                 void* workspace) {
   OpScope scope(*state_, "layernorm_backward");
   if (N < 0 || C < 0) {
     fail("invalid shape N " + std::to_string(N) + ", C " + std::to_string(C));
+    return;
+  }
+  if (!dres.empty() && dx.empty()) {
+    fail("a residual gradient (dres) without dx to add it into");
     return;
   }
   if (N * C > 0 && (dgamma || dbeta) &&
@@ -241,8 +248,8 @@ void CudaOps::layernorm_backward(ConstView dy, ConstView x, const float* gamma,
          "them");
     return;
   }
-  check(cuda::launch_layernorm_backward(stream_, dy, x, gamma, mean, rstd, dx, dgamma, dbeta, N,
-                                        C, workspace),
+  check(cuda::launch_layernorm_backward(stream_, dy, x, gamma, mean, rstd, dx, dres, dgamma,
+                                        dbeta, N, C, workspace),
         "layernorm_backward kernels");
 }
 

@@ -148,9 +148,10 @@ TEST_CASE("cuda: layernorm forward and backward match the CPU, fp32 and bf16", "
         }
         cpu.layernorm_forward(view_of(xs), gamma0.data(), beta0.data(), view_of(ys),
                               mean_cpu.data(), rstd_cpu.data(), N, C, eps);
+        std::vector<char> ws_cpu(cpu.layernorm_workspace_bytes(N, C));
         cpu.layernorm_backward(view_of(dys), view_of(xs), gamma0.data(), mean_cpu.data(),
-                               rstd_cpu.data(), view_of(dxs), dg_cpu.data(), db_cpu.data(), N, C,
-                               nullptr);
+                               rstd_cpu.data(), view_of(dxs), ConstView(), dg_cpu.data(),
+                               db_cpu.data(), N, C, ws_cpu.data());
         y_cpu = to_f32(ys);
         dx_cpu = to_f32(dxs);
         DeviceArray<S> x(gpu, xs), dy(gpu, dys), y(gpu, N * C), dx(gpu, N * C);
@@ -158,7 +159,7 @@ TEST_CASE("cuda: layernorm forward and backward match the CPU, fp32 and bf16", "
                                    rstd.get(), N, C, eps);
         // The GPU's backward reads its own statistics (as a model would).
         gpu.ops->layernorm_backward(dy.view(), x.view(), gamma.get(), mean.get(), rstd.get(),
-                                    dx.view(), dg.get(), db.get(), N, C, ws.get());
+                                    dx.view(), ConstView(), dg.get(), db.get(), N, C, ws.get());
         y_gpu = to_f32(y.download());
         dx_gpu = to_f32(dx.download());
       };
@@ -173,6 +174,67 @@ TEST_CASE("cuda: layernorm forward and backward match the CPU, fp32 and bf16", "
       CHECK(rel_error(dg.download(), dg_cpu) < 1e-5);
       CHECK(rel_error(db.download(), db_cpu) < 1e-5);
     }
+  }
+#endif
+}
+
+TEST_CASE("cuda: layernorm backward's residual gradient has the bits of the backward then add, "
+          "and the CPU's within its tolerance", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  const int64_t N = 70, C = 100;  // a ragged warp tail
+  const std::vector<float> x0 = random_floats(N * C, 50, -3.0f, 5.0f);
+  const std::vector<float> dy0 = random_floats(N * C, 51);
+  std::vector<float> res0 = random_floats(N * C, 52);
+  res0[0] = -0.0f;  // signed zero and infinities pass through as add's do
+  res0[1] = INFINITY;
+  res0[N * C - 1] = -INFINITY;
+  const std::vector<float> gamma0 = random_floats(C, 53, 0.5f, 1.5f), beta0 = random_floats(C, 54);
+  DeviceArray<float> gamma(gpu, gamma0), beta(gpu, beta0), mean(gpu, N), rstd(gpu, N);
+  DeviceArray<float> dg(gpu, C), db(gpu, C);
+  DeviceWorkspace ws(gpu, gpu.ops->layernorm_workspace_bytes(N, C));
+  std::vector<char> ws_cpu(cpu.layernorm_workspace_bytes(N, C));
+  for (int bf = 0; bf < 2; ++bf) {
+    INFO("bf16 " << bf);
+    const auto run = [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const auto as_s = [](const std::vector<float>& v) {
+        std::vector<S> out(v.size());
+        for (size_t i = 0; i < v.size(); ++i) store_f32(out[i], v[i]);
+        return out;
+      };
+      const std::vector<S> xs = as_s(x0), dys = as_s(dy0), rs = as_s(res0);
+      DeviceArray<S> x(gpu, xs), dy(gpu, dys), res(gpu, rs), y(gpu, N * C), dh(gpu, N * C),
+          apart(gpu, N * C), fused(gpu, N * C);
+      gpu.ops->layernorm_forward(x.view(), gamma.get(), beta.get(), y.view(), mean.get(),
+                                 rstd.get(), N, C, 1e-5f);
+      gpu.ops->layernorm_backward(dy.view(), x.view(), gamma.get(), mean.get(), rstd.get(),
+                                  dh.view(), ConstView(), dg.get(), db.get(), N, C, ws.get());
+      gpu.ops->add(res.view(), dh.view(), apart.view());
+      gpu.ops->layernorm_backward(dy.view(), x.view(), gamma.get(), mean.get(), rstd.get(),
+                                  fused.view(), res.view(), dg.get(), db.get(), N, C, ws.get());
+      const std::vector<float> got = to_f32(fused.download());
+      CHECK(same_bytes(got, to_f32(apart.download())));
+      // The CPU's fused pass, from its own statistics.
+      std::vector<S> ys(N * C), dxs(N * C);
+      std::vector<float> mean_cpu(N), rstd_cpu(N), dg_cpu(C), db_cpu(C);
+      cpu.layernorm_forward(view_of(xs), gamma0.data(), beta0.data(), view_of(ys), mean_cpu.data(),
+                            rstd_cpu.data(), N, C, 1e-5f);
+      cpu.layernorm_backward(view_of(dys), view_of(xs), gamma0.data(), mean_cpu.data(),
+                             rstd_cpu.data(), view_of(dxs), view_of(rs), dg_cpu.data(),
+                             db_cpu.data(), N, C, ws_cpu.data());
+      const std::vector<float> want = to_f32(dxs);
+      CHECK(got[1] == INFINITY);
+      CHECK(got[N * C - 1] == -INFINITY);
+      std::vector<float> g(got.begin() + 2, got.end() - 1), w(want.begin() + 2, want.end() - 1);
+      CHECK(rel_error(g, w) < (bf ? 1e-2 : 1e-5));
+    };
+    if (bf)
+      run(StorageTag<bf16_t>{});
+    else
+      run(StorageTag<float>{});
   }
 #endif
 }
@@ -584,7 +646,8 @@ TEST_CASE("cuda: the sequence ops repeat their bits, and a captured step replays
     gpu.ops->layernorm_forward(emb.view(), gamma.get(), beta.get(), ln.view(), mean.get(),
                                rstd.get(), rows, C, 1e-5f);
     gpu.ops->layernorm_backward(dy.view(), emb.view(), gamma.get(), mean.get(), rstd.get(),
-                                dx.view(), dgamma.get(), dbeta.get(), rows, C, ws_ln.get());
+                                dx.view(), ConstView(), dgamma.get(), dbeta.get(), rows, C,
+                                ws_ln.get());
     gpu.ops->embedding_backward(ids.get(), dx.view(), dwte.get(), dwpe.get(), rows, T, C, V,
                                 ws_emb.get());
     gpu.ops->attention_forward(qkv.view(), out.view(), att.get(), B, T, C, nh, /*causal=*/true,

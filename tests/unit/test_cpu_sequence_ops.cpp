@@ -124,7 +124,7 @@ LnOut run_layernorm(int threads, const Vec& x, const Vec& gamma, const Vec* beta
   std::vector<char> ws(ops.layernorm_workspace_bytes(N, C));
   ops.layernorm_backward(ConstView(dyt.data(), N * C), ConstView(xt.data(), N * C), gamma.data(),
                          o.mean.data(), o.rstd.data(),
-                         want_dx ? View(dx.data(), N * C) : View(), o.dgamma.data(),
+                         want_dx ? View(dx.data(), N * C) : View(), ConstView(), o.dgamma.data(),
                          beta ? o.dbeta.data() : nullptr, N, C, ws.data());
   for (const T& v : y) o.y.push_back(load_f32(v));
   if (want_dx)
@@ -199,6 +199,62 @@ TEST_CASE("layernorm: forward and backward against double; no beta; no dx; bf16;
     CHECK(same_bits(bf1.y, bf.y));
     CHECK(same_bits(bf1.dx, bf.dx));
     CHECK(same_bits(bf1.dgamma, bf.dgamma));
+  }
+}
+
+// The backward with a residual gradient against the backward then `add`, in storage T.
+template <class T>
+void check_layernorm_residual(int64_t N, int64_t C) {
+  const auto cast = [](const Vec& v) {
+    std::vector<T> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) store_f32(out[i], v[i]);
+    return out;
+  };
+  const auto to_f32 = [](const std::vector<T>& v) {
+    Vec out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = load_f32(v[i]);
+    return out;
+  };
+  const std::vector<T> x = cast(random_vec(N * C, 41, -2.0f, 3.0f));
+  const std::vector<T> dy = cast(random_vec(N * C, 42));
+  std::vector<T> res = cast(random_vec(N * C, 43));
+  res[0] = cast({-0.0f})[0];  // a signed zero and the infinities pass through as add's do
+  res[1] = cast({INFINITY})[0];
+  res[static_cast<size_t>(N * C - 1)] = cast({-INFINITY})[0];
+  const Vec gamma = random_vec(C, 44, 0.5f, 1.5f), beta = random_vec(C, 45);
+  Vec mean(static_cast<size_t>(N)), rstd(static_cast<size_t>(N));
+  std::vector<T> y(x.size());
+  CpuOps one(1), two(2);
+  two.layernorm_forward(ConstView(x.data(), N * C), gamma.data(), beta.data(),
+                        View(y.data(), N * C), mean.data(), rstd.data(), N, C, 1e-5f);
+  std::vector<char> ws(two.layernorm_workspace_bytes(N, C));
+  const auto backward = [&](CpuOps& ops, const T* r, Vec& dg, Vec& db) {
+    std::vector<T> dx(x.size());
+    ops.layernorm_backward(ConstView(dy.data(), N * C), ConstView(x.data(), N * C), gamma.data(),
+                           mean.data(), rstd.data(), View(dx.data(), N * C),
+                           r ? ConstView(r, N * C) : ConstView(), dg.data(), db.data(), N, C,
+                           ws.data());
+    return dx;
+  };
+  Vec dg_apart(static_cast<size_t>(C)), db_apart(static_cast<size_t>(C));
+  const std::vector<T> dh = backward(two, nullptr, dg_apart, db_apart);
+  std::vector<T> apart(x.size());
+  two.add(ConstView(res.data(), N * C), ConstView(dh.data(), N * C), View(apart.data(), N * C));
+  Vec dg(static_cast<size_t>(C)), db(static_cast<size_t>(C));
+  const std::vector<T> fused = backward(two, res.data(), dg, db);
+  CHECK(same_bits(to_f32(fused), to_f32(apart)));
+  CHECK(same_bits(dg, dg_apart));
+  CHECK(same_bits(db, db_apart));
+  Vec dg1(static_cast<size_t>(C)), db1(static_cast<size_t>(C));
+  CHECK(same_bits(to_f32(backward(one, res.data(), dg1, db1)), to_f32(fused)));
+}
+
+TEST_CASE("layernorm: a residual gradient added in the backward's pass has the bits of the "
+          "backward then add, fp32 and bf16, 1 and 2 threads", "[seq-ops]") {
+  for (const auto& [N, C] : {std::pair<int64_t, int64_t>{70, 37}, {9, 128}}) {
+    INFO("N " << N << " C " << C);
+    check_layernorm_residual<float>(N, C);
+    check_layernorm_residual<bf16_t>(N, C);
   }
 }
 
