@@ -60,16 +60,17 @@ NOEIRA_HD float layernorm_dx(float g, float xhat, float rstd, const LayerNormBac
 
 // The backward's output element with a residual gradient r added (the pre-LN transformer
 // block's x + f(ln(x))): dx rounded to the storage type T as LayerNorm stores it, then the
-// sum in fp32 as `add` computes it (the caller stores it), so the fused pass has the bits
-// of the backward and a separate add. On the GPU the add is __fadd_rn: for fp32, nvcc
-// would contract layernorm_dx's product and this add into one FMA, which the separate
-// passes round twice.
+// sum in fp32 as add(r, dx) computes it, operands in that order (x86 keeps the first
+// NaN's sign and payload when both are NaN; the caller stores the sum), so the fused pass
+// has the bits of the backward and a separate add. On the GPU the add is __fadd_rn: for
+// fp32, nvcc would contract layernorm_dx's product and this add into one FMA, which the
+// separate passes round twice.
 template <class T>
 NOEIRA_HD float layernorm_dx_plus(float dx, float r) {
 #if defined(__CUDA_ARCH__)
-  return __fadd_rn(stored_as<T>(dx), r);
+  return __fadd_rn(r, stored_as<T>(dx));
 #else
-  return stored_as<T>(dx) + r;  // the host build does not contract (-ffp-contract=off)
+  return r + stored_as<T>(dx);  // the host build does not contract (-ffp-contract=off)
 #endif
 }
 

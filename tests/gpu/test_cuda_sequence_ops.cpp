@@ -184,16 +184,17 @@ TEST_CASE("cuda: layernorm backward's residual gradient has the bits of the back
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
   CpuOps cpu(1);
-  const int64_t N = 70, C = 100;  // a ragged warp tail
+  const int64_t N = 70, C = 101;  // a ragged warp tail; add's scalar tail (7070 elements)
   const std::vector<float> x0 = random_floats(N * C, 50, -3.0f, 5.0f);
   const std::vector<float> dy0 = random_floats(N * C, 51);
   std::vector<float> res0 = random_floats(N * C, 52);
-  res0[0] = -0.0f;  // signed zero and infinities pass through as add's do
-  res0[1] = INFINITY;
+  res0[1] = INFINITY;  // infinities and a NaN pass through as add's do
+  res0[2] = NAN;
   res0[N * C - 1] = -INFINITY;
   const std::vector<float> gamma0 = random_floats(C, 53, 0.5f, 1.5f), beta0 = random_floats(C, 54);
   DeviceArray<float> gamma(gpu, gamma0), beta(gpu, beta0), mean(gpu, N), rstd(gpu, N);
-  DeviceArray<float> dg(gpu, C), db(gpu, C);
+  const std::vector<float> zeros(C, 0.0f);  // the parameter gradients accumulate
+  DeviceArray<float> dg(gpu, zeros), db(gpu, zeros), dg2(gpu, zeros), db2(gpu, zeros);
   DeviceWorkspace ws(gpu, gpu.ops->layernorm_workspace_bytes(N, C));
   std::vector<char> ws_cpu(cpu.layernorm_workspace_bytes(N, C));
   for (int bf = 0; bf < 2; ++bf) {
@@ -214,9 +215,11 @@ TEST_CASE("cuda: layernorm backward's residual gradient has the bits of the back
                                   dh.view(), ConstView(), dg.get(), db.get(), N, C, ws.get());
       gpu.ops->add(res.view(), dh.view(), apart.view());
       gpu.ops->layernorm_backward(dy.view(), x.view(), gamma.get(), mean.get(), rstd.get(),
-                                  fused.view(), res.view(), dg.get(), db.get(), N, C, ws.get());
+                                  fused.view(), res.view(), dg2.get(), db2.get(), N, C, ws.get());
       const std::vector<float> got = to_f32(fused.download());
       CHECK(same_bytes(got, to_f32(apart.download())));
+      CHECK(same_bytes(dg2.download(), dg.download()));  // dres leaves them alone
+      CHECK(same_bytes(db2.download(), db.download()));
       // The CPU's fused pass, from its own statistics.
       std::vector<S> ys(N * C), dxs(N * C);
       std::vector<float> mean_cpu(N), rstd_cpu(N), dg_cpu(C), db_cpu(C);
@@ -227,8 +230,9 @@ TEST_CASE("cuda: layernorm backward's residual gradient has the bits of the back
                              db_cpu.data(), N, C, ws_cpu.data());
       const std::vector<float> want = to_f32(dxs);
       CHECK(got[1] == INFINITY);
+      CHECK(std::isnan(got[2]));
       CHECK(got[N * C - 1] == -INFINITY);
-      std::vector<float> g(got.begin() + 2, got.end() - 1), w(want.begin() + 2, want.end() - 1);
+      std::vector<float> g(got.begin() + 3, got.end() - 1), w(want.begin() + 3, want.end() - 1);
       CHECK(rel_error(g, w) < (bf ? 1e-2 : 1e-5));
     };
     if (bf)

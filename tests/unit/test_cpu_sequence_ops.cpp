@@ -218,8 +218,8 @@ void check_layernorm_residual(int64_t N, int64_t C) {
   const std::vector<T> x = cast(random_vec(N * C, 41, -2.0f, 3.0f));
   const std::vector<T> dy = cast(random_vec(N * C, 42));
   std::vector<T> res = cast(random_vec(N * C, 43));
-  res[0] = cast({-0.0f})[0];  // a signed zero and the infinities pass through as add's do
-  res[1] = cast({INFINITY})[0];
+  res[1] = cast({INFINITY})[0];  // infinities and a NaN pass through as add's do
+  res[2] = cast({-NAN})[0];
   res[static_cast<size_t>(N * C - 1)] = cast({-INFINITY})[0];
   const Vec gamma = random_vec(C, 44, 0.5f, 1.5f), beta = random_vec(C, 45);
   Vec mean(static_cast<size_t>(N)), rstd(static_cast<size_t>(N));
