@@ -12,8 +12,9 @@
 // its results with the thread count, so every oneDNN call runs single-threaded inside
 // fixed slabs (GEMMs: rows of C, 64 or for tall fp32 products about 256; convolutions: 8
 // or more images; each a function of the shape) that OpenMP hands to threads. A slab's
-// result does not depend on which thread computes it, so 1 and N threads agree bit for bit. The loops compute each output element by itself, or reduce
-// in a fixed order (bias gradients, losses, BatchNorm's channel sums) for the same reason.
+// result does not depend on which thread computes it, so 1 and N threads agree bit for
+// bit. The loops compute each output element by itself, or reduce in a fixed order (bias
+// gradients, losses, BatchNorm's channel sums) for the same reason.
 #pragma once
 #include <memory>
 

@@ -5,9 +5,9 @@
 // Results do not depend on the thread count (DESIGN.md rule 3): C is cut into slabs of
 // rows, their size a function of M alone (onednn_gemm_slab_rows), that OpenMP spreads
 // over `threads`; each slab is one single-threaded oneDNN call whose reduction order
-// depends on its shape only. A transposed B (a Linear
-// layer's x W^T) over 8 slabs or more is reordered once per call into the blocked layout
-// the kernels read, instead of by every slab (same kernels, same bits; onednn_matmul.cpp).
+// depends on its shape only. A transposed B (a Linear layer's x W^T) over 8 slabs or more
+// is reordered once per call into the blocked layout the kernels read, instead of by every
+// slab (same kernels, same bits; onednn_matmul.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>
