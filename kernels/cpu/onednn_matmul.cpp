@@ -65,6 +65,24 @@ int64_t onednn_gemm_slab_rows(int64_t M) {
   return std::max(kMinRows, (rows + 7) / 8 * 8);
 }
 
+// Column slabs: a Linear layer's forward x W^T (B transposed) at a small batch, M <= 256
+// rows, cuts C by columns instead: slab j computes C[:, j*cols ...) = x W[j*cols ...)^T
+// into a dense per-thread buffer (oneDNN's brgemm matmul wants a dense C), then copies it
+// into place. Each slab reads and re-lays out only its own rows of W, where a row slab
+// re-lays out all of W: mlp's 128 x 512 x 784 forward ran 7% faster on one thread and 2.6%
+// on two standalone, 7-22% on two in the model (where the optimizer last wrote half of W
+// on the other core). The same kernels sum each element over K in the same order as row
+// slabs do (a test checks the bits agree). Slabs of N / ceil(N / 256) columns rounded up
+// to a multiple of 64, the last one narrower: a function of N alone.
+constexpr int64_t kColumnMaxRows = 256, kColumnTarget = 256;
+int64_t column_slab_cols(int64_t N) {
+  const int64_t slabs = (N + kColumnTarget - 1) / kColumnTarget;
+  return ((N + slabs - 1) / slabs + 63) / 64 * 64;
+}
+bool use_column_slabs(bool ta, bool tb, int64_t M, int64_t N, float beta) {
+  return !ta && tb && beta == 0.0f && M <= kColumnMaxRows && N >= 2 * kColumnTarget;
+}
+
 struct OnednnGemm::Impl {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float,
                          float, bool>;
@@ -133,6 +151,19 @@ struct OnednnGemm::Impl {
   }
   void* packed_data() { return onednn::align_up(packed_b.data()); }
 
+  // Per-thread dense C buffers of the column slabs, `column_stride` bytes apart.
+  std::vector<std::byte> column_c;
+  size_t column_stride = 0;
+  void grow_column_c(int threads, size_t bytes) {
+    if (onednn::align_up(bytes) <= column_stride) return;
+    column_stride = onednn::align_up(bytes);
+    column_c.assign(column_stride * static_cast<size_t>(threads) + onednn::kAlign, std::byte{0});
+  }
+  float* column_c_of(int thread) {
+    return reinterpret_cast<float*>(onednn::align_up(column_c.data()) +
+                                    column_stride * static_cast<size_t>(thread));
+  }
+
   // Called between runs only, so no slab is using the old buffer.
   void grow_scratch(int threads, size_t bytes) {
     if (onednn::align_up(bytes) <= scratch_stride) return;
@@ -161,6 +192,8 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     if (after) (*after)(0, M);
     return {};
   }
+  if (use_column_slabs(ta, tb, M, N, beta))
+    return run_columns(M, N, K, alpha, A, lda, B, ldb, C, ldc, after);
   // Every slab but the last has slab_rows rows; create both primitives here, outside the
   // parallel region (creation allocates and may throw).
   const int64_t slab_rows = onednn_gemm_slab_rows(M);
@@ -215,6 +248,50 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     if (after) (*after)(m0, rows);
   };
   return onednn::for_each_slab(threads_, M, slab_rows, slab);
+}
+
+// C = alpha A B^T by column slabs (use_column_slabs), then `after` over row slabs of
+// onednn_gemm_slab_rows(M) once every column is in place.
+Status OnednnGemm::run_columns(int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                               int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
+                               const SlabEpilogue* after) {
+  const int64_t cols = column_slab_cols(N);
+  const int64_t last_cols = N - (N - 1) / cols * cols;
+  const SlabMatmul* full = nullptr;
+  const SlabMatmul* last = nullptr;
+  try {
+    // Each slab's C is its thread's dense M x cols buffer (ldc = the slab's columns).
+    full = &impl_->slab(threads_, false, true, M, cols, K, lda, ldb, cols, alpha, 0.0f, false);
+    last = &impl_->slab(threads_, false, true, M, last_cols, K, lda, ldb, last_cols, alpha, 0.0f,
+                        false);
+  } catch (const dnnl::error& e) {
+    return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
+  }
+  impl_->grow_column_c(threads_, static_cast<size_t>(M * cols) * sizeof(float));
+  const dnnl::engine& engine = onednn::cpu_engine();
+  const auto column = [&](int thread, int64_t n0, int64_t n) {
+    const SlabMatmul& s = n == cols ? *full : *last;
+    float* dense = impl_->column_c_of(thread);
+    // Columns [n0, n0 + n) of op(B) = W^T are W's rows n0.. : B + n0 * ldb.
+    dnnl::memory ma(s.a, engine, const_cast<float*>(A));
+    dnnl::memory mb(s.b, engine, const_cast<float*>(B + n0 * ldb));
+    dnnl::memory mc(s.c, engine, dense);
+    dnnl::memory ms(s.scratch, engine, impl_->scratch_of(thread));
+    onednn::OneThread one;
+    dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
+    s.primitive.execute(stream, {{DNNL_ARG_SRC, ma},
+                                 {DNNL_ARG_WEIGHTS, mb},
+                                 {DNNL_ARG_DST, mc},
+                                 {DNNL_ARG_SCRATCHPAD, ms}});
+    stream.wait();
+    for (int64_t i = 0; i < M; ++i)
+      std::copy(dense + i * n, dense + (i + 1) * n, C + i * ldc + n0);
+  };
+  NOEIRA_TRY(onednn::for_each_slab(threads_, N, cols, column));
+  ++column_calls_;
+  if (!after) return {};
+  return onednn::for_each_slab(threads_, M, onednn_gemm_slab_rows(M),
+                               [&](int, int64_t m0, int64_t rows) { (*after)(m0, rows); });
 }
 
 }  // namespace noeira

@@ -7,7 +7,8 @@
 // over `threads`; each slab is one single-threaded oneDNN call whose reduction order
 // depends on its shape only. A transposed B (a Linear layer's x W^T) over 8 slabs or more
 // is reordered once per call into the blocked layout the kernels read, instead of by every
-// slab (same kernels, same bits; onednn_matmul.cpp).
+// slab (same kernels, same bits; onednn_matmul.cpp). At M <= 256 rows (a small batch) and
+// N >= 512, x W^T is cut by columns instead, in slabs of a function of N alone.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,7 +27,8 @@ namespace noeira {
 int64_t onednn_gemm_slab_rows(int64_t M);
 
 // Called on a slab's thread once the slab's rows [m0, m0 + rows) of C are computed: work
-// on those rows while they are in cache (a linear layer's bias and activation).
+// on those rows while they are in cache (a linear layer's bias and activation). Where C is
+// cut by columns (x W^T at M <= 256), it runs on row slabs once every column is written.
 using SlabEpilogue = std::function<void(int64_t m0, int64_t rows)>;
 
 class OnednnGemm {
@@ -36,6 +38,8 @@ class OnednnGemm {
   int threads() const { return threads_; }
   // Calls so far that packed B once for their slabs (tests check the path is taken).
   int64_t packed_calls() const { return packed_calls_; }
+  // Calls so far that cut C by columns (onednn_matmul.cpp, use_column_slabs).
+  int64_t column_calls() const { return column_calls_; }
 
   // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C, as Ops::gemm; with
   // beta == 0, C is not read. The first call with a shape (transposes, sizes, leading
@@ -53,9 +57,12 @@ class OnednnGemm {
              int64_t ldc, const SlabEpilogue* after = nullptr);
 
  private:
+  Status run_columns(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                     const float* B, int64_t ldb, float* C, int64_t ldc, const SlabEpilogue* after);
   struct Impl;
   int threads_;
   int64_t packed_calls_ = 0;
+  int64_t column_calls_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 // a transposed B packed once for all of a call's slabs.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -69,9 +70,10 @@ GemmCase make_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t ex
 
 TEST_CASE("oneDNN GEMM matches a double-accumulated reference", "[onednn]") {
   OnednnGemm gemm(2);
-  // 520 rows: 9 slabs, enough that a transposed B is packed once for all of them.
-  const int64_t sizes[][3] = {{1, 37, 129},  {63, 17, 65}, {65, 37, 129},
-                              {130, 33, 47}, {70, 1, 1},   {520, 40, 129}};
+  // 520 rows: 9 slabs, enough that a transposed B is packed once for all of them. 130 x 600:
+  // x W^T (beta 0) cut by columns, 256 + 256 + 88.
+  const int64_t sizes[][3] = {{1, 37, 129},  {63, 17, 65},  {65, 37, 129},   {130, 33, 47},
+                              {70, 1, 1},    {520, 40, 129}, {130, 600, 47}};
   uint32_t seed = 10;
   for (const auto& mnk : sizes)
     for (int ta = 0; ta < 2; ++ta)
@@ -125,6 +127,12 @@ TEST_CASE("oneDNN GEMM: 1 and 2 threads give the same bits", "[onednn]") {
         const GemmData d(c, 99);
         CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
       }
+  // x W^T cut by columns (3 slabs of 256, 256 and 88).
+  const GemmCase c = make_case(false, true, 128, 600, 301, 1, 1.0f, 0.0f);
+  const GemmData d(c, 98);
+  CHECK(same_bits(run_gemm(one, c, d), run_gemm(two, c, d)));
+  CHECK(one.column_calls() == 1);
+  CHECK(two.column_calls() == 1);
 }
 
 TEST_CASE("oneDNN GEMM: slabs of 64 rows up to M = 256, then a multiple of 4 slabs of up to "
@@ -174,4 +182,37 @@ TEST_CASE("oneDNN GEMM: a transposed B packed once for many slabs gives each sla
   const int64_t packed = gemm.packed_calls();
   (void)run_gemm(gemm, make_case(false, true, 2 * 64, 96, 128, 0, 1.0f, 0.0f), d);
   CHECK(gemm.packed_calls() == packed);  // 2 slabs: B read as it is
+}
+
+TEST_CASE("oneDNN GEMM: x W^T at a small batch, cut by columns, gives the row slabs' bits",
+          "[onednn]") {
+  // mlp's first layer: 128 x 512 x 784, two column slabs of 256. The same product over 300
+  // rows (4 row slabs of 80) whose first 128 rows are these: where oneDNN runs fp32 matmul on
+  // its brgemm kernels, the same kernels sum each element over K in the same order.
+  OnednnGemm gemm(2);
+  const GemmCase wide = make_case(false, true, 300, 512, 784, 0, 1.0f, 0.0f);
+  const GemmData d(wide, 51);
+  const std::vector<float> rows = run_gemm(gemm, wide, d);
+  REQUIRE(gemm.column_calls() == 0);
+  const GemmCase batch = make_case(false, true, 128, 512, 784, 0, 1.0f, 0.0f);
+  // The epilogue sees every row once, after every column is written.
+  std::vector<int> seen(static_cast<size_t>(batch.M), 0);
+  bool complete = true;
+  std::vector<float> cols(static_cast<size_t>(batch.M * batch.ldc), NAN);
+  const SlabEpilogue after = [&](int64_t m0, int64_t n) {
+    for (int64_t i = m0; i < m0 + n; ++i) {
+      ++seen[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < batch.N; ++j) complete &= !std::isnan(cols[i * batch.ldc + j]);
+    }
+  };
+  REQUIRE(gemm.run(false, true, batch.M, batch.N, batch.K, 1.0f, d.A.data(), batch.lda,
+                   d.B.data(), batch.ldb, 0.0f, cols.data(), batch.ldc, &after)
+              .ok());
+  CHECK(gemm.column_calls() == 1);
+  CHECK(complete);
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  const std::string isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+  INFO("oneDNN ISA " << isa);
+  if (isa.find("avx512_core") != std::string::npos)
+    CHECK(same_bits(cols, std::vector<float>(rows.begin(), rows.begin() + batch.M * batch.ldc)));
 }
