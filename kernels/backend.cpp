@@ -32,7 +32,7 @@ Result<Backend> make_backend(Device device, int threads) {
   if (threads <= 0) threads = default_thread_count();
   Backend b;
   b.ops = std::make_unique<CpuOps>(threads);
-  b.stream = std::make_unique<CpuStream>();
+  b.stream = std::make_unique<CpuStream>(threads);
   b.allocator = std::make_unique<HostAllocator>();
   b.description = "cpu (oneDNN, " + std::to_string(threads) + " thread" +
                   (threads == 1 ? "" : "s") + ")";

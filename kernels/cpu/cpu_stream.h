@@ -7,6 +7,8 @@ namespace noeira {
 
 class CpuStream final : public Stream {
  public:
+  // threads: how many OpenMP threads share a large fill_zero (a step's gradients).
+  explicit CpuStream(int threads = 1) : threads_(threads < 1 ? 1 : threads) {}
   bool host_memory() const override { return true; }
   void fill_zero(void* p, size_t bytes) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
@@ -21,6 +23,9 @@ class CpuStream final : public Stream {
 
   size_t reduction_workspace_bytes() const override { return 0; }
   Status bind_reduction_workspace(void* workspace, size_t bytes) override;
+
+ private:
+  int threads_;
 };
 
 }  // namespace noeira

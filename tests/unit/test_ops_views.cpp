@@ -116,3 +116,25 @@ TEST_CASE("CPU fill_zero and copies of zero bytes are no-ops, even on null point
   stream.fill_zero(b.data(), b.size() * sizeof(float));
   CHECK(b == std::vector<float>{0, 0});
 }
+
+TEST_CASE("CPU fill_zero shared by threads zeroes exactly the range asked for", "[ops]") {
+  // Below 256 KiB one memset; from there one piece of whole pages per thread, the last
+  // piece shorter or (more threads than pieces) empty.
+  const size_t kib = 1024;
+  for (int threads : {1, 2, 3, 8})
+    for (size_t bytes : {size_t{0}, size_t{5}, 256 * kib - 1, 256 * kib, 300 * kib + 7,
+                         size_t{1} << 20, 12 * kib * 1024 / 4 + 3})
+      for (size_t offset : {size_t{0}, size_t{3}}) {
+        std::vector<unsigned char> buf(bytes + offset + 16, 0xAB);
+        CpuStream(threads).fill_zero(buf.data() + offset, bytes);
+        size_t zeros = 0, kept = 0;
+        for (size_t i = 0; i < buf.size(); ++i) {
+          const bool inside = i >= offset && i < offset + bytes;
+          zeros += inside && buf[i] == 0;
+          kept += !inside && buf[i] == 0xAB;
+        }
+        INFO("threads " << threads << ", bytes " << bytes << ", offset " << offset);
+        CHECK(zeros == bytes);
+        CHECK(kept == buf.size() - bytes);
+      }
+}
