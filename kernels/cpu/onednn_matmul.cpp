@@ -65,22 +65,31 @@ int64_t onednn_gemm_slab_rows(int64_t M) {
   return std::max(kMinRows, (rows + 7) / 8 * 8);
 }
 
-// Column slabs: a Linear layer's forward x W^T (B transposed) at a small batch, M <= 256
-// rows, cuts C by columns instead: slab j computes C[:, j*cols ...) = x W[j*cols ...)^T
-// into a dense per-thread buffer (oneDNN's brgemm matmul wants a dense C), then copies it
-// into place. Each slab reads and re-lays out only its own rows of W, where a row slab
-// re-lays out all of W: mlp's 128 x 512 x 784 forward ran 7% faster on one thread and 2.6%
-// on two standalone, 7-22% on two in the model (where the optimizer last wrote half of W
-// on the other core). The same kernels sum each element over K in the same order as row
-// slabs do (a test checks the bits agree). Slabs of N / ceil(N / 256) columns rounded up
-// to a multiple of 64, the last one narrower: a function of N alone.
-constexpr int64_t kColumnMaxRows = 256, kColumnTarget = 256;
+// Column slabs, for products whose rows are too few for row slabs to pay or to spread:
+//  - x W^T (B transposed), a Linear layer's forward at a small batch, M <= 256: slab j
+//    computes C[:, j*cols ...) = x W[j*cols ...)^T into a dense per-thread buffer (oneDNN's
+//    brgemm matmul wants a dense C), then copies it into place. Each slab re-lays out only
+//    its own rows of W, where each row slab re-lays out all of W: mlp's 128 x 512 x 784
+//    forward ran 7% faster on one thread and 2.6% on two standalone, 7-22% on two in the
+//    model (where the optimizer last wrote half of W on the other core); conv2d-mnist's
+//    64 x 128 x 9216, one row slab (one thread of two), 1.00-1.05 -> 0.58-0.64 ms. The
+//    same kernels sum each element over K in the same order as row slabs do (a test checks
+//    the bits agree).
+//  - dz W (B plain), a Linear layer's input gradient, M <= 64 (one row slab): slab j writes
+//    C[:, j*cols ...) = dz W[:, j*cols ...) in place (oneDNN runs its gemm kernel on the
+//    strided B and C). conv2d-mnist's 64 x 9216 x 128: 933 -> 752 us on one thread, 939 ->
+//    379 on two (standalone).
+// Slabs of N / max(2, ceil(N / 256)) columns rounded up to a multiple of 64, the last one
+// narrower: a function of N alone. beta 0 only (C is overwritten).
+constexpr int64_t kColumnMaxRowsNT = 256, kColumnMaxRowsNN = 64, kColumnTarget = 256,
+                  kColumnMin = 64;
 int64_t column_slab_cols(int64_t N) {
-  const int64_t slabs = (N + kColumnTarget - 1) / kColumnTarget;
-  return ((N + slabs - 1) / slabs + 63) / 64 * 64;
+  const int64_t slabs = std::max<int64_t>(2, (N + kColumnTarget - 1) / kColumnTarget);
+  return ((N + slabs - 1) / slabs + kColumnMin - 1) / kColumnMin * kColumnMin;
 }
 bool use_column_slabs(bool ta, bool tb, int64_t M, int64_t N, float beta) {
-  return !ta && tb && beta == 0.0f && M <= kColumnMaxRows && N >= 2 * kColumnTarget;
+  return !ta && beta == 0.0f && N >= 2 * kColumnMin &&
+         M <= (tb ? kColumnMaxRowsNT : kColumnMaxRowsNN);
 }
 
 struct OnednnGemm::Impl {
@@ -193,7 +202,7 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     return {};
   }
   if (use_column_slabs(ta, tb, M, N, beta))
-    return run_columns(M, N, K, alpha, A, lda, B, ldb, C, ldc, after);
+    return run_columns(tb, M, N, K, alpha, A, lda, B, ldb, C, ldc, after);
   // Every slab but the last has slab_rows rows; create both primitives here, outside the
   // parallel region (creation allocates and may throw).
   const int64_t slab_rows = onednn_gemm_slab_rows(M);
@@ -250,32 +259,36 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
   return onednn::for_each_slab(threads_, M, slab_rows, slab);
 }
 
-// C = alpha A B^T by column slabs (use_column_slabs), then `after` over row slabs of
+// C = alpha A op(B) by column slabs (use_column_slabs), then `after` over row slabs of
 // onednn_gemm_slab_rows(M) once every column is in place.
-Status OnednnGemm::run_columns(int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                               int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
-                               const SlabEpilogue* after) {
+Status OnednnGemm::run_columns(bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float* A, int64_t lda, const float* B, int64_t ldb,
+                               float* C, int64_t ldc, const SlabEpilogue* after) {
   const int64_t cols = column_slab_cols(N);
   const int64_t last_cols = N - (N - 1) / cols * cols;
+  // B transposed: each slab's C is its thread's dense M x cols buffer (ldc = the slab's
+  // columns); plain: C itself.
+  const bool dense = tb;
   const SlabMatmul* full = nullptr;
   const SlabMatmul* last = nullptr;
   try {
-    // Each slab's C is its thread's dense M x cols buffer (ldc = the slab's columns).
-    full = &impl_->slab(threads_, false, true, M, cols, K, lda, ldb, cols, alpha, 0.0f, false);
-    last = &impl_->slab(threads_, false, true, M, last_cols, K, lda, ldb, last_cols, alpha, 0.0f,
-                        false);
+    full = &impl_->slab(threads_, false, tb, M, cols, K, lda, ldb, dense ? cols : ldc, alpha,
+                        0.0f, false);
+    last = &impl_->slab(threads_, false, tb, M, last_cols, K, lda, ldb,
+                        dense ? last_cols : ldc, alpha, 0.0f, false);
   } catch (const dnnl::error& e) {
     return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
   }
-  impl_->grow_column_c(threads_, static_cast<size_t>(M * cols) * sizeof(float));
+  if (dense) impl_->grow_column_c(threads_, static_cast<size_t>(M * cols) * sizeof(float));
   const dnnl::engine& engine = onednn::cpu_engine();
   const auto column = [&](int thread, int64_t n0, int64_t n) {
     const SlabMatmul& s = n == cols ? *full : *last;
-    float* dense = impl_->column_c_of(thread);
-    // Columns [n0, n0 + n) of op(B) = W^T are W's rows n0.. : B + n0 * ldb.
+    float* out = dense ? impl_->column_c_of(thread) : C + n0;
+    // Columns [n0, n0 + n) of op(B): W's rows n0.. (B + n0 * ldb) when B is W^T, else
+    // B's columns n0.. (B + n0).
     dnnl::memory ma(s.a, engine, const_cast<float*>(A));
-    dnnl::memory mb(s.b, engine, const_cast<float*>(B + n0 * ldb));
-    dnnl::memory mc(s.c, engine, dense);
+    dnnl::memory mb(s.b, engine, const_cast<float*>(tb ? B + n0 * ldb : B + n0));
+    dnnl::memory mc(s.c, engine, out);
     dnnl::memory ms(s.scratch, engine, impl_->scratch_of(thread));
     onednn::OneThread one;
     dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
@@ -284,8 +297,9 @@ Status OnednnGemm::run_columns(int64_t M, int64_t N, int64_t K, float alpha, con
                                  {DNNL_ARG_DST, mc},
                                  {DNNL_ARG_SCRATCHPAD, ms}});
     stream.wait();
-    for (int64_t i = 0; i < M; ++i)
-      std::copy(dense + i * n, dense + (i + 1) * n, C + i * ldc + n0);
+    if (dense)
+      for (int64_t i = 0; i < M; ++i)
+        std::copy(out + i * n, out + (i + 1) * n, C + i * ldc + n0);
   };
   NOEIRA_TRY(onednn::for_each_slab(threads_, N, cols, column));
   ++column_calls_;

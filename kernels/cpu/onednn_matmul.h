@@ -7,8 +7,8 @@
 // over `threads`; each slab is one single-threaded oneDNN call whose reduction order
 // depends on its shape only. A transposed B (a Linear layer's x W^T) over 8 slabs or more
 // is reordered once per call into the blocked layout the kernels read, instead of by every
-// slab (same kernels, same bits; onednn_matmul.cpp). At M <= 256 rows (a small batch) and
-// N >= 512, x W^T is cut by columns instead, in slabs of a function of N alone.
+// slab (same kernels, same bits; onednn_matmul.cpp). A small batch is cut by columns
+// instead, in slabs of a function of N alone: x W^T at M <= 256 rows, dz W at M <= 64.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -57,8 +57,9 @@ class OnednnGemm {
              int64_t ldc, const SlabEpilogue* after = nullptr);
 
  private:
-  Status run_columns(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                     const float* B, int64_t ldb, float* C, int64_t ldc, const SlabEpilogue* after);
+  Status run_columns(bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
+                     const SlabEpilogue* after);
   struct Impl;
   int threads_;
   int64_t packed_calls_ = 0;
