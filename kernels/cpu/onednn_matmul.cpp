@@ -182,6 +182,24 @@ struct OnednnGemm::Impl {
   void* scratch_of(int thread) {
     return onednn::align_up(scratch.data()) + scratch_stride * static_cast<size_t>(thread);
   }
+
+  // Runs slab primitive s on the calling thread, single-threaded, with the thread's stream
+  // and scratchpad: op(A) at a, op(B) at b in layout b_desc, C at c.
+  void execute(const SlabMatmul& s, int thread, const float* a, const dnnl::memory::desc& b_desc,
+               const void* b, float* c) {
+    const dnnl::engine& engine = onednn::cpu_engine();
+    dnnl::memory ma(s.a, engine, const_cast<float*>(a));
+    dnnl::memory mb(b_desc, engine, const_cast<void*>(b));
+    dnnl::memory mc(s.c, engine, c);
+    dnnl::memory ms(s.scratch, engine, scratch_of(thread));
+    onednn::OneThread one;
+    dnnl::stream& stream = streams[static_cast<size_t>(thread)];
+    s.primitive.execute(stream, {{DNNL_ARG_SRC, ma},
+                                 {DNNL_ARG_WEIGHTS, mb},
+                                 {DNNL_ARG_DST, mc},
+                                 {DNNL_ARG_SCRATCHPAD, ms}});
+    stream.wait();
+  }
 };
 
 OnednnGemm::OnednnGemm(int threads)
@@ -222,11 +240,11 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
   } catch (const dnnl::error& e) {
     return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
   }
-  const dnnl::engine& engine = onednn::cpu_engine();
   const bool packed = !full->b_packed.is_zero();  // B packed once for every slab
   if (packed) {
     try {
       impl_->grow_packed(full->b_packed.get_size());
+      const dnnl::engine& engine = onednn::cpu_engine();
       dnnl::memory from(full->b, engine, const_cast<float*>(B));
       dnnl::memory to(full->b_packed, engine, impl_->packed_data());
       onednn::OneThread one;
@@ -242,18 +260,10 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     const SlabMatmul& s = rows == full_rows ? *full : *last;
     // Row m of op(A) starts at A + m*lda (no transpose) or A + m (transposed).
     const float* a = ta ? A + m0 : A + m0 * lda;
-    dnnl::memory ma(s.a, engine, const_cast<float*>(a));
-    dnnl::memory mb = packed ? dnnl::memory(s.b_packed, engine, impl_->packed_data())
-                             : dnnl::memory(s.b, engine, const_cast<float*>(B));
-    dnnl::memory mc(s.c, engine, C + m0 * ldc);
-    dnnl::memory ms(s.scratch, engine, impl_->scratch_of(thread));
-    onednn::OneThread one;
-    dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
-    s.primitive.execute(stream, {{DNNL_ARG_SRC, ma},
-                                 {DNNL_ARG_WEIGHTS, mb},
-                                 {DNNL_ARG_DST, mc},
-                                 {DNNL_ARG_SCRATCHPAD, ms}});
-    stream.wait();
+    if (packed)
+      impl_->execute(s, thread, a, s.b_packed, impl_->packed_data(), C + m0 * ldc);
+    else
+      impl_->execute(s, thread, a, s.b, B, C + m0 * ldc);
     if (after) (*after)(m0, rows);
   };
   return onednn::for_each_slab(threads_, M, slab_rows, slab);
@@ -280,23 +290,12 @@ Status OnednnGemm::run_columns(bool tb, int64_t M, int64_t N, int64_t K, float a
     return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
   }
   if (dense) impl_->grow_column_c(threads_, static_cast<size_t>(M * cols) * sizeof(float));
-  const dnnl::engine& engine = onednn::cpu_engine();
   const auto column = [&](int thread, int64_t n0, int64_t n) {
     const SlabMatmul& s = n == cols ? *full : *last;
     float* out = dense ? impl_->column_c_of(thread) : C + n0;
     // Columns [n0, n0 + n) of op(B): W's rows n0.. (B + n0 * ldb) when B is W^T, else
     // B's columns n0.. (B + n0).
-    dnnl::memory ma(s.a, engine, const_cast<float*>(A));
-    dnnl::memory mb(s.b, engine, const_cast<float*>(tb ? B + n0 * ldb : B + n0));
-    dnnl::memory mc(s.c, engine, out);
-    dnnl::memory ms(s.scratch, engine, impl_->scratch_of(thread));
-    onednn::OneThread one;
-    dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
-    s.primitive.execute(stream, {{DNNL_ARG_SRC, ma},
-                                 {DNNL_ARG_WEIGHTS, mb},
-                                 {DNNL_ARG_DST, mc},
-                                 {DNNL_ARG_SCRATCHPAD, ms}});
-    stream.wait();
+    impl_->execute(s, thread, A, s.b, tb ? B + n0 * ldb : B + n0, out);
     if (dense)
       for (int64_t i = 0; i < M; ++i)
         std::copy(out + i * n, out + (i + 1) * n, C + i * ldc + n0);
