@@ -10,11 +10,12 @@
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
 // its results with the thread count, so every oneDNN call runs single-threaded inside
-// fixed slabs (GEMMs: rows of C, 64 or for tall fp32 products about 256; convolutions: 8
-// or more images; each a function of the shape) that OpenMP hands to threads. A slab's
-// result does not depend on which thread computes it, so 1 and N threads agree bit for
-// bit. The loops compute each output element by itself, or reduce in a fixed order (bias
-// gradients, losses, BatchNorm's channel sums) for the same reason.
+// fixed slabs (GEMMs: rows of C, 64 or for tall fp32 products about 256, columns for fp32
+// products of a small batch; convolutions: 8 or more images; each a function of the
+// shape) that OpenMP hands to threads. A slab's result does not depend on which thread
+// computes it, so 1 and N threads agree bit for bit. The loops compute each output element
+// by itself, or reduce in a fixed order (bias gradients, losses, BatchNorm's channel sums)
+// for the same reason.
 #pragma once
 #include <memory>
 
@@ -37,13 +38,13 @@ class CpuOps final : public Ops {
 
  private:
   // gemm, with `after(m0, rows)` called on the slab's thread once each slab of C's rows
-  // is computed (null: nothing).
+  // is computed (null: nothing); where fp32 C is cut by columns, on row slabs afterwards.
   void gemm_slabs(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
                   int64_t ldc, const SlabEpilogue* after);
 
   int threads_;
-  std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own slabs (onednn_gemm_slab_rows)
+  std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own slabs (onednn_matmul.h)
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
   std::unique_ptr<OnednnConv> conv_;  // every planned shape, fp32 and bf16
 };
