@@ -92,13 +92,28 @@ bool use_column_slabs(bool ta, bool tb, int64_t M, int64_t N, float beta) {
          M <= (tb ? kColumnMaxRowsNT : kColumnMaxRowsNN);
 }
 
+// One aligned region per thread, `stride` bytes apart, grown (never shrunk) between runs
+// only, so no slab is using the old memory: the scratchpads, the column slabs' dense C.
+struct PerThreadBuffer {
+  std::vector<std::byte> bytes;
+  size_t stride = 0;
+  void grow(int threads, size_t each) {
+    if (onednn::align_up(each) <= stride) return;
+    stride = onednn::align_up(each);
+    bytes.assign(stride * static_cast<size_t>(threads) + onednn::kAlign, std::byte{0});
+  }
+  std::byte* of(int thread) {
+    return onednn::align_up(bytes.data()) + stride * static_cast<size_t>(thread);
+  }
+};
+
 struct OnednnGemm::Impl {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float,
                          float, bool>;
   std::map<Key, SlabMatmul> cache;  // map: entries stay put while others are added
   std::vector<dnnl::stream> streams;
-  std::vector<std::byte> scratch;  // one scratchpad per thread, `scratch_stride` apart
-  size_t scratch_stride = 0;
+  PerThreadBuffer scratch;   // each thread's oneDNN scratchpad
+  PerThreadBuffer column_c;  // each thread's dense C of a column slab
   std::vector<std::byte> packed_b;  // the call's op(B) in the slabs' packed layout
 
   // The primitive for a slab of `rows` rows, created on first use under one thread;
@@ -149,7 +164,7 @@ struct OnednnGemm::Impl {
     }
     s.scratch = pd.scratchpad_desc();
     s.primitive = dnnl::matmul(pd);
-    grow_scratch(threads, s.scratch.get_size());
+    scratch.grow(threads, s.scratch.get_size());
     return cache.emplace(key, std::move(s)).first->second;
   }
 
@@ -160,29 +175,6 @@ struct OnednnGemm::Impl {
   }
   void* packed_data() { return onednn::align_up(packed_b.data()); }
 
-  // Per-thread dense C buffers of the column slabs, `column_stride` bytes apart.
-  std::vector<std::byte> column_c;
-  size_t column_stride = 0;
-  void grow_column_c(int threads, size_t bytes) {
-    if (onednn::align_up(bytes) <= column_stride) return;
-    column_stride = onednn::align_up(bytes);
-    column_c.assign(column_stride * static_cast<size_t>(threads) + onednn::kAlign, std::byte{0});
-  }
-  float* column_c_of(int thread) {
-    return reinterpret_cast<float*>(onednn::align_up(column_c.data()) +
-                                    column_stride * static_cast<size_t>(thread));
-  }
-
-  // Called between runs only, so no slab is using the old buffer.
-  void grow_scratch(int threads, size_t bytes) {
-    if (onednn::align_up(bytes) <= scratch_stride) return;
-    scratch_stride = onednn::align_up(bytes);
-    scratch.assign(scratch_stride * static_cast<size_t>(threads) + onednn::kAlign, std::byte{0});
-  }
-  void* scratch_of(int thread) {
-    return onednn::align_up(scratch.data()) + scratch_stride * static_cast<size_t>(thread);
-  }
-
   // Runs slab primitive s on the calling thread, single-threaded, with the thread's stream
   // and scratchpad: op(A) at a, op(B) at b in layout b_desc, C at c.
   void execute(const SlabMatmul& s, int thread, const float* a, const dnnl::memory::desc& b_desc,
@@ -191,7 +183,7 @@ struct OnednnGemm::Impl {
     dnnl::memory ma(s.a, engine, const_cast<float*>(a));
     dnnl::memory mb(b_desc, engine, const_cast<void*>(b));
     dnnl::memory mc(s.c, engine, c);
-    dnnl::memory ms(s.scratch, engine, scratch_of(thread));
+    dnnl::memory ms(s.scratch, engine, scratch.of(thread));
     onednn::OneThread one;
     dnnl::stream& stream = streams[static_cast<size_t>(thread)];
     s.primitive.execute(stream, {{DNNL_ARG_SRC, ma},
@@ -289,10 +281,10 @@ Status OnednnGemm::run_columns(bool tb, int64_t M, int64_t N, int64_t K, float a
   } catch (const dnnl::error& e) {
     return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
   }
-  if (dense) impl_->grow_column_c(threads_, static_cast<size_t>(M * cols) * sizeof(float));
+  if (dense) impl_->column_c.grow(threads_, static_cast<size_t>(M * cols) * sizeof(float));
   const auto column = [&](int thread, int64_t n0, int64_t n) {
     const SlabMatmul& s = n == cols ? *full : *last;
-    float* out = dense ? impl_->column_c_of(thread) : C + n0;
+    float* out = dense ? reinterpret_cast<float*>(impl_->column_c.of(thread)) : C + n0;
     // Columns [n0, n0 + n) of op(B): W's rows n0.. (B + n0 * ldb) when B is W^T, else
     // B's columns n0.. (B + n0).
     impl_->execute(s, thread, A, s.b, tb ? B + n0 * ldb : B + n0, out);

@@ -7,7 +7,6 @@
 // partial checkpoint. ZeRO-1, -2 and -3 are DDP bit for bit, keeping 1/N of what they shard.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
