@@ -97,8 +97,8 @@ inline void transpose_8x8_in_lanes(const __m512i (&v)[8], __m512i (&out)[8]) {
 }
 
 // 32 pixels from `s` of a (16, HW) matrix at `rows` -> pixels [s, s + 32) of an (HW, 16)
-// one at `pixels`.
-inline void rows_to_pixels_32(const uint16_t* rows, int64_t HW, uint16_t* pixels) {
+// one at `pixels` (pixel stride ld).
+inline void rows_to_pixels_32(const uint16_t* rows, int64_t HW, uint16_t* pixels, int64_t ld) {
   __m512i r[8], e0[8], e1[8];
   // e0[q] lane L = channels 0-7 of pixel 8L + q; e1[q] channels 8-15.
   for (int c = 0; c < 8; ++c) r[c] = _mm512_loadu_si512(rows + c * HW);
@@ -110,30 +110,30 @@ inline void rows_to_pixels_32(const uint16_t* rows, int64_t HW, uint16_t* pixels
   for (int q = 0; q < 8; ++q) {
     const __m512i x = _mm512_permutex2var_epi64(e0[q], lanes01, e1[q]);  // pixels q, 8 + q
     const __m512i y = _mm512_permutex2var_epi64(e0[q], lanes23, e1[q]);  // 16 + q, 24 + q
-    uint16_t* p = pixels + q * kBlock;
+    uint16_t* p = pixels + q * ld;
     const auto store = [](uint16_t* at, __m256i v) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), v);
     };
     store(p, _mm512_castsi512_si256(x));
-    store(p + 8 * kBlock, _mm512_extracti64x4_epi64(x, 1));
-    store(p + 16 * kBlock, _mm512_castsi512_si256(y));
-    store(p + 24 * kBlock, _mm512_extracti64x4_epi64(y, 1));
+    store(p + 8 * ld, _mm512_extracti64x4_epi64(x, 1));
+    store(p + 16 * ld, _mm512_castsi512_si256(y));
+    store(p + 24 * ld, _mm512_extracti64x4_epi64(y, 1));
   }
 }
 
 // The inverse: pixels [s, s + 32) of the (HW, 16) matrix -> 32 pixels of the (16, HW) one.
-inline void pixels_to_rows_32(const uint16_t* pixels, uint16_t* rows, int64_t HW) {
+inline void pixels_to_rows_32(const uint16_t* pixels, int64_t ld, uint16_t* rows, int64_t HW) {
   __m512i e0[8], e1[8], r[8];
   const __m512i low_halves = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
   const __m512i high_halves = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
   for (int q = 0; q < 8; ++q) {
-    const uint16_t* p = pixels + q * kBlock;
+    const uint16_t* p = pixels + q * ld;
     auto pair = [](const uint16_t* a, const uint16_t* b) {
       return _mm512_inserti64x4(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a))),
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)), 1);
     };
-    const __m512i x = pair(p, p + 8 * kBlock), y = pair(p + 16 * kBlock, p + 24 * kBlock);
+    const __m512i x = pair(p, p + 8 * ld), y = pair(p + 16 * ld, p + 24 * ld);
     e0[q] = _mm512_permutex2var_epi64(x, low_halves, y);   // lane L: channels 0-7, pixel 8L + q
     e1[q] = _mm512_permutex2var_epi64(x, high_halves, y);  // channels 8-15
   }
@@ -147,37 +147,45 @@ inline void pixels_to_rows_32(const uint16_t* pixels, uint16_t* rows, int64_t HW
 #endif
 #endif
 
-// A (16, HW) matrix at `rows` (row stride HW) and an (HW, 16) one at `pixels`: one is
-// copied into the other, transposed.
+// A (16, HW) matrix at `rows` (row stride HW) and an (HW, 16) one at `pixels` (pixel
+// stride ld: 16 in nChw16c, C in nhwc): one is copied into the other, transposed.
 template <class U, bool kToPixels>
-void transpose_block(U* rows, U* pixels, int64_t HW) {
+void transpose_block(U* rows, U* pixels, int64_t HW, int64_t ld) {
   int64_t s = 0;
 #if defined(__AVX512BW__)
   if constexpr (sizeof(U) == 2)
     for (; s + 2 * kBlock <= HW; s += 2 * kBlock) {
-      if constexpr (kToPixels) rows_to_pixels_32(rows + s, HW, pixels + s * kBlock);
-      else pixels_to_rows_32(pixels + s * kBlock, rows + s, HW);
+      if constexpr (kToPixels) rows_to_pixels_32(rows + s, HW, pixels + s * ld, ld);
+      else pixels_to_rows_32(pixels + s * ld, ld, rows + s, HW);
     }
 #endif
   for (; s + kBlock <= HW; s += kBlock) {
-    if constexpr (kToPixels) transpose_tile(rows + s, HW, pixels + s * kBlock, kBlock);
-    else transpose_tile(pixels + s * kBlock, kBlock, rows + s, HW);
+    if constexpr (kToPixels) transpose_tile(rows + s, HW, pixels + s * ld, ld);
+    else transpose_tile(pixels + s * ld, ld, rows + s, HW);
   }
   // memcpy: the weight gradient reads bf16 memory as 4-byte pairs through these copies.
   for (; s < HW; ++s)
     for (int64_t c = 0; c < kBlock; ++c) {
-      if constexpr (kToPixels) std::memcpy(pixels + s * kBlock + c, rows + c * HW + s, sizeof(U));
-      else std::memcpy(rows + c * HW + s, pixels + s * kBlock + c, sizeof(U));
+      if constexpr (kToPixels) std::memcpy(pixels + s * ld + c, rows + c * HW + s, sizeof(U));
+      else std::memcpy(rows + c * HW + s, pixels + s * ld + c, sizeof(U));
     }
 }
 
 template <class U, bool kToPixels>
-void copy_all(const void* src, void* dst, int64_t N, int64_t C, int64_t HW) {
+void copy_all(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
+              ChannelLayout layout) {
   U* plain = static_cast<U*>(kToPixels ? const_cast<void*>(src) : dst);
-  U* blocked = static_cast<U*>(kToPixels ? dst : const_cast<void*>(src));
-  // The block of 16 channels at (n, cb) is 16 * HW contiguous elements in both layouts.
-  for (int64_t nb = 0; nb < N * (C / kBlock); ++nb)
-    transpose_block<U, kToPixels>(plain + nb * kBlock * HW, blocked + nb * kBlock * HW, HW);
+  U* pixels = static_cast<U*>(kToPixels ? dst : const_cast<void*>(src));
+  const int64_t blocks = C / kBlock;
+  // The block of 16 channels at (n, cb): 16 * HW contiguous elements in nchw and nChw16c;
+  // in nhwc 16 adjacent channels of each of HW pixels C apart.
+  const bool last = layout == ChannelLayout::kChannelsLast;
+  const int64_t ld = last ? C : kBlock;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      U* block = pixels + n * C * HW + (last ? cb * kBlock : cb * kBlock * HW);
+      transpose_block<U, kToPixels>(plain + (n * blocks + cb) * kBlock * HW, block, HW, ld);
+    }
 }
 
 }  // namespace
@@ -187,15 +195,15 @@ bool channel_blocks_apply(int64_t C, size_t elem_bytes) {
 }
 
 void nchw_to_channel_blocks(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes) {
-  if (elem_bytes == 2) copy_all<uint16_t, true>(src, dst, N, C, HW);
-  else copy_all<uint32_t, true>(src, dst, N, C, HW);
+                            size_t elem_bytes, ChannelLayout layout) {
+  if (elem_bytes == 2) copy_all<uint16_t, true>(src, dst, N, C, HW, layout);
+  else copy_all<uint32_t, true>(src, dst, N, C, HW, layout);
 }
 
 void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes) {
-  if (elem_bytes == 2) copy_all<uint16_t, false>(src, dst, N, C, HW);
-  else copy_all<uint32_t, false>(src, dst, N, C, HW);
+                            size_t elem_bytes, ChannelLayout layout) {
+  if (elem_bytes == 2) copy_all<uint16_t, false>(src, dst, N, C, HW, layout);
+  else copy_all<uint32_t, false>(src, dst, N, C, HW, layout);
 }
 
 }  // namespace noeira

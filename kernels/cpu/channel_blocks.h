@@ -1,9 +1,10 @@
 // Our activations are nchw; oneDNN's direct convolutions run on nChw16c (its aBcd16b:
-// channels in blocks of 16, the 16 of a pixel adjacent). Every slab of every pass moves
-// its activations between the two, and oneDNN's own reorders did it at 16-29 GB/s on
-// AVX-512 (a fifth of resnet20's convolution time). These are plain bit copies, one
-// thread, tiles of 16 channels x 16 pixels (x 32 pixels for 2-byte elements with AVX-512
-// BW) transposed in registers.
+// channels in blocks of 16, the 16 of a pixel adjacent), its AMX bf16 ones on nhwc (acdb).
+// Every slab of every pass moves its activations between the two, and oneDNN's own
+// reorders did it at 16-29 GB/s into nChw16c on AVX-512 (a fifth of resnet20's
+// convolution time) and at ~4 GB/s into nhwc on AMX (a quarter of its bf16 step). These
+// are plain bit copies, one thread, tiles of 16 channels x 16 pixels (x 32 pixels for
+// 2-byte elements with AVX-512 BW) transposed in registers.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,11 +15,17 @@ namespace noeira {
 // bytes (bf16, fp32).
 bool channel_blocks_apply(int64_t C, size_t elem_bytes);
 
-// dst (N, C / 16, HW, 16) <- src (N, C, HW): dst[n][c / 16][s][c % 16] = src[n][c][s].
+// Where a pixel's channels go: kBlocks16 nChw16c, kChannelsLast nhwc.
+enum class ChannelLayout { kBlocks16, kChannelsLast };
+
+// kBlocks16: dst (N, C / 16, HW, 16) <- src (N, C, HW), dst[n][c / 16][s][c % 16] =
+// src[n][c][s]; kChannelsLast: dst (N, HW, C) <- src (N, C, HW), dst[n][s][c] = src[n][c][s].
 void nchw_to_channel_blocks(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes);
-// The inverse: dst (N, C, HW) <- src (N, C / 16, HW, 16).
+                            size_t elem_bytes,
+                            ChannelLayout layout = ChannelLayout::kBlocks16);
+// The inverse: dst (N, C, HW) <- src in `layout`.
 void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes);
+                            size_t elem_bytes,
+                            ChannelLayout layout = ChannelLayout::kBlocks16);
 
 }  // namespace noeira

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -28,18 +29,24 @@ using tag = dnnl::memory::format_tag;
 // bf16 takes the same choice (not timed separately).
 bool blocked_backward_data(const ConvShape& s) { return s.in_channels >= 4; }
 
-// Whether inner is plain's dims and type in nChw16c with whole blocks of 16 channels.
-bool is_channel_blocks(const md& plain, const md& inner) {
+// inner's layout where it is plain's dims and type in nChw16c or nhwc with whole blocks of
+// 16 channels; none where our copies do not apply.
+std::optional<ChannelLayout> channel_layout(const md& plain, const md& inner) {
   const dims d = plain.dims();
-  if (d.size() != 4 || plain != md(d, plain.data_type(), tag::nchw)) return false;
-  return inner == md(d, plain.data_type(), tag::nChw16c) &&
-         channel_blocks_apply(d[1], dnnl::memory::data_type_size(plain.data_type()));
+  if (d.size() != 4 || plain != md(d, plain.data_type(), tag::nchw)) return std::nullopt;
+  if (!channel_blocks_apply(d[1], dnnl::memory::data_type_size(plain.data_type())))
+    return std::nullopt;
+  if (inner == md(d, plain.data_type(), tag::nChw16c)) return ChannelLayout::kBlocks16;
+  if (inner == md(d, plain.data_type(), tag::nhwc)) return ChannelLayout::kChannelsLast;
+  return std::nullopt;
 }
 
 ConvOperand operand(int arg, Flow flow, Scope scope, const md& plain, const md& inner) {
   ConvOperand o;
   o.arg = arg, o.flow = flow, o.scope = scope, o.plain = plain, o.inner = inner;
-  o.channel_blocks = o.reordered() && is_channel_blocks(plain, inner);
+  const std::optional<ChannelLayout> layout = channel_layout(plain, inner);
+  o.channel_blocks = o.reordered() && layout.has_value();
+  if (o.channel_blocks) o.layout = *layout;
   if (o.reordered() && !o.channel_blocks) {
     const dnnl::engine& e = cpu_engine();
     const dnnl::reorder::primitive_desc pd =
@@ -65,10 +72,10 @@ void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& fro
     const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
     if (o.flow == Flow::kIn)
       nchw_to_channel_blocks(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes);
+                             d[2] * d[3], bytes, o.layout);
     else
       channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes);
+                             d[2] * d[3], bytes, o.layout);
     return;
   }
   o.reorder.execute(

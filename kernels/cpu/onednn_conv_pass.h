@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cpu/channel_blocks.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/onednn_engine.h"
 
@@ -26,9 +27,10 @@ struct ConvOperand {
   dnnl::primitive reorder;          // plain -> inner (kIn) or inner -> plain (kOut)
   dnnl::memory::desc reorder_scratch;
   size_t offset = 0;  // of the inner copy: in a thread's area (kSlab) or the shared area
-  // nchw <-> nChw16c with C a multiple of 16: our copies (channel_blocks.h) rather than
-  // oneDNN's reorder.
+  // nchw <-> nChw16c or nhwc with C a multiple of 16: our copies (channel_blocks.h) in
+  // `layout` rather than oneDNN's reorder.
   bool channel_blocks = false;
+  ChannelLayout layout = ChannelLayout::kBlocks16;
   bool reordered() const { return inner != plain; }
 };
 

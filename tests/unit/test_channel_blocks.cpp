@@ -1,6 +1,7 @@
-// The convolution slabs' layout copies (kernels/cpu/channel_blocks.h): nchw -> nChw16c and
-// back give exactly the bytes of oneDNN's own reorder between the same descriptors, for
-// bf16 and fp32, pixel counts with and without tails (< 32, < 16), one and several blocks.
+// The convolution slabs' layout copies (kernels/cpu/channel_blocks.h): nchw -> nChw16c or
+// nhwc and back give exactly the bytes of oneDNN's own reorder between the same
+// descriptors, for bf16 and fp32, pixel counts with and without tails (< 32, < 16), one and
+// several blocks.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -42,7 +43,7 @@ std::vector<uint8_t> onednn_reorder(const std::vector<uint8_t>& src, const dnnl:
 
 }  // namespace
 
-TEST_CASE("channel blocks: nchw <-> nChw16c copies match oneDNN's reorder bit for bit",
+TEST_CASE("channel blocks: nchw <-> nChw16c and nhwc copies match oneDNN's reorder bit for bit",
           "[onednn]") {
   struct Case {
     int64_t N, C, H, W;
@@ -50,24 +51,32 @@ TEST_CASE("channel blocks: nchw <-> nChw16c copies match oneDNN's reorder bit fo
   const Case cases[] = {{8, 16, 32, 32}, {8, 32, 16, 16}, {8, 64, 8, 8}, {3, 16, 26, 26},
                         {2, 48, 5, 3},   {1, 16, 1, 1},   {2, 32, 4, 5},
                         {2, 16, 7, 7}};  // 49 pixels: a 32-pixel tile, a 16-pixel one, one left
+  struct Layout {
+    ChannelLayout ours;
+    tag onednn;
+  };
+  const Layout layouts[] = {{ChannelLayout::kBlocks16, tag::nChw16c},
+                            {ChannelLayout::kChannelsLast, tag::nhwc}};
+  for (const Layout& l : layouts)
   for (const dt type : {dt::bf16, dt::f32})
     for (const Case& c : cases) {
       const size_t bytes = dnnl::memory::data_type_size(type);
-      INFO("dtype bytes " << bytes << ", N " << c.N << " C " << c.C << " H " << c.H << " W "
-                          << c.W);
+      INFO((l.ours == ChannelLayout::kBlocks16 ? "nChw16c" : "nhwc")
+           << ", dtype bytes " << bytes << ", N " << c.N << " C " << c.C << " H " << c.H
+           << " W " << c.W);
       REQUIRE(channel_blocks_apply(c.C, bytes));
       const dnnl::memory::dims d{c.N, c.C, c.H, c.W};
       const size_t n = static_cast<size_t>(c.N * c.C * c.H * c.W) * bytes;
       const std::vector<uint8_t> plain = random_bytes(n, 7);
 
       std::vector<uint8_t> blocked(n);
-      nchw_to_channel_blocks(plain.data(), blocked.data(), c.N, c.C, c.H * c.W, bytes);
-      CHECK(blocked == onednn_reorder(plain, d, type, tag::nchw, tag::nChw16c));
+      nchw_to_channel_blocks(plain.data(), blocked.data(), c.N, c.C, c.H * c.W, bytes, l.ours);
+      CHECK(blocked == onednn_reorder(plain, d, type, tag::nchw, l.onednn));
 
       std::vector<uint8_t> back(n);
-      channel_blocks_to_nchw(blocked.data(), back.data(), c.N, c.C, c.H * c.W, bytes);
+      channel_blocks_to_nchw(blocked.data(), back.data(), c.N, c.C, c.H * c.W, bytes, l.ours);
       CHECK(back == plain);
-      CHECK(back == onednn_reorder(blocked, d, type, tag::nChw16c, tag::nchw));
+      CHECK(back == onednn_reorder(blocked, d, type, l.onednn, tag::nchw));
     }
 }
 
