@@ -44,9 +44,7 @@ std::optional<ChannelLayout> channel_layout(const md& plain, const md& inner) {
 ConvOperand operand(int arg, Flow flow, Scope scope, const md& plain, const md& inner) {
   ConvOperand o;
   o.arg = arg, o.flow = flow, o.scope = scope, o.plain = plain, o.inner = inner;
-  const std::optional<ChannelLayout> layout = channel_layout(plain, inner);
-  o.channel_blocks = o.reordered() && layout.has_value();
-  if (o.channel_blocks) o.layout = *layout;
+  if (o.reordered()) o.channel_blocks = channel_layout(plain, inner);
   if (o.reordered() && !o.channel_blocks) {
     const dnnl::engine& e = cpu_engine();
     const dnnl::reorder::primitive_desc pd =
@@ -72,10 +70,10 @@ void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& fro
     const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
     if (o.flow == Flow::kIn)
       nchw_to_channel_blocks(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes, o.layout);
+                             d[2] * d[3], bytes, *o.channel_blocks);
     else
       channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes, o.layout);
+                             d[2] * d[3], bytes, *o.channel_blocks);
     return;
   }
   o.reorder.execute(

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -27,10 +28,9 @@ struct ConvOperand {
   dnnl::primitive reorder;          // plain -> inner (kIn) or inner -> plain (kOut)
   dnnl::memory::desc reorder_scratch;
   size_t offset = 0;  // of the inner copy: in a thread's area (kSlab) or the shared area
-  // nchw <-> nChw16c or nhwc with C a multiple of 16: our copies (channel_blocks.h) in
-  // `layout` rather than oneDNN's reorder.
-  bool channel_blocks = false;
-  ChannelLayout layout = ChannelLayout::kBlocks16;
+  // nchw <-> nChw16c or nhwc with C a multiple of 16: our copies (channel_blocks.h) into
+  // or out of this layout rather than oneDNN's reorder; none otherwise.
+  std::optional<ChannelLayout> channel_blocks;
   bool reordered() const { return inner != plain; }
 };
 
