@@ -92,18 +92,19 @@ bool use_column_slabs(bool ta, bool tb, int64_t M, int64_t N, float beta) {
          M <= (tb ? kColumnMaxRowsNT : kColumnMaxRowsNN);
 }
 
-// One aligned region per thread, `stride` bytes apart, grown (never shrunk) between runs
-// only, so no slab is using the old memory: the scratchpads, the column slabs' dense C.
-struct PerThreadBuffer {
+// `count` aligned regions, `stride` bytes apart, grown (never shrunk) between runs only,
+// so no slab is using the old memory: one per thread (the scratchpads, the column slabs'
+// dense C) or one for the call (the packed B).
+struct AlignedRegions {
   std::vector<std::byte> bytes;
   size_t stride = 0;
-  void grow(int threads, size_t each) {
+  void grow(int count, size_t each) {
     if (onednn::align_up(each) <= stride) return;
     stride = onednn::align_up(each);
-    bytes.assign(stride * static_cast<size_t>(threads) + onednn::kAlign, std::byte{0});
+    bytes.assign(stride * static_cast<size_t>(count) + onednn::kAlign, std::byte{0});
   }
-  std::byte* of(int thread) {
-    return onednn::align_up(bytes.data()) + stride * static_cast<size_t>(thread);
+  std::byte* of(int region) {
+    return onednn::align_up(bytes.data()) + stride * static_cast<size_t>(region);
   }
 };
 
@@ -112,9 +113,9 @@ struct OnednnGemm::Impl {
                          float, bool>;
   std::map<Key, SlabMatmul> cache;  // map: entries stay put while others are added
   std::vector<dnnl::stream> streams;
-  PerThreadBuffer scratch;   // each thread's oneDNN scratchpad
-  PerThreadBuffer column_c;  // each thread's dense C of a column slab
-  std::vector<std::byte> packed_b;  // the call's op(B) in the slabs' packed layout
+  AlignedRegions scratch;   // each thread's oneDNN scratchpad
+  AlignedRegions column_c;  // each thread's dense C of a column slab
+  AlignedRegions packed_b;  // the call's op(B) in the slabs' packed layout, one region
 
   // The primitive for a slab of `rows` rows, created on first use under one thread;
   // reading B packed (b_packed set) where `pack` asks for it and the layout differs.
@@ -167,13 +168,6 @@ struct OnednnGemm::Impl {
     scratch.grow(threads, s.scratch.get_size());
     return cache.emplace(key, std::move(s)).first->second;
   }
-
-  // B in a slab's packed layout: `bytes` of one buffer shared by the slabs of a call.
-  void grow_packed(size_t bytes) {
-    if (bytes + onednn::kAlign > packed_b.size())
-      packed_b.assign(bytes + onednn::kAlign, std::byte{0});
-  }
-  void* packed_data() { return onednn::align_up(packed_b.data()); }
 
   // Runs slab primitive s on the calling thread, single-threaded, with the thread's stream
   // and scratchpad: op(A) at a, op(B) at b in layout b_desc, C at c.
@@ -235,10 +229,10 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
   const bool packed = !full->b_packed.is_zero();  // B packed once for every slab
   if (packed) {
     try {
-      impl_->grow_packed(full->b_packed.get_size());
+      impl_->packed_b.grow(1, full->b_packed.get_size());
       const dnnl::engine& engine = onednn::cpu_engine();
       dnnl::memory from(full->b, engine, const_cast<float*>(B));
-      dnnl::memory to(full->b_packed, engine, impl_->packed_data());
+      dnnl::memory to(full->b_packed, engine, impl_->packed_b.of(0));
       onednn::OneThread one;
       dnnl::stream& stream = impl_->streams[0];
       full->pack.execute(stream, from, to);
@@ -253,7 +247,7 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     // Row m of op(A) starts at A + m*lda (no transpose) or A + m (transposed).
     const float* a = ta ? A + m0 : A + m0 * lda;
     if (packed)
-      impl_->execute(s, thread, a, s.b_packed, impl_->packed_data(), C + m0 * ldc);
+      impl_->execute(s, thread, a, s.b_packed, impl_->packed_b.of(0), C + m0 * ldc);
     else
       impl_->execute(s, thread, a, s.b, B, C + m0 * ldc);
     if (after) (*after)(m0, rows);
