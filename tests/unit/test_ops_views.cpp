@@ -119,12 +119,11 @@ TEST_CASE("CPU fill_zero and copies of zero bytes are no-ops, even on null point
 
 TEST_CASE("CPU fill_zero shared by threads zeroes exactly the range asked for", "[ops]") {
   // Below 256 KiB one memset; from there one piece per thread, a multiple of 4 KiB long,
-  // the last piece shorter. 512 KiB + 1 over 2 threads: half of it rounded down is a whole
-  // number of pages, so a piece size that drops the remainder leaves the last byte.
-  // (Teams of 1 and 2 only: with 3 and 8 too, the sanitizer build's LeakSanitizer
-  // reported 4320 bytes that LLVM's libomp allocated and kept at exit.)
+  // the last piece shorter or (more threads than pieces) empty. 512 KiB + 1 over 2
+  // threads: half of it rounded down is a whole number of pages, so a piece size that
+  // drops the remainder leaves the last byte.
   const size_t kib = 1024;
-  for (int threads : {1, 2})
+  for (int threads : {1, 2, 3, 8})
     for (size_t bytes : {size_t{0}, size_t{5}, 256 * kib - 1, 256 * kib, 300 * kib + 7,
                          512 * kib + 1, size_t{1} << 20, 12 * kib * 1024 / 4 + 3})
       for (size_t offset : {size_t{0}, size_t{3}}) {
