@@ -1,13 +1,14 @@
 // CpuOps' self-attention core, causal or not (contract: kernels/op_list.inc). Per (batch,
 // head) pair the two big products of each pass are GEMMs (oneDNN matmul, fp32), with a
 // fused (masked) softmax between them. OpenMP spreads units of pairs (a batch and a run of
-// its heads); one thread computes a whole pair in a fixed order, so 1 and N threads agree
-// bit for bit.
+// its heads, cut by the shape alone); one thread computes a whole unit in a fixed order,
+// each GEMM call for all of the unit's heads, so 1 and N threads agree bit for bit.
 //
 // Per thread, the workspace holds the unit's q, k, v (and dout) copied to contiguous fp32
 // (T x hd per head: bf16 storage is read once, and fp32 and bf16 views run the very same
 // GEMMs, so bf16 results are fp32 results on the rounded inputs, rounded once on store),
-// its dq, dk, dv (or out) and one T x T matrix for backward, and the oneDNN scratchpad.
+// its dq, dk, dv (or out), a T x T matrix per head for backward, and the oneDNN
+// scratchpad.
 //
 // The GEMMs and the row blocks that keep causal products to the keys they need:
 // attention_plan.h.
@@ -53,26 +54,40 @@ using cpu_attention::visible;
 
 // ---- Work units ----
 //
-// A unit is one batch b and a run of its heads [h0, h1); OpenMP spreads the units. A unit
-// copies its rows of qkv (and dout) in one sequential pass, so the hardware prefetcher
-// streams them: copied head by head, each head's hd values of rows 3C apart came at DRAM
-// latency (vit-tiny: over a third of the work outside the GEMMs). How heads are grouped
-// into units only moves work between threads: every pair runs the same code on the same
-// values, so 1 and N threads still agree bit for bit.
+// A unit is one batch b and a run of its heads [h0, h0 + per); OpenMP spreads the units.
+// A unit copies its rows of qkv (and dout) in one sequential pass, so the hardware
+// prefetcher streams them: copied head by head, each head's hd values of rows 3C apart came
+// at DRAM latency (vit-tiny: over a third of the work outside the GEMMs). Each GEMM call
+// takes the unit's heads at once (attention_plan.h). The cut into units depends on the
+// shape only, so every head meets the same calls whatever the thread count and 1 and N
+// threads agree bit for bit.
+
+// Units to share among the threads when the batch allows it.
+constexpr int64_t kMinUnits = 8;
+// T x T floats of every head of a call at most (256 KiB: L2-resident with the rest).
+constexpr int64_t kMaxSquareFloats = int64_t{1} << 16;
+
+// Heads per unit (and per GEMM call): the most heads, a divisor of nh, whose T x T
+// matrices fit kMaxSquareFloats while the batch still makes kMinUnits units (or as many
+// as B * nh allows). 1 when no divisor qualifies.
+int64_t heads_per_unit(int64_t B, int64_t T, int64_t nh) {
+  const int64_t want_units = std::min(kMinUnits, B * nh);
+  for (int64_t per = nh; per > 1; --per)
+    if (nh % per == 0 && per * T * T <= kMaxSquareFloats && B * (nh / per) >= want_units)
+      return per;
+  return 1;
+}
 
 struct Units {
-  int64_t per = 1;    // heads per unit (the last unit of a batch may hold fewer)
-  int64_t count = 0;  // units in all: B * ceil(nh / per)
-  int64_t groups = 1; // units per batch
+  int64_t per = 1;     // heads per unit
+  int64_t count = 0;   // units in all: B * groups
+  int64_t groups = 1;  // units per batch: nh / per
 };
 
-// Whole batches when there are enough of them for the threads (4 units each), else each
-// batch's heads cut into runs.
-Units units_of(int64_t B, int64_t nh, int threads) {
-  const int64_t groups = std::clamp<int64_t>((4 * int64_t{threads} + B - 1) / B, 1, nh);
+Units units_of(int64_t B, int64_t T, int64_t nh) {
   Units u;
-  u.per = (nh + groups - 1) / groups;
-  u.groups = (nh + u.per - 1) / u.per;
+  u.per = heads_per_unit(B, T, nh);
+  u.groups = nh / u.per;
   u.count = B * u.groups;
   return u;
 }
@@ -81,39 +96,38 @@ struct Unit {
   int64_t b, h0, heads;
 };
 
-Unit unit_at(const Units& u, int64_t i, int64_t nh) {
-  const int64_t h0 = (i % u.groups) * u.per;
-  return {i / u.groups, h0, std::min(u.per, nh - h0)};
+Unit unit_at(const Units& u, int64_t i) {
+  return {i / u.groups, (i % u.groups) * u.per, u.per};
 }
 
 // ---- Workspace ----
 
 // Floats per thread before the scratchpad, for a unit of up to nh heads (head-major
-// blocks, T x hd per head): q, k, v, dout (or out), dq, dk, dv, and one T x T matrix
-// (backward's datt / dS).
-int64_t thread_floats(int64_t T, int64_t C) { return 7 * T * C + T * T; }
+// blocks, T x hd per head): q, k, v, dout (or out), dq, dk, dv, and one T x T matrix per
+// head of a unit (backward's datt / dS).
+int64_t thread_floats(const Plan& p, int64_t C) { return 7 * p.T * C + p.heads * p.T * p.T; }
 
 size_t thread_bytes(const Plan& p, int64_t C) {
-  return onednn::align_up(static_cast<size_t>(thread_floats(p.T, C)) * sizeof(float)) +
+  return onednn::align_up(static_cast<size_t>(thread_floats(p, C)) * sizeof(float)) +
          p.scratch_bytes;
 }
 
 // Thread t's slab: floats at the start, then its scratchpad. Its blocks of T x C floats:
 // [0] q, [1] k, [2] v, [3] dout or out, [4] dq, [5] dk, [6] dv, head h of the unit at
-// h * T * hd within each; then the T x T matrix.
+// h * T * hd within each; then the unit's T x T matrices, head h at h * T * T.
 struct Slab {
   float* f;
   void* scratch;
   int64_t T, C, hd;
   float* head(int block, int64_t h) const { return f + block * T * C + h * T * hd; }
-  float* square() const { return f + 7 * T * C; }
+  float* square(int64_t h) const { return f + 7 * T * C + h * T * T; }
 };
 
 Slab slab_of(void* workspace, const Plan& p, int64_t C, int thread) {
   std::byte* base =
       onednn::align_up(workspace) + thread_bytes(p, C) * static_cast<size_t>(thread);
   return {reinterpret_cast<float*>(base),
-          base + onednn::align_up(static_cast<size_t>(thread_floats(p.T, C)) * sizeof(float)),
+          base + onednn::align_up(static_cast<size_t>(thread_floats(p, C)) * sizeof(float)),
           p.T, C, p.hd};
 }
 
@@ -160,37 +174,47 @@ constexpr int64_t kLanes = 16;
 constexpr int64_t kGroupRows = 16;
 using GroupLanes = float[kGroupRows][kLanes];
 
+// The lanes live in local arrays while a row runs (the compiler keeps them in one vector
+// register; through the caller's pointer, which may alias the row, the max ran scalar).
+
 // m[l] = the max over lane l's values (-inf for an empty lane); max is exact in any order.
-void max_lanes(const float* a, int64_t n, float* m) {
-  for (int64_t l = 0; l < kLanes; ++l) m[l] = -INFINITY;
+void max_lanes(const float* __restrict a, int64_t n, float* __restrict m) {
+  float lm[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lm[l] = -INFINITY;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) m[l] = a[j + l] > m[l] ? a[j + l] : m[l];
-  for (int64_t l = 0; j < n; ++j, ++l) m[l] = a[j] > m[l] ? a[j] : m[l];
+    for (int64_t l = 0; l < kLanes; ++l) lm[l] = a[j + l] > lm[l] ? a[j + l] : lm[l];
+  for (int64_t l = 0; j < n; ++j, ++l) lm[l] = a[j] > lm[l] ? a[j] : lm[l];
+  for (int64_t l = 0; l < kLanes; ++l) m[l] = lm[l];
 }
 
 // a[j] = exp_approx(a[j] - mx) for j < n; s[l] = the sum of lane l's new values.
-void exp_sum_lanes(float* a, int64_t n, float mx, float* s) {
-  for (int64_t l = 0; l < kLanes; ++l) s[l] = 0.0f;
+void exp_sum_lanes(float* __restrict a, int64_t n, float mx, float* __restrict s) {
+  float ls[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int64_t l = 0; l < kLanes; ++l) {
       a[j + l] = exp_approx(a[j + l] - mx);
-      s[l] += a[j + l];
+      ls[l] += a[j + l];
     }
   for (int64_t l = 0; j < n; ++j, ++l) {
     a[j] = exp_approx(a[j] - mx);
-    s[l] += a[j];
+    ls[l] += a[j];
   }
+  for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
 }
 
 // s[l] = the sum of lane l's products x[j] * y[j].
-void dot_lanes(const float* x, const float* y, int64_t n, float* s) {
-  for (int64_t l = 0; l < kLanes; ++l) s[l] = 0.0f;
+void dot_lanes(const float* __restrict x, const float* __restrict y, int64_t n,
+               float* __restrict s) {
+  float ls[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) s[l] += x[j + l] * y[j + l];
-  for (int64_t l = 0; j < n; ++j, ++l) s[l] += x[j] * y[j];
+    for (int64_t l = 0; l < kLanes; ++l) ls[l] += x[j + l] * y[j + l];
+  for (int64_t l = 0; j < n; ++j, ++l) ls[l] += x[j] * y[j];
+  for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
 }
 
 // out[r] = the lanes of row r combined in lane order, for the group's first `rows` rows.
@@ -256,79 +280,76 @@ void softmax_backward_rows(const Plan& p, const float* att, float* ds, int64_t i
 
 // ---- Passes ----
 
+// Each pass runs every product for the unit's heads in one call (head h's matrices T * hd
+// or T * T after head 0's), and the softmax rows head by head between them.
 template <class S>
-void attention_forward_impl(int threads, const Plan& p, const S* qkv, S* out, float* att_all,
-                            int64_t B, int64_t C, int64_t nh, void* ws) {
-  const int64_t T = p.T;
-  const Units units = units_of(B, nh, threads);
+void attention_forward_impl(int threads, const Plan& p, const Units& units, const S* qkv,
+                            S* out, float* att_all, int64_t C, int64_t nh, void* ws) {
+  const int64_t T = p.T, hd = p.hd;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t ui = 0; ui < units.count; ++ui) {
-    const Unit u = unit_at(units, ui, nh);
+    const Unit u = unit_at(units, ui);
     const int thread = omp_get_thread_num();
     const Slab slab = slab_of(ws, p, C, thread);
     dnnl::stream& stream = *p.streams[static_cast<size_t>(thread)];
     load_unit(qkv, 3, u, slab, 0);
-    for (int64_t h = 0; h < u.heads; ++h) {
-      const float* q = slab.head(0, h);
-      const float* k = slab.head(1, h);
-      const float* v = slab.head(2, h);
-      float* o = slab.head(3, h);
-      float* att = att_all + (u.b * nh + u.h0 + h) * T * T;
-      for (int64_t blk = 0; blk < p.blocks; ++blk) {
-        const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
-        const size_t bk = static_cast<size_t>(blk);
-        run(p.s[bk], thread, stream, slab.scratch, q + i0 * p.hd, k, att + i0 * T);
-        softmax_rows(p, att, i0, i1);
-        run(p.o[bk], thread, stream, slab.scratch, att + i0 * T, v, o + i0 * p.hd);
-      }
+    const float* q = slab.head(0, 0);
+    const float* k = slab.head(1, 0);
+    const float* v = slab.head(2, 0);
+    float* o = slab.head(3, 0);
+    float* att = att_all + (u.b * nh + u.h0) * T * T;  // (heads, T, T)
+    for (int64_t blk = 0; blk < p.blocks; ++blk) {
+      const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
+      const size_t bk = static_cast<size_t>(blk);
+      run(p.s[bk], thread, stream, slab.scratch, q + i0 * hd, k, att + i0 * T);
+      for (int64_t h = 0; h < u.heads; ++h) softmax_rows(p, att + h * T * T, i0, i1);
+      run(p.o[bk], thread, stream, slab.scratch, att + i0 * T, v, o + i0 * hd);
     }
     store_unit(slab, 3, 1, u, out);
   }
 }
 
 template <class S>
-void attention_backward_impl(int threads, const Plan& p, const S* dout, const S* qkv,
-                             const float* att_all, S* dqkv, int64_t B, int64_t C, int64_t nh,
-                             void* ws) {
+void attention_backward_impl(int threads, const Plan& p, const Units& units, const S* dout,
+                             const S* qkv, const float* att_all, S* dqkv, int64_t C,
+                             int64_t nh, void* ws) {
   const int64_t T = p.T, hd = p.hd;
   const float scale = attention_scale(hd);
-  const Units units = units_of(B, nh, threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t ui = 0; ui < units.count; ++ui) {
-    const Unit u = unit_at(units, ui, nh);
+    const Unit u = unit_at(units, ui);
     const int thread = omp_get_thread_num();
     const Slab slab = slab_of(ws, p, C, thread);
     dnnl::stream& stream = *p.streams[static_cast<size_t>(thread)];
     load_unit(qkv, 3, u, slab, 0);
     load_unit(dout, 1, u, slab, 3);
-    float* ds = slab.square();  // T x T: datt, then dS in place
-    for (int64_t h = 0; h < u.heads; ++h) {
-      const float* q = slab.head(0, h);
-      const float* k = slab.head(1, h);
-      const float* v = slab.head(2, h);
-      const float* go = slab.head(3, h);
-      float* dq = slab.head(4, h);
-      float* dk = slab.head(5, h);
-      float* dv = slab.head(6, h);
-      const float* att = att_all + (u.b * nh + u.h0 + h) * T * T;
-      // datt and dS by row block, then dq for the block.
-      for (int64_t blk = 0; blk < p.blocks; ++blk) {
-        const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
-        const size_t bk = static_cast<size_t>(blk);
-        run(p.da[bk], thread, stream, slab.scratch, go + i0 * hd, v, ds + i0 * T);
-        softmax_backward_rows(p, att, ds, i0, i1, scale);
-        run(p.dq[bk], thread, stream, slab.scratch, ds + i0 * T, k, dq + i0 * hd);
-      }
-      // dv and dk by row block of keys j: sums over rows i >= grad_begin (the block's first
-      // row when causal, as the rows above it do not see these keys; else every row).
-      for (int64_t blk = 0; blk < p.blocks; ++blk) {
-        const int64_t j0 = block_begin(blk), g0 = grad_begin(p, blk);
-        const size_t bk = static_cast<size_t>(blk);
-        run(p.dv[bk], thread, stream, slab.scratch, att + g0 * T + j0, go + g0 * hd,
-            dv + j0 * hd);
-        run(p.dk[bk], thread, stream, slab.scratch, ds + g0 * T + j0, q + g0 * hd,
-            dk + j0 * hd);
-      }
+    const float* q = slab.head(0, 0);
+    const float* k = slab.head(1, 0);
+    const float* v = slab.head(2, 0);
+    const float* go = slab.head(3, 0);
+    float* dq = slab.head(4, 0);
+    float* dk = slab.head(5, 0);
+    float* dv = slab.head(6, 0);
+    float* ds = slab.square(0);  // (heads, T, T): datt, then dS in place
+    const float* att = att_all + (u.b * nh + u.h0) * T * T;  // (heads, T, T)
+    // datt and dS by row block, then dq for the block.
+    for (int64_t blk = 0; blk < p.blocks; ++blk) {
+      const int64_t i0 = block_begin(blk), i1 = block_end(p, blk);
+      const size_t bk = static_cast<size_t>(blk);
+      run(p.da[bk], thread, stream, slab.scratch, go + i0 * hd, v, ds + i0 * T);
+      for (int64_t h = 0; h < u.heads; ++h)
+        softmax_backward_rows(p, att + h * T * T, ds + h * T * T, i0, i1, scale);
+      run(p.dq[bk], thread, stream, slab.scratch, ds + i0 * T, k, dq + i0 * hd);
+    }
+    // dv and dk by row block of keys j: sums over rows i >= grad_begin (the block's first
+    // row when causal, as the rows above it do not see these keys; else every row).
+    for (int64_t blk = 0; blk < p.blocks; ++blk) {
+      const int64_t j0 = block_begin(blk), g0 = grad_begin(p, blk);
+      const size_t bk = static_cast<size_t>(blk);
+      run(p.dv[bk], thread, stream, slab.scratch, att + g0 * T + j0, go + g0 * hd,
+          dv + j0 * hd);
+      run(p.dk[bk], thread, stream, slab.scratch, ds + g0 * T + j0, q + g0 * hd,
+          dk + j0 * hd);
     }
     store_unit(slab, 4, 3, u, dqkv);
   }
@@ -347,12 +368,12 @@ int64_t CpuOps::attention_max_context() const { return int64_t{1} << 16; }
 
 size_t CpuOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_t nh,
                                          DType /*dtype*/) const {
-  (void)B;
-  if (T <= 0 || nh <= 0 || C <= 0 || C % nh != 0) return 0;
+  if (B <= 0 || T <= 0 || nh <= 0 || C <= 0 || C % nh != 0) return 0;
   // Creates the primitives now (plan time), so the first step allocates nothing for them.
   // Both masks' plans (a model may use either): the larger workspace serves both.
-  const Plan& causal = plan_of("attention_workspace_bytes", threads_, T, C / nh, true);
-  const Plan& full = plan_of("attention_workspace_bytes", threads_, T, C / nh, false);
+  const int64_t heads = heads_per_unit(B, T, nh);
+  const Plan& causal = plan_of("attention_workspace_bytes", threads_, T, C / nh, true, heads);
+  const Plan& full = plan_of("attention_workspace_bytes", threads_, T, C / nh, false, heads);
   return std::max(thread_bytes(causal, C), thread_bytes(full, C)) * static_cast<size_t>(threads_) +
          onednn::kAlign;
 }
@@ -363,10 +384,11 @@ void CpuOps::attention_forward(ConstView qkv, View out, float* att, int64_t B, i
   expect_elems(op, B * T * 3 * C, {qkv});
   expect_elems(op, B * T * C, {out});
   if (B <= 0 || T <= 0) return;
-  const Plan& p = plan_of(op, threads_, T, C / nh, causal);
+  const Units units = units_of(B, T, nh);
+  const Plan& p = plan_of(op, threads_, T, C / nh, causal, units.per);
   dispatch_float(op, {qkv, out}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    attention_forward_impl(threads_, p, qkv.as<S>(), out.as<S>(), att, B, C, nh, workspace);
+    attention_forward_impl(threads_, p, units, qkv.as<S>(), out.as<S>(), att, C, nh, workspace);
   });
 }
 
@@ -377,10 +399,11 @@ void CpuOps::attention_backward(ConstView dout, ConstView qkv, const float* att,
   expect_elems(op, B * T * C, {dout});
   expect_elems(op, B * T * 3 * C, {qkv, dqkv});
   if (B <= 0 || T <= 0) return;
-  const Plan& p = plan_of(op, threads_, T, C / nh, causal);
+  const Units units = units_of(B, T, nh);
+  const Plan& p = plan_of(op, threads_, T, C / nh, causal, units.per);
   dispatch_float(op, {dout, qkv, dqkv}, [&](auto storage) {
     using S = typename decltype(storage)::type;
-    attention_backward_impl(threads_, p, dout.as<S>(), qkv.as<S>(), att, dqkv.as<S>(), B, C,
+    attention_backward_impl(threads_, p, units, dout.as<S>(), qkv.as<S>(), att, dqkv.as<S>(), C,
                             nh, workspace);
   });
 }

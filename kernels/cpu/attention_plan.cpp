@@ -17,19 +17,28 @@ namespace {
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
 
-// A (rows x cols) matrix stored row-major with leading dimension ld, or its transpose.
-dnnl::memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
-  return transposed ? dnnl::memory::desc(dims{rows, cols}, dt::f32, dims{1, ld})
-                    : dnnl::memory::desc(dims{rows, cols}, dt::f32, dims{ld, 1});
+// `batch` (rows x cols) matrices `stride` apart, each stored row-major with leading dimension
+// ld, or its transpose.
+dnnl::memory::desc matrix(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld,
+                          bool transposed) {
+  return transposed ? dnnl::memory::desc(dims{batch, rows, cols}, dt::f32, dims{stride, 1, ld})
+                    : dnnl::memory::desc(dims{batch, rows, cols}, dt::f32, dims{stride, ld, 1});
 }
 
+// One operand of a Gemm: its leading dimension and the stride between heads.
+struct Operand {
+  int64_t ld, stride;
+  bool transposed = false;
+};
+
 struct GemmCache {
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, bool, int64_t, int64_t, bool,
+                         int64_t, int64_t, int64_t, int64_t, float>;
   std::mutex mu;
   std::map<Key, std::unique_ptr<Gemm>> gemms;  // entries stay put
   std::vector<std::unique_ptr<dnnl::stream>> streams;
-  std::map<std::tuple<int, int64_t, int64_t, bool>, std::unique_ptr<Plan>>
-      plans;  // threads, T, hd, causal
+  std::map<std::tuple<int, int64_t, int64_t, bool, int64_t>, std::unique_ptr<Plan>>
+      plans;  // threads, T, hd, causal, heads
 };
 
 GemmCache& gemm_cache() {
@@ -38,16 +47,17 @@ GemmCache& gemm_cache() {
 }
 
 // Callers hold the cache's mutex.
-const Gemm& gemm_of(GemmCache& cache, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                    int64_t lda, int64_t ldb, int64_t ldc, float alpha) {
-  const GemmCache::Key key{ta, tb, M, N, K, lda, ldb, ldc, alpha};
+const Gemm& gemm_of(GemmCache& cache, int64_t batch, int64_t M, int64_t N, int64_t K, Operand a,
+                    Operand b, Operand c, float alpha) {
+  const GemmCache::Key key{batch,    M, N, K, a.transposed, a.ld, a.stride, b.transposed,
+                           b.ld, b.stride, c.ld, c.stride, alpha};
   auto it = cache.gemms.find(key);
   if (it != cache.gemms.end()) return *it->second;
   onednn::OneThread one;
   auto g = std::make_unique<Gemm>();
-  g->a = matrix(M, K, lda, ta);
-  g->b = matrix(K, N, ldb, tb);
-  g->c = matrix(M, N, ldc, false);
+  g->a = matrix(batch, a.stride, M, K, a.ld, a.transposed);
+  g->b = matrix(batch, b.stride, K, N, b.ld, b.transposed);
+  g->c = matrix(batch, c.stride, M, N, c.ld, false);
   dnnl::primitive_attr attr = onednn::user_scratchpad_attr();
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g->a, g->b, g->c), attr,
@@ -59,20 +69,18 @@ const Gemm& gemm_of(GemmCache& cache, bool ta, bool tb, int64_t M, int64_t N, in
 
 }  // namespace
 
-// The plan for (threads, T, hd, causal): created the first time with every primitive, memory
-// object and stream for `threads`, then looked up. Outside parallel regions only. One
-// caller at a time (streams and memory objects are shared). A oneDNN failure stops the
-// process.
-const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool causal) {
+const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool causal,
+                    int64_t heads) {
   GemmCache& cache = gemm_cache();
   std::lock_guard<std::mutex> lock(cache.mu);
-  const auto key = std::make_tuple(threads, T, hd, causal);
+  const auto key = std::make_tuple(threads, T, hd, causal, heads);
   if (auto it = cache.plans.find(key); it != cache.plans.end()) return *it->second;
   auto owned = std::make_unique<Plan>();
   Plan& p = *owned;
   p.T = T;
   p.hd = hd;
   p.causal = causal;
+  p.heads = heads;
   p.blocks = row_blocks(T, causal);
   const float scale = attention_scale(hd);
   try {
@@ -97,13 +105,20 @@ const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool cau
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
       const int64_t i0 = block_begin(blk), rows = block_end(p, blk) - i0;
       const int64_t keys = key_end(p, blk), g0 = grad_begin(p, blk);
-      p.s.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, scale)));
-      p.o.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));
-      p.da.push_back(slot(gemm_of(cache, false, true, rows, keys, hd, hd, hd, T, 1.0f)));
-      p.dq.push_back(slot(gemm_of(cache, false, false, rows, hd, keys, T, hd, hd, 1.0f)));
-      const Gemm& dkv = gemm_of(cache, true, false, rows, hd, T - g0, T, hd, hd, 1.0f);
-      p.dk.push_back(slot(dkv));
-      p.dv.push_back(slot(dkv));
+      // Head matrices (T x hd) and square ones (T x T), row-major or read transposed.
+      const Operand head{hd, T * hd}, head_t{hd, T * hd, true};
+      const Operand square{T, T * T}, square_t{T, T * T, true};
+      const auto gemm = [&](int64_t M, int64_t N, int64_t K, Operand a, Operand b, Operand c,
+                            float alpha) {
+        return slot(gemm_of(cache, heads, M, N, K, a, b, c, alpha));
+      };
+      p.s.push_back(gemm(rows, keys, hd, head, head_t, square, scale));
+      p.o.push_back(gemm(rows, hd, keys, square, head, head, 1.0f));
+      p.da.push_back(gemm(rows, keys, hd, head, head_t, square, 1.0f));
+      p.dq.push_back(gemm(rows, hd, keys, square, head, head, 1.0f));
+      const Slot dkv = gemm(rows, hd, T - g0, square_t, head, head, 1.0f);
+      p.dk.push_back(dkv);
+      p.dv.push_back(dkv);
     }
     while (static_cast<int>(cache.streams.size()) < threads)
       cache.streams.push_back(std::make_unique<dnnl::stream>(onednn::cpu_engine()));
@@ -119,7 +134,6 @@ const Plan& plan_of(const char* op, int threads, int64_t T, int64_t hd, bool cau
   return *cache.plans.emplace(key, std::move(owned)).first->second;
 }
 
-// Runs slot's GEMM single-threaded on the calling thread (inside the parallel region).
 void run(const Slot& slot, int thread, dnnl::stream& stream, void* scratch, const float* A,
          const float* B, float* C) {
   const Exec& e = slot.exec[static_cast<size_t>(thread)];
