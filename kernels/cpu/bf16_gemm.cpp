@@ -8,6 +8,8 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace noeira {
@@ -32,7 +34,14 @@ struct Bf16Gemm::Impl {
                          float, float>;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex mu;  // guards the cache and the per-thread lists; slabs run concurrently
-  std::map<Key, dnnl::matmul> cache;
+  // A primitive with its memory objects and execution arguments, made on the key's first
+  // call; later calls only set the data handles (nothing allocated per call).
+  struct Entry {
+    dnnl::matmul primitive;
+    dnnl::memory a, b, c;
+    std::unordered_map<int, dnnl::memory> args;
+  };
+  std::map<Key, Entry> cache;  // map: entries stay put
   // Per calling thread: its stream (made once: a stream per call cost microseconds at
   // every slab) and its copy of a transposed A (dense_a).
   struct PerThread {
@@ -52,8 +61,8 @@ struct Bf16Gemm::Impl {
     return *mine;
   }
 
-  dnnl::matmul primitive(const Key& k, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
-                         const dnnl::memory::desc& c, float alpha, float beta) {
+  Entry& entry(const Key& k, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
+               const dnnl::memory::desc& c, float alpha, float beta) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(k);
     if (it != cache.end()) return it->second;
@@ -65,9 +74,14 @@ struct Bf16Gemm::Impl {
       ops.append_sum(beta);
       attr.set_post_ops(ops);
     }
-    dnnl::matmul m(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine));
-    cache.emplace(k, m);
-    return m;
+    Entry e;
+    e.primitive =
+        dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine));
+    e.a = dnnl::memory(a, engine, DNNL_MEMORY_NONE);
+    e.b = dnnl::memory(b, engine, DNNL_MEMORY_NONE);
+    e.c = dnnl::memory(c, engine, DNNL_MEMORY_NONE);
+    e.args = {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}};
+    return cache.emplace(k, std::move(e)).first->second;
   }
 };
 
@@ -99,7 +113,7 @@ namespace {
 // gemm:jit, 204 us copied then on brgemm, copy included).
 const bf16_t* dense_a(const bf16_t* A, int64_t M, int64_t K, int64_t lda,
                       std::vector<bf16_t>& buffer) {
-  buffer.resize(static_cast<size_t>(M * K));  // grows on a shape's first call only
+  buffer.resize(static_cast<size_t>(M * K));  // grows only past the largest call before
   for (int64_t k = 0; k < K; ++k) std::copy(A + k * lda, A + k * lda + M, buffer.data() + k * M);
   return buffer.data();
 }
@@ -123,11 +137,12 @@ void Bf16Gemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   const Impl::Key key{omp_get_thread_num(), ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
-  dnnl::matmul mm = impl_->primitive(key, a, b, c, alpha, beta);
-  dnnl::memory ma(a, impl_->engine, const_cast<bf16_t*>(A));
-  dnnl::memory mb(b, impl_->engine, const_cast<bf16_t*>(B));
-  dnnl::memory mc(c, impl_->engine, C);
-  mm.execute(*mine.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  // The key holds the calling thread, so no other thread touches this entry's objects.
+  Impl::Entry& e = impl_->entry(key, a, b, c, alpha, beta);
+  e.a.set_data_handle(const_cast<bf16_t*>(A));
+  e.b.set_data_handle(const_cast<bf16_t*>(B));
+  e.c.set_data_handle(C);
+  e.primitive.execute(*mine.stream, e.args);
   mine.stream->wait();
   omp_set_num_threads(saved);
 }
