@@ -370,7 +370,9 @@ size_t CpuOps::attention_workspace_bytes(int64_t B, int64_t T, int64_t C, int64_
                                          DType /*dtype*/) const {
   if (B <= 0 || T <= 0 || nh <= 0 || C <= 0 || C % nh != 0) return 0;
   // Creates the primitives now (plan time), so the first step allocates nothing for them.
-  // Both masks' plans (a model may use either): the larger workspace serves both.
+  // Both masks' plans (a model may use either): the larger workspace serves both. It also
+  // serves any smaller batch (heads per unit never grow as B shrinks), though a batch not
+  // planned here makes its primitives on its first call.
   const int64_t heads = heads_per_unit(B, T, nh);
   const Plan& causal = plan_of("attention_workspace_bytes", threads_, T, C / nh, true, heads);
   const Plan& full = plan_of("attention_workspace_bytes", threads_, T, C / nh, false, heads);
