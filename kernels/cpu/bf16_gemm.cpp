@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/onednn_engine.h"
+
 namespace noeira {
 
 namespace {
@@ -32,8 +34,7 @@ struct Bf16Gemm::Impl {
   // threads must never run the same primitive at once.
   using Key = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                          float, float>;
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  std::mutex mu;  // guards the cache and the per-thread lists; slabs run concurrently
+  std::mutex mu;  // guards the cache; slabs run concurrently
   // A primitive with its memory objects and execution arguments, made on the key's first
   // call; later calls only set the data handles (nothing allocated per call).
   struct Entry {
@@ -42,24 +43,10 @@ struct Bf16Gemm::Impl {
     std::unordered_map<int, dnnl::memory> args;
   };
   std::map<Key, Entry> cache;  // map: entries stay put
-  // Per calling thread: its stream (made once: a stream per call cost microseconds at
-  // every slab) and its copy of a transposed A (dense_a).
-  struct PerThread {
-    std::unique_ptr<dnnl::stream> stream;
-    std::vector<bf16_t> a;
-  };
-  std::vector<std::unique_ptr<PerThread>> threads;
-
-  PerThread& thread(int t) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (static_cast<int>(threads.size()) <= t) threads.resize(static_cast<size_t>(t) + 1);
-    auto& mine = threads[static_cast<size_t>(t)];
-    if (!mine) {
-      mine = std::make_unique<PerThread>();
-      mine->stream = std::make_unique<dnnl::stream>(engine);
-    }
-    return *mine;
-  }
+  // Per calling thread (index: its OpenMP thread number): its stream (one made per call
+  // cost microseconds at every slab) and its copy of a transposed A (dense_a).
+  std::vector<dnnl::stream> streams;
+  std::vector<std::vector<bf16_t>> dense;
 
   Entry& entry(const Key& k, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
                const dnnl::memory::desc& c, float alpha, float beta) {
@@ -75,6 +62,7 @@ struct Bf16Gemm::Impl {
       attr.set_post_ops(ops);
     }
     Entry e;
+    const dnnl::engine& engine = onednn::cpu_engine();
     e.primitive =
         dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine));
     e.a = dnnl::memory(a, engine, DNNL_MEMORY_NONE);
@@ -88,9 +76,8 @@ struct Bf16Gemm::Impl {
 const std::string& Bf16Gemm::unavailable_reason() {
   static const std::string reason = [] {
     try {
-      dnnl::engine engine(dnnl::engine::kind::cpu, 0);
       const auto a = matrix(1, 1, 1, false, dt::bf16), c = matrix(1, 1, 1, false, dt::f32);
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), engine);
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), onednn::cpu_engine());
       return std::string();
     } catch (const dnnl::error& e) {
       return "oneDNN has no bf16 matmul for this CPU's instruction set (" + std::string(e.what()) +
@@ -100,7 +87,10 @@ const std::string& Bf16Gemm::unavailable_reason() {
   return reason;
 }
 
-Bf16Gemm::Bf16Gemm() : impl_(std::make_unique<Impl>()) {}
+Bf16Gemm::Bf16Gemm(int threads) : impl_(std::make_unique<Impl>()) {
+  impl_->streams = onednn::make_streams(std::max(1, threads));
+  impl_->dense.resize(impl_->streams.size());
+}
 Bf16Gemm::~Bf16Gemm() = default;
 
 namespace {
@@ -123,9 +113,9 @@ const bf16_t* dense_a(const bf16_t* A, int64_t M, int64_t K, int64_t lda,
 void Bf16Gemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                    const bf16_t* A, int64_t lda, const bf16_t* B, int64_t ldb, float beta,
                    float* C, int64_t ldc) {
-  Impl::PerThread& mine = impl_->thread(omp_get_thread_num());
+  const int thread = omp_get_thread_num();
   if (ta && lda != M) {
-    A = dense_a(A, M, K, lda, mine.a);
+    A = dense_a(A, M, K, lda, impl_->dense[static_cast<size_t>(thread)]);
     lda = M;
   }
   const auto a = matrix(M, K, lda, ta, dt::bf16);
@@ -134,17 +124,16 @@ void Bf16Gemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
   // One thread inside, also while the primitive is created (oneDNN picks its blocking
   // from the thread count then): the caller owns the parallelism, so results never
   // depend on it.
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  const Impl::Key key{omp_get_thread_num(), ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
+  onednn::OneThread one;
+  const Impl::Key key{thread, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
   // The key holds the calling thread, so no other thread touches this entry's objects.
   Impl::Entry& e = impl_->entry(key, a, b, c, alpha, beta);
   e.a.set_data_handle(const_cast<bf16_t*>(A));
   e.b.set_data_handle(const_cast<bf16_t*>(B));
   e.c.set_data_handle(C);
-  e.primitive.execute(*mine.stream, e.args);
-  mine.stream->wait();
-  omp_set_num_threads(saved);
+  dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
+  e.primitive.execute(stream, e.args);
+  stream.wait();
 }
 
 }  // namespace noeira

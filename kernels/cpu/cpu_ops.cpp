@@ -18,7 +18,7 @@ bool CpuOps::supports_bf16() const { return Bf16Gemm::unavailable_reason().empty
 CpuOps::CpuOps(int threads)
     : threads_(std::max(1, threads)),
       gemm_(std::make_unique<OnednnGemm>(threads_)),
-      bf16_gemm_(std::make_unique<Bf16Gemm>()),
+      bf16_gemm_(std::make_unique<Bf16Gemm>(threads_)),
       conv_(std::make_unique<OnednnConv>(threads_)) {}
 
 CpuOps::~CpuOps() = default;
