@@ -1,0 +1,134 @@
+// The CPU attention's softmax rows (attention_softmax.h): the forward's masked softmax
+// and the backward's dS, in place on a T x T matrix, each row's reductions in a fixed
+// order.
+#include "kernels/cpu/attention_softmax.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/exp_approx.h"
+
+namespace noeira::cpu_attention {
+
+namespace {
+
+// Fixed-order reductions over a row (j = 0..n-1): kLanes interleaved partial results
+// (lane l takes j = l mod kLanes, in j order), then the lanes combined in lane order. The
+// order depends on n only.
+//
+// Rows go through in groups of kGroupRows: each row leaves its lanes in the group's table
+// and the lanes are combined for the whole group afterwards. Combining one row at a time
+// was a chain of 15 dependent adds (or max selects) per row between its exp pass and its
+// division; a group's chains are independent and overlap. Same operations in the same
+// order per row, so the same bits.
+constexpr int64_t kLanes = 16;
+constexpr int64_t kGroupRows = 16;
+using GroupLanes = float[kGroupRows][kLanes];
+
+// The lanes live in local arrays while a row runs (the compiler keeps them in one vector
+// register; through the caller's pointer, which may alias the row, the max ran scalar).
+
+// m[l] = the max over lane l's values (-inf for an empty lane); max is exact in any order.
+void max_lanes(const float* __restrict a, int64_t n, float* __restrict m) {
+  float lm[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lm[l] = -INFINITY;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) lm[l] = a[j + l] > lm[l] ? a[j + l] : lm[l];
+  for (int64_t l = 0; j < n; ++j, ++l) lm[l] = a[j] > lm[l] ? a[j] : lm[l];
+  for (int64_t l = 0; l < kLanes; ++l) m[l] = lm[l];
+}
+
+// a[j] = exp_approx(a[j] - mx) for j < n; s[l] = the sum of lane l's new values.
+void exp_sum_lanes(float* __restrict a, int64_t n, float mx, float* __restrict s) {
+  float ls[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      a[j + l] = exp_approx(a[j + l] - mx);
+      ls[l] += a[j + l];
+    }
+  for (int64_t l = 0; j < n; ++j, ++l) {
+    a[j] = exp_approx(a[j] - mx);
+    ls[l] += a[j];
+  }
+  for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
+}
+
+// s[l] = the sum of lane l's products x[j] * y[j].
+void dot_lanes(const float* __restrict x, const float* __restrict y, int64_t n,
+               float* __restrict s) {
+  float ls[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) ls[l] += x[j + l] * y[j + l];
+  for (int64_t l = 0; j < n; ++j, ++l) ls[l] += x[j] * y[j];
+  for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
+}
+
+// out[r] = the lanes of row r combined in lane order, for the group's first `rows` rows.
+void combine_max(const GroupLanes& m, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float mx = m[r][0];
+    for (int64_t l = 1; l < kLanes; ++l) mx = m[r][l] > mx ? m[r][l] : mx;
+    out[r] = mx;
+  }
+}
+void combine_sum(const GroupLanes& s, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float sum = s[r][0];
+    for (int64_t l = 1; l < kLanes; ++l) sum += s[r][l];
+    out[r] = sum;
+  }
+}
+
+}  // namespace
+
+// The masked softmax of rows [i0, i1) of att (T columns), in place: row i's first
+// visible(p, i) values become exp_approx(S - max) / sum, the rest 0.
+void softmax_rows(const Plan& p, float* att, int64_t i0, int64_t i1) {
+  const int64_t T = p.T;
+  for (int64_t g0 = i0; g0 < i1; g0 += kGroupRows) {
+    const int64_t rows = std::min(kGroupRows, i1 - g0);
+    GroupLanes lanes;
+    float mx[kGroupRows], sum[kGroupRows];
+    for (int64_t r = 0; r < rows; ++r) max_lanes(att + (g0 + r) * T, visible(p, g0 + r), lanes[r]);
+    combine_max(lanes, rows, mx);
+    for (int64_t r = 0; r < rows; ++r)
+      exp_sum_lanes(att + (g0 + r) * T, visible(p, g0 + r), mx[r], lanes[r]);
+    combine_sum(lanes, rows, sum);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* a = att + (g0 + r) * T;
+      const int64_t n = visible(p, g0 + r);
+      for (int64_t j = 0; j < n; ++j) a[j] /= sum[r];
+      for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
+    }
+  }
+}
+
+// Rows [i0, i1) of datt (T columns) become dS in place, from att's rows: r_i = the lanes'
+// sum of datt_ij att_ij, dS_ij = (att_ij (datt_ij - r_i)) scale for j < visible(p, i), else
+// 0 (read by dk's GEMMs past the block's keys).
+void softmax_backward_rows(const Plan& p, const float* att, float* ds, int64_t i0, int64_t i1,
+                           float scale) {
+  const int64_t T = p.T;
+  for (int64_t g0 = i0; g0 < i1; g0 += kGroupRows) {
+    const int64_t rows = std::min(kGroupRows, i1 - g0);
+    GroupLanes lanes;
+    float rsum[kGroupRows];
+    for (int64_t r = 0; r < rows; ++r)
+      dot_lanes(ds + (g0 + r) * T, att + (g0 + r) * T, visible(p, g0 + r), lanes[r]);
+    combine_sum(lanes, rows, rsum);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* a = att + (g0 + r) * T;
+      float* dsi = ds + (g0 + r) * T;
+      const int64_t n = visible(p, g0 + r);
+      for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - rsum[r])) * scale;
+      for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;
+    }
+  }
+}
+
+}  // namespace noeira::cpu_attention
