@@ -1,5 +1,7 @@
 #include "nn/batchnorm.h"
 
+#include <stdexcept>
+
 namespace noeira {
 
 Shape BatchNorm2d::plan(PlanContext& pc, const Shape& in) {
@@ -61,6 +63,19 @@ Tensor BatchNorm2d::backward(Context& ctx, const Tensor& dy) {
   ctx.ops().batchnorm_backward(shape(x_.rows()), dy, x_, ctx.f32(gamma_.value),
                                ctx.f32(save_mean_), ctx.f32(save_invstd_), dx,
                                ctx.f32(gamma_.grad), ctx.f32(beta_.grad), ctx.workspace());
+  return dx;
+}
+
+Tensor BatchNorm2d::backward_through_relu(Context& ctx, const Tensor& dy,
+                                          const Tensor& relu_post) {
+  if (!fuses_relu_backward(ctx))
+    throw std::logic_error("BatchNorm2d::backward_through_relu: synchronised BatchNorm takes "
+                           "act_backward, then backward()");
+  Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
+  ctx.ops().batchnorm_relu_backward(shape(x_.rows()), dy, relu_post, x_, ctx.f32(gamma_.value),
+                                    ctx.f32(beta_.value), ctx.f32(save_mean_),
+                                    ctx.f32(save_invstd_), dx, ctx.f32(gamma_.grad),
+                                    ctx.f32(beta_.grad), ctx.workspace());
   return dx;
 }
 

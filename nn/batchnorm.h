@@ -15,7 +15,8 @@
 // A caller may fuse what follows into the forward's pass (kernels/ops.h BatchNormEpilogue):
 // y = act(bn(x) + residual), with the separate ops' bits (ResNet's basic block: relu(bn1)
 // and relu(bn2 + shortcut)). backward() stays BatchNorm's own: dy is the gradient of the
-// normalised value, so the caller takes the activation's and the residual's gradients.
+// normalised value, so the caller takes the activation's and the residual's gradients;
+// behind a ReLU alone, backward_through_relu takes ReLU's too.
 #pragma once
 #include "kernels/common/image_shapes.h"
 #include "kernels/common/math.h"
@@ -33,6 +34,11 @@ class BatchNorm2d : public Module {
   // y = act(bn(x) + residual), residual empty or x's shape and dtype.
   Tensor forward(Context& ctx, const Tensor& x, const Tensor& residual, Act act);
   Tensor backward(Context& ctx, const Tensor& dy) override;
+  // After forward(ctx, x, {}, Act::kReLU) only, unsynchronised (fuses_relu_backward): dy is
+  // the gradient at that forward's output relu_post, and ReLU's gradient is taken in
+  // BatchNorm's own passes (batchnorm_relu_backward): act_backward + backward()'s bits.
+  bool fuses_relu_backward(const Context& ctx) const { return ctx.cross_rank_sum() == nullptr; }
+  Tensor backward_through_relu(Context& ctx, const Tensor& dy, const Tensor& relu_post);
 
  private:
   NormShape shape(int64_t rows) const { return NormShape{rows, shape_.channels, shape_.spatial}; }

@@ -32,7 +32,7 @@ class BasicBlock : public Module {
   ShortcutShape shortcut_;  // option A, when not the identity
   Slot x_cast_;             // (B, Cin, H, W) flow dtype: an input in another dtype, cast
   Slot sc_, dsum_;          // (B, Cout, Ho, Wo): shortcut, d(bn2 + shortcut)
-  Slot drelu_;              // (B, Cout, Ho, Wo): d(relu(bn1)'s input)
+  Slot drelu_;              // (B, Cout, Ho, Wo): d(relu(bn1)'s input), synchronised BN only
   Slot dsc_;                // (B, Cin, H, W) flow dtype: d(input) through the shortcut
   Slot dxf_, dx_;           // (B, Cin, H, W): d(input) in the flow dtype (when it differs), input's
   Tensor xf_;               // input of the last forward, in the flow dtype

@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kOpOrder[] = {
     "act_forward",          "act_backward",       "bias_act",
     "layernorm_forward",    "layernorm_backward", "batchnorm_forward_train",
-    "batchnorm_backward",   "attention_forward",  "attention_backward",
+    "batchnorm_backward",   "batchnorm_relu_backward", "attention_forward",  "attention_backward",
     "maxpool2d_forward",    "maxpool2d_backward", "avgpool2d_forward",
     "avgpool2d_backward",   "shortcut_forward",   "shortcut_backward",  "conv2d_forward",
     "conv2d_backward_data", "conv2d_backward_weights", "cast"};

@@ -191,24 +191,34 @@ OpCase batchnorm_forward_train(const Ops& ops, const NormShape& ns, DType dt, co
   return c;
 }
 
-OpCase batchnorm_backward(const Ops& ops, const NormShape& ns, DType dt, bool dx) {
+OpCase batchnorm_backward(const Ops& ops, const NormShape& ns, DType dt, bool dx, bool relu) {
   const int64_t n = ns.elems(), C = ns.channels;
-  OpCase c{"batchnorm_backward", dts(dt) + "/B=" + std::to_string(ns.batch) + "/C=" + std::to_string(C) +
-                                     "/S=" + std::to_string(ns.spatial) + no_dx(dx), {}, {}, {}, {}};
+  OpCase c{relu ? "batchnorm_relu_backward" : "batchnorm_backward",
+           dts(dt) + "/B=" + std::to_string(ns.batch) + "/C=" + std::to_string(C) + "/S=" +
+               std::to_string(ns.spatial) + no_dx(dx),
+           {}, {}, {}, {}};
   Specs s;
   const int dy = s.add(Shape{n}, dt, Fill::kSigned), x = s.add(Shape{n}, dt, Fill::kSigned);
+  const int post = s.add_if(relu, Shape{n}, dt, Fill::kSigned);  // batchnorm_relu_backward's
   const int g = s.add(Shape{C}, DType::kF32, Fill::kSigned);
+  const int b = s.add_if(relu, Shape{C}, DType::kF32, Fill::kSigned);
   const int mean = s.add(Shape{C}, DType::kF32, Fill::kSigned), inv = s.add(Shape{C}, DType::kF32, Fill::kPositive);
   const int d = s.add_if(dx, Shape{n}, dt, Fill::kZero);
   const int dg = s.add(Shape{C}, DType::kF32, Fill::kZero), db = s.add(Shape{C}, DType::kF32, Fill::kZero);
   const int ws = s.workspace(ops.batchnorm_workspace_bytes(ns));
   c.buffers = s.v;
   c.call = [=](Ops& o, const Ptrs& p) {
-    o.batchnorm_backward(ns, view(p, dy, dt, n), view(p, x, dt, n), f32(p, g), f32(p, mean), f32(p, inv),
-                         view(p, d, dt, n), f32(p, dg), f32(p, db), at(p, ws));
+    if (relu)
+      o.batchnorm_relu_backward(ns, view(p, dy, dt, n), view(p, post, dt, n), view(p, x, dt, n),
+                                f32(p, g), f32(p, b), f32(p, mean), f32(p, inv), view(p, d, dt, n),
+                                f32(p, dg), f32(p, db), at(p, ws));
+    else
+      o.batchnorm_backward(ns, view(p, dy, dt, n), view(p, x, dt, n), f32(p, g), f32(p, mean),
+                           f32(p, inv), view(p, d, dt, n), f32(p, dg), f32(p, db), at(p, ws));
   };
-  // gamma, mean, invstd read; dgamma, dbeta read and written.
-  c.work.bytes = (dx ? 3 : 2) * bytes(n, dt) + bytes(7 * C, DType::kF32);
+  // gamma, mean, invstd (and beta) read; dgamma, dbeta read and written. relu: dy and x as
+  // without (relu_post's sign is recomputed from x on the CPU; CUDA reads it, unlisted).
+  c.work.bytes = (dx ? 3 : 2) * bytes(n, dt) + bytes((relu ? 8 : 7) * C, DType::kF32);
   return c;
 }
 

@@ -43,7 +43,8 @@ OpCase layernorm_backward(const Ops& ops, int64_t N, int64_t C, DType dt, bool d
 OpCase batchnorm_forward_train(const Ops& ops, const NormShape& s, DType dt,
                                const BatchNormHyper& h, bool residual = false,
                                Act act = Act::kNone);
-OpCase batchnorm_backward(const Ops& ops, const NormShape& s, DType dt, bool dx);
+// relu: batchnorm_relu_backward (the same shape name, its own op).
+OpCase batchnorm_backward(const Ops& ops, const NormShape& s, DType dt, bool dx, bool relu = false);
 OpCase attention_forward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64_t nh,
                          bool causal, DType dt);
 OpCase attention_backward(const Ops& ops, int64_t B, int64_t T, int64_t C, int64_t nh,

@@ -145,6 +145,11 @@ class RecordingOps final : public NoComputeOps {
                           const float*, View dx, float*, float*, void*) override {
     record(op_case::batchnorm_backward(inner_, s, x.dtype, !dx.empty()));
   }
+  void batchnorm_relu_backward(const NormShape& s, ConstView, ConstView, ConstView x,
+                               const float*, const float*, const float*, const float*, View dx,
+                               float*, float*, void*) override {
+    record(op_case::batchnorm_backward(inner_, s, x.dtype, !dx.empty(), true));
+  }
   void attention_forward(ConstView qkv, View, float*, int64_t B, int64_t T, int64_t C, int64_t nh,
                          bool causal, void*) override {
     record(op_case::attention_forward(inner_, B, T, C, nh, causal, qkv.dtype));

@@ -58,4 +58,15 @@ NOEIRA_HD float stored_as(float v) {
   return load_f32(t);
 }
 
+// Whether v stores as a positive value of T (stored_as<T>(v) > 0), without the rounding
+// (BatchNorm's recomputed ReLU mask: a bf16 rounding per element was most of its cost).
+// fp32: v > 0. bf16: f32_to_bf16 takes a positive v to zero exactly when its bits are at
+// most 0x8000, v <= 2^-134 (half the smallest subnormal, a tie to even); so v > 2^-134. A
+// NaN gives false both ways.
+template <class T>
+NOEIRA_HD bool stores_positive(float v) {
+  if constexpr (sizeof(T) == sizeof(bf16_t)) return v > 0x1p-134f;
+  else return v > 0.0f;
+}
+
 }  // namespace noeira

@@ -69,6 +69,16 @@ NOEIRA_HD float batchnorm_epilogue(float y, bool has_residual, float r, Act act)
   return y;
 }
 
+// ReLU's gradient factor (act_grad(kReLU, -, y)) at the stored output y of a training
+// forward with the epilogue {no residual, ReLU}, from that forward's input and statistics:
+// y is round_T(relu(v)) for v = batchnorm_apply(...), positive exactly when round_T(v) is
+// (rounding keeps a sign or makes a zero; a NaN v gives relu 0 and no positive rounding).
+// The same expression as the forward's, so the same v where contraction is off (the host).
+template <class T>
+NOEIRA_HD float batchnorm_relu_grad(float x, float mean, float invstd, float gamma, float beta) {
+  return stores_positive<T>(batchnorm_apply(x, mean, invstd, gamma, beta)) ? 1.0f : 0.0f;
+}
+
 // Eval: the running statistics normalise.
 NOEIRA_HD float batchnorm_eval(float x, float running_mean, float running_var, float eps,
                                float gamma, float beta) {

@@ -68,15 +68,17 @@ struct SumSquares {
   }
 };
 
-// (dy, dy * xhat) of element i, xhat = (x - mean) * invstd in fp32 (as batchnorm_dx).
+// (dy, dy * xhat) of element i, xhat = (x - mean) * invstd in fp32 (as batchnorm_dx). With
+// relu_post (batchnorm_relu_backward), dy behind the forward's ReLU: bn_relu_grad's product.
 template <class T>
 struct GradSums {
   const T* dy;
   const T* x;
   const float* mean;
   const float* invstd;
+  const T* relu_post = nullptr;
   __device__ double2 operator()(int64_t i, int64_t c) const {
-    const float g = load_f32(dy[i]);
+    const float g = bn_relu_grad(dy, relu_post, i);
     const float xhat = batchnorm_xhat(load_f32(x[i]), mean[c], invstd[c]);
     return make_double2(g, static_cast<double>(g) * static_cast<double>(xhat));
   }
@@ -264,24 +266,28 @@ cudaError_t launch_batchnorm_forward_eval(cudaStream_t stream, const NormShape& 
   });
 }
 
-cudaError_t launch_batchnorm_backward(cudaStream_t stream, const NormShape& s, ConstView dy,
-                                      ConstView x, const float* gamma, const float* save_mean,
+// batchnorm_backward, and batchnorm_relu_backward where relu_post is not empty (ReLU's
+// gradient taken as dy is read, in both passes).
+cudaError_t launch_batchnorm_backward(cudaStream_t stream, const char* op, const NormShape& s,
+                                      ConstView dy, ConstView relu_post, ConstView x,
+                                      const float* gamma, const float* save_mean,
                                       const float* save_invstd, View dx, float* dgamma,
                                       float* dbeta, void* workspace) {
-  const char* op = "batchnorm_backward";
   const int64_t n = s.elems();
-  expect_elems(op, n, {dy, x, dx});
+  expect_elems(op, n, {dy, relu_post, x, dx});
   if (n == 0) return cudaSuccess;
   const BnWorkspace ws = bn_workspace(s, workspace);
   const int64_t chunks = channel_sum_plan(s.per_channel()).chunks;
-  return dispatch_float(op, {dy, x, dx}, [&](auto storage) {
+  return dispatch_float(op, {dy, relu_post, x, dx}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    launch_channel_partials(stream, GradSums<T>{dy.as<T>(), x.as<T>(), save_mean, save_invstd},
+    const T* post = relu_post.empty() ? nullptr : relu_post.as<T>();
+    launch_channel_partials(stream,
+                            GradSums<T>{dy.as<T>(), x.as<T>(), save_mean, save_invstd, post},
                             s.batch, s.channels, s.spatial, ws.partials);
     bn_backward_finish_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         ws.partials, chunks, s.channels, s.per_channel(), ws.stats, dgamma, dbeta);
     if (!dx.empty())
-      bn_apply_backward(stream, s, dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd,
+      bn_apply_backward(stream, s, dy.as<T>(), post, x.as<T>(), gamma, save_mean, save_invstd,
                         ws.stats, dx.as<T>());
     return cudaGetLastError();
   });
@@ -324,8 +330,8 @@ cudaError_t launch_batchnorm_backward_from_stats(cudaStream_t stream, const Norm
     bn_backward_from_sums_kernel<<<grid_for(s.channels), kBlock, 0, stream>>>(
         local, total, s.channels, count, ws.stats, dgamma, dbeta);
     if (!dx.empty())
-      bn_apply_backward(stream, s, dy.as<T>(), x.as<T>(), gamma, save_mean, save_invstd,
-                        ws.stats, dx.as<T>());
+      bn_apply_backward(stream, s, dy.as<T>(), static_cast<const T*>(nullptr), x.as<T>(), gamma,
+                        save_mean, save_invstd, ws.stats, dx.as<T>());
     return cudaGetLastError();
   });
 }
@@ -371,8 +377,25 @@ void CudaOps::batchnorm_backward(const NormShape& s, ConstView dy, ConstView x,
   OpScope scope(*state_, "batchnorm_backward");
   if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
   if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
-  check(cuda::launch_batchnorm_backward(stream_, s, dy, x, gamma, save_mean, save_invstd, dx,
-                                        dgamma, dbeta, workspace),
+  check(cuda::launch_batchnorm_backward(stream_, "batchnorm_backward", s, dy, ConstView{}, x,
+                                        gamma, save_mean, save_invstd, dx, dgamma, dbeta,
+                                        workspace),
+        "batchnorm backward kernels");
+}
+
+// Reads relu_post for ReLU's gradient (the CPU takes its sign from x instead).
+void CudaOps::batchnorm_relu_backward(const NormShape& s, ConstView dy, ConstView relu_post,
+                                      ConstView x, const float* gamma, const float* /*beta*/,
+                                      const float* save_mean, const float* save_invstd, View dx,
+                                      float* dgamma, float* dbeta, void* workspace) {
+  OpScope scope(*state_, "batchnorm_relu_backward");
+  if (const std::string p = norm_problem(s); !p.empty()) return fail(p);
+  if (const std::string p = workspace_problem(s, workspace); !p.empty()) return fail(p);
+  if (s.elems() != 0 && relu_post.empty())
+    return fail("batchnorm_relu_backward needs relu_post, the forward's ReLU output");
+  check(cuda::launch_batchnorm_backward(stream_, "batchnorm_relu_backward", s, dy, relu_post, x,
+                                        gamma, save_mean, save_invstd, dx, dgamma, dbeta,
+                                        workspace),
         "batchnorm backward kernels");
 }
 

@@ -48,17 +48,27 @@ __global__ void bn_apply_eval_kernel(const T* x, const float* gamma, const float
   }
 }
 
-// grad_means[c] = (mean of dy, mean of dy * xhat).
+// The gradient the backward works on at element i: dy[i], or, with relu_post
+// (batchnorm_relu_backward), ReLU's gradient of it as act_backward computes it,
+// dy * act_grad(kReLU, -, relu_post). The factor is 0 or 1: the product is exact, what
+// act_backward would have stored.
 template <class T, class I>
-__global__ void bn_apply_backward_kernel(const T* dy, const T* x, const float* gamma,
-                                         const float* save_mean, const float* save_invstd,
-                                         const float2* grad_means, T* dx, I n, Divider<I> C,
-                                         Divider<I> S) {
+__device__ float bn_relu_grad(const T* dy, const T* relu_post, I i) {
+  const float g = load_f32(dy[i]);
+  return relu_post ? g * act_grad(Act::kReLU, 0.0f, load_f32(relu_post[i])) : g;
+}
+
+// grad_means[c] = (mean of dy, mean of dy * xhat); relu_post null or as bn_relu_grad.
+template <class T, class I>
+__global__ void bn_apply_backward_kernel(const T* dy, const T* relu_post, const T* x,
+                                         const float* gamma, const float* save_mean,
+                                         const float* save_invstd, const float2* grad_means,
+                                         T* dx, I n, Divider<I> C, Divider<I> S) {
   for (I i = first_index<I>(); i < n; i += index_stride<I>()) {
     const I c = C.mod(S.div(i));
     const float2 m = grad_means[c];
-    store_f32(dx[i], batchnorm_dx(load_f32(dy[i]), load_f32(x[i]), save_mean[c], save_invstd[c],
-                                  gamma ? gamma[c] : 1.0f, m.x, m.y));
+    store_f32(dx[i], batchnorm_dx(bn_relu_grad(dy, relu_post, i), load_f32(x[i]), save_mean[c],
+                                  save_invstd[c], gamma ? gamma[c] : 1.0f, m.x, m.y));
   }
 }
 
@@ -89,14 +99,14 @@ void bn_apply_eval(cudaStream_t stream, const NormShape& s, const T* x, const fl
 }
 
 template <class T>
-void bn_apply_backward(cudaStream_t stream, const NormShape& s, const T* dy, const T* x,
-                       const float* gamma, const float* save_mean, const float* save_invstd,
-                       const float2* grad_means, T* dx) {
+void bn_apply_backward(cudaStream_t stream, const NormShape& s, const T* dy, const T* relu_post,
+                       const T* x, const float* gamma, const float* save_mean,
+                       const float* save_invstd, const float2* grad_means, T* dx) {
   const int64_t n = s.elems();
   with_index(n, [&](auto index) {
     using I = typename decltype(index)::type;
     bn_apply_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        dy, x, gamma, save_mean, save_invstd, grad_means, dx, static_cast<I>(n),
+        dy, relu_post, x, gamma, save_mean, save_invstd, grad_means, dx, static_cast<I>(n),
         Divider<I>(s.channels), Divider<I>(s.spatial));
   });
 }

@@ -39,6 +39,7 @@ constexpr std::pair<std::string_view, OpCategory> kOps[] = {
     {"batchnorm_forward_train", OpCategory::kNormalisation},
     {"batchnorm_forward_eval", OpCategory::kNormalisation},
     {"batchnorm_backward", OpCategory::kNormalisation},
+    {"batchnorm_relu_backward", OpCategory::kNormalisation},
     {"batchnorm_stats", OpCategory::kNormalisation},
     {"batchnorm_forward_from_stats", OpCategory::kNormalisation},
     {"batchnorm_backward_stats", OpCategory::kNormalisation},

@@ -254,6 +254,78 @@ TEST_CASE("cuda: batchnorm_backward without dx accumulates only dgamma and dbeta
 #endif
 }
 
+TEST_CASE("cuda: batchnorm_relu_backward has the bits of act_backward then batchnorm_backward "
+          "and is close to the CPU's, fp32 and bf16, with and without dx", "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  Backend gpu = gpu_backend();
+  CpuOps cpu(1);
+  uint32_t seed = 710;
+  BatchNormHyper h;
+  const BatchNormEpilogue relu{ConstView{}, Act::kReLU};
+  for (const NormShape& s : norm_shapes()) {
+    const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+    const std::vector<float> xf = random_floats(n, seed++, -2.0f, 2.0f);
+    std::vector<float> dyf = random_floats(n, seed++);
+    // Infinities: inf * 0 is NaN where the mask is 0, in both paths.
+    for (size_t k = 0; k < std::min<size_t>(n, 4); ++k) dyf[k * n / 4] = k % 2 ? -INFINITY : INFINITY;
+    const std::vector<float> gamma = random_floats(C, seed++, -1.5f, 1.5f);
+    const std::vector<float> beta = random_floats(C, seed++);
+    const auto run = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const std::vector<T> x = stored<T>(xf), dy = stored<T>(dyf);
+      for (bool with_dx : {true, false}) {
+        INFO("norm " << s.batch << "x" << s.channels << "x" << s.spatial << " " << type_name<T>()
+                     << " dx " << with_dx);
+        DeviceArray<float> ws(gpu, floats_for(gpu.ops->batchnorm_workspace_bytes(s)));
+        DeviceArray<T> gx(gpu, x), gdy(gpu, dy), gy(gpu, n), gdrelu(gpu, n), gdx_ref(gpu, n),
+            gdx(gpu, n);
+        DeviceArray<float> gg(gpu, gamma), gb(gpu, beta), gmean(gpu, C), ginv(gpu, C),
+            grm(gpu, std::vector<float>(C, 0.0f)), grv(gpu, std::vector<float>(C, 1.0f)),
+            gdg_ref(gpu, std::vector<float>(C, 0.0f)), gdb_ref(gpu, std::vector<float>(C, 0.0f)),
+            gdg(gpu, std::vector<float>(C, 0.0f)), gdb(gpu, std::vector<float>(C, 0.0f));
+        gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), relu,
+                                         gmean.get(), ginv.get(), grm.get(), grv.get(), ws.get());
+        gpu.ops->act_backward(gdy.view(), ConstView{}, gy.view(), gdrelu.view(), Act::kReLU);
+        gpu.ops->batchnorm_backward(s, gdrelu.view(), gx.view(), gg.get(), gmean.get(),
+                                    ginv.get(), with_dx ? gdx_ref.view() : View{},
+                                    gdg_ref.get(), gdb_ref.get(), ws.get());
+        gpu.ops->batchnorm_relu_backward(s, gdy.view(), gy.view(), gx.view(), gg.get(), gb.get(),
+                                         gmean.get(), ginv.get(), with_dx ? gdx.view() : View{},
+                                         gdg.get(), gdb.get(), ws.get());
+        if (with_dx) CHECK(same_values(gdx.download(), gdx_ref.download()));
+        CHECK(same_values(gdg.download(), gdg_ref.download()));
+        CHECK(same_values(gdb.download(), gdb_ref.download()));
+      }
+    };
+    run(StorageTag<float>{});
+    run(StorageTag<bf16_t>{});
+    // Close to the CPU's (which takes the mask from x), fp32 and finite.
+    const std::vector<float> dyc = random_floats(n, seed++);
+    std::vector<float> y(n), dx(n), mean(C), inv(C), rm(C, 0.0f), rv(C, 1.0f), dg(C, 0.0f),
+        db(C, 0.0f);
+    cpu.batchnorm_forward_train(s, view_of(xf), gamma.data(), beta.data(), h, view_of(y), relu,
+                                mean.data(), inv.data(), rm.data(), rv.data(), nullptr);
+    cpu.batchnorm_relu_backward(s, view_of(dyc), view_of(y), view_of(xf), gamma.data(),
+                                beta.data(), mean.data(), inv.data(), view_of(dx), dg.data(),
+                                db.data(), nullptr);
+    DeviceArray<float> ws(gpu, floats_for(gpu.ops->batchnorm_workspace_bytes(s)));
+    DeviceArray<float> gx(gpu, xf), gdy(gpu, dyc), gy(gpu, n), gdx(gpu, n), gg(gpu, gamma),
+        gb(gpu, beta), gmean(gpu, C), ginv(gpu, C), grm(gpu, std::vector<float>(C, 0.0f)),
+        grv(gpu, std::vector<float>(C, 1.0f)), gdg(gpu, std::vector<float>(C, 0.0f)),
+        gdb(gpu, std::vector<float>(C, 0.0f));
+    gpu.ops->batchnorm_forward_train(s, gx.view(), gg.get(), gb.get(), h, gy.view(), relu,
+                                     gmean.get(), ginv.get(), grm.get(), grv.get(), ws.get());
+    gpu.ops->batchnorm_relu_backward(s, gdy.view(), gy.view(), gx.view(), gg.get(), gb.get(),
+                                     gmean.get(), ginv.get(), gdx.view(), gdg.get(), gdb.get(),
+                                     ws.get());
+    CHECK(rel_error(gdx.download(), dx) < 1e-4);
+    CHECK(rel_error(gdg.download(), dg) < 1e-5);
+    CHECK(rel_error(gdb.download(), db) < 1e-5);
+  }
+#endif
+}
+
 TEST_CASE("cuda: batchnorm over more channels than a grid's y dimension takes equals the CPU",
           "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;

@@ -71,6 +71,24 @@ TEST_CASE("fp32 to bf16 rounds to nearest, ties to even", "[bf16]") {
   CHECK(round_to_bf16(3.14159265f) == 3.140625f);
 }
 
+TEST_CASE("stores_positive is stored_as(v) > 0, for fp32 and bf16 (BatchNorm's ReLU mask)",
+          "[bf16]") {
+  // Every pattern near the bf16 rounding's zero boundary (bits 0x8000) of either sign, and
+  // every 251st of the rest (NaNs, infinities, subnormals, normals).
+  const auto agree = [](uint32_t bits) {
+    const float v = f32_from_bits(bits);
+    return stores_positive<bf16_t>(v) == (stored_as<bf16_t>(v) > 0.0f) &&
+           stores_positive<float>(v) == (stored_as<float>(v) > 0.0f);
+  };
+  uint64_t wrong = 0;
+  for (uint32_t b = 0; b < 0x20000u; ++b) wrong += !agree(b) + !agree(b | 0x80000000u);
+  for (uint64_t b = 0; b <= 0xffffffffu; b += 251) wrong += !agree(static_cast<uint32_t>(b));
+  CHECK(wrong == 0);
+  CHECK_FALSE(stores_positive<bf16_t>(0x1p-134f));  // the tie rounds to zero (even)
+  CHECK(stores_positive<bf16_t>(std::nextafter(0x1p-134f, 1.0f)));
+  CHECK(stores_positive<float>(0x1p-149f));
+}
+
 TEST_CASE("bf16 GEMM against the fp32 GEMM, every transpose, beta 0 and 1", "[bf16]") {
   CpuOps ops(2);
   const int64_t M = 70, N = 33, K = 129;  // odd sizes, more than one 64-row slab

@@ -275,3 +275,52 @@ TEST_CASE("batchnorm: 1 and 2 threads give the same bits", "[image-ops]") {
                  &BnOut::dx, &BnOut::dgamma, &BnOut::dbeta})
     CHECK(same_bits(a.*m, b.*m));
 }
+
+// ResNet's basic block takes relu(bn1)'s gradient inside bn1's backward
+// (batchnorm_relu_backward, nn/resnet_block.cpp): the CPU recomputes the ReLU's mask from x
+// and must give the bits of act_backward on the stored output, then batchnorm_backward.
+TEST_CASE("batchnorm_relu_backward has the bits of act_backward then batchnorm_backward, "
+          "fp32 and bf16, with and without dx, at 1 and 2 threads",
+          "[image-ops]") {
+  BatchNormHyper h;
+  const NormShape s = norm_shape(4, 5, 37);  // 37: a tail after every vector width
+  const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+  const Vec xf = random_vec(s.elems(), 71, -2.0f, 2.0f);
+  Vec dyf = random_vec(s.elems(), 72);
+  dyf[5] = 0.0f, dyf[6] = -0.0f, dyf[7] = -3.0e38f;  // signed zeros, a large value
+  Vec gamma = random_vec(s.channels, 73, -1.5f, 1.5f), beta = random_vec(s.channels, 74);
+  gamma[1] = 0.0f, beta[1] = 0.0f;  // every output exactly zero: no gradient passes
+  gamma[2] = 1e-44f, beta[2] = 0.0f;  // fp32 subnormal outputs: bf16 rounds them to zero
+  const auto run = [&](auto zero, int threads) {
+    using T = decltype(zero);
+    CpuOps ops(threads);
+    std::vector<T> x(n), dy(n), y(n), drelu(n), dx_ref(n), dx(n);
+    for (size_t i = 0; i < n; ++i) store_f32(x[i], xf[i]), store_f32(dy[i], dyf[i]);
+    Vec mean(C), inv(C), rm(C, 0.0f), rv(C, 1.0f);
+    ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(y),
+                                {ConstView{}, Act::kReLU}, mean.data(), inv.data(), rm.data(),
+                                rv.data(), nullptr);
+    size_t zeros = 0;
+    for (const T& v : y) zeros += load_f32(v) == 0.0f;
+    CHECK(zeros > n / 4);  // the mask matters
+    for (bool with_dx : {true, false}) {
+      INFO("bf16 " << (sizeof(T) == 2) << " threads " << threads << " dx " << with_dx);
+      Vec dg_ref = random_vec(s.channels, 75), db_ref = random_vec(s.channels, 76);
+      Vec dg = dg_ref, db = db_ref;
+      ops.act_backward(cview(dy), ConstView{}, cview(y), view(drelu), Act::kReLU);
+      ops.batchnorm_backward(s, cview(drelu), cview(x), gamma.data(), mean.data(), inv.data(),
+                             with_dx ? view(dx_ref) : View{}, dg_ref.data(), db_ref.data(),
+                             nullptr);
+      ops.batchnorm_relu_backward(s, cview(dy), cview(y), cview(x), gamma.data(), beta.data(),
+                                  mean.data(), inv.data(), with_dx ? view(dx) : View{},
+                                  dg.data(), db.data(), nullptr);
+      if (with_dx) CHECK(same_bits(dx, dx_ref));
+      CHECK(same_bits(dg, dg_ref));
+      CHECK(same_bits(db, db_ref));
+    }
+  };
+  for (int threads : {1, 2}) {
+    run(0.0f, threads);
+    run(bf16_t{0}, threads);
+  }
+}
