@@ -97,15 +97,15 @@ Tensor Conv2d::backward(Context& ctx, const Tensor& dy) {
     dz = ctx.view(dz_, rows_);
     ops.act_backward(dy, ctx.view(z_, rows_), ctx.view(y_, rows_), dz, act_);
   }
-  // dW (Cout, Cin, k, k) += x (*) dz over the batch;  db (Cout) += sums of dz
-  ops.conv2d_backward_weights(s, x_, dz, ctx.f32(weight_.grad),
-                              has_bias_ ? ctx.f32(bias_.grad) : nullptr, ctx.workspace(),
-                              ctx.workspace_bytes());
-  if (!dx_.valid()) return Tensor{};
-  // dx (B, Cin, H, W): the transposed convolution of dz with W, in the flow dtype
-  Tensor dx = ctx.view(dx_, rows_);
+  // dW (Cout, Cin, k, k) += x (*) dz over the batch;  db (Cout) += sums of dz; and dx
+  // (B, Cin, H, W), when wanted, the transposed convolution of dz with W in the flow dtype
+  // (one op: the CPU copies dz into its kernels' layout once for both)
+  Tensor dx = dx_.valid() ? ctx.view(dx_, rows_) : Tensor{};
   Tensor dflow = dx_low_.valid() ? ctx.view(dx_low_, rows_) : dx;
-  ops.conv2d_backward_data(s, dz, weight(ctx), dflow, ctx.workspace(), ctx.workspace_bytes());
+  ops.conv2d_backward(s, x_, dz, weight(ctx), dflow, ctx.f32(weight_.grad),
+                      has_bias_ ? ctx.f32(bias_.grad) : nullptr, ctx.workspace(),
+                      ctx.workspace_bytes());
+  if (!dx_.valid()) return Tensor{};
   if (dx_low_.valid()) ops.cast(dflow, dx);
   return dx;
 }

@@ -189,6 +189,12 @@ class RecordingOps final : public NoComputeOps {
                                size_t) override {
     record(op_case::conv2d_backward_weights(inner_, s, x.dtype));
   }
+  // Timed as its two passes (their cases), which the fused op runs with one copy of dy less.
+  void conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView, View dx, float*,
+                       float*, void*, size_t) override {
+    record(op_case::conv2d_backward_weights(inner_, s, x.dtype));
+    if (!dx.empty()) record(op_case::conv2d_backward_data(inner_, s, dy.dtype));
+  }
 
   // Names the parameter slots' addresses (values, bf16 copies, gradients).
   void name_param(const void* p, size_t index, const std::string& name) {

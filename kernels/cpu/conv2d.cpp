@@ -62,4 +62,17 @@ void CpuOps::conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView 
   });
 }
 
+void CpuOps::conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView w, View dx,
+                             float* dw, float* db, void* workspace, size_t workspace_bytes) {
+  const char* op = "conv2d_backward";
+  expect_conv_views(op, s, x, w, dy);
+  expect_elems(op, s.x_elems(), {dx});
+  dispatch_float(op, {x, dy, w, dx}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    check(op, conv_->backward(s, x.as<T>(), dy.as<T>(), w.as<T>(),
+                              dx.empty() ? nullptr : dx.as<T>(), dw, db, workspace,
+                              workspace_bytes));
+  });
+}
+
 }  // namespace noeira

@@ -61,6 +61,9 @@ struct ConvPlan {
   onednn::SlabConv slab[2];  // [0]: full slabs (or the whole batch); [1]: a shorter last one
   int kinds = 1;             // 2 when the last slab is shorter
   bool own_wgrad = false;    // backward-weights by bf16_conv3x3_wgrad.h, not oneDNN
+  // Both backward passes read dy in one inner layout: backward() copies it once per slab,
+  // backward-weights then running in the area after backward-data's.
+  bool fused_backward = false;
   int64_t full_images = 0, slabs = 0;
   int64_t partial_floats = 0;  // one slab's partial dw, then db
   size_t partials_bytes = 0, shared_bytes = 0, area_bytes = 0;
@@ -78,6 +81,15 @@ struct ConvPlan {
   }
 };
 
+// Whether a slab size's backward passes read dy in the same inner layout, each copying it
+// into its own area (so backward-data's copy can serve backward-weights).
+bool shares_dy_layout(const onednn::SlabConv& c) {
+  const onednn::ConvOperand* d = c.backward_data.operand(DNNL_ARG_DIFF_DST);
+  const onednn::ConvOperand* w = c.backward_weights.operand(DNNL_ARG_DIFF_DST);
+  return d && w && d->reordered() && w->reordered() && d->scope == onednn::Scope::kSlab &&
+         w->scope == onednn::Scope::kSlab && d->inner == w->inner;
+}
+
 // out[i] += partial 0 + partial 1 + ... in slab order, whatever the thread count.
 void add_partials(int threads, const float* partials, int64_t slabs, int64_t slab_stride,
                   int64_t offset, int64_t n, float* out) {
@@ -87,6 +99,23 @@ void add_partials(int threads, const float* partials, int64_t slabs, int64_t sla
     for (int64_t s = 1; s < slabs; ++s) sum += partials[s * slab_stride + offset + i];
     out[i] += sum;
   }
+}
+
+// Elements of an image of x and of y, and of dw.
+struct ConvSizes {
+  int64_t x_image, y_image, w_size;
+};
+ConvSizes sizes_of(const ConvShape& s) {
+  return {s.in_channels * s.height * s.width, s.out_channels * s.out_height() * s.out_width(),
+          s.out_channels * s.in_channels * s.kernel_h * s.kernel_w};
+}
+
+// dw (and db when not null) += the slabs' partials (slabs, w_size [+ Cout]), in slab order.
+void add_weight_partials(int threads, const float* partials, int64_t slabs,
+                         int64_t partial_floats, const ConvShape& s, float* dw, float* db) {
+  const int64_t w_size = sizes_of(s).w_size;
+  add_partials(threads, partials, slabs, partial_floats, 0, w_size, dw);
+  if (db) add_partials(threads, partials, slabs, partial_floats, w_size, s.out_channels, db);
 }
 
 }  // namespace
@@ -175,6 +204,13 @@ struct OnednnConv::Impl {
     if (p->own_wgrad)
       p->area_bytes =
           std::max(p->area_bytes, onednn::align_up(bf16_wgrad_area_bytes(s, p->full_images)));
+    p->fused_backward = !p->own_wgrad;
+    for (int k = 0; k < p->kinds; ++k) p->fused_backward &= shares_dy_layout(p->slab[k]);
+    if (p->fused_backward)
+      for (int k = 0; k < p->kinds; ++k)
+        p->area_bytes = std::max(p->area_bytes,
+                                 onednn::align_up(p->slab[k].backward_data.thread_bytes()) +
+                                     onednn::align_up(p->slab[k].backward_weights.thread_bytes()));
     p->bytes = onednn::kAlign + p->partials_bytes + p->shared_bytes +
                p->area_bytes * static_cast<size_t>(threads);
     const size_t bytes = p->bytes;
@@ -233,6 +269,11 @@ Result<size_t> OnednnConv::workspace_bytes(const ConvShape& s, DType dtype) {
   return impl_->plan(s, dtype);
 }
 
+bool OnednnConv::fuses_backward(const ConvShape& s, DType dtype) const {
+  const auto it = impl_->plans.find(Impl::Key{s, dtype});
+  return it != impl_->plans.end() && it->second->fused_backward;
+}
+
 template <class T>
 Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const float* bias, T* y,
                            void* workspace, size_t workspace_size) {
@@ -272,9 +313,7 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   const ConvPlan& plan = **found;
   if (db && !s.has_bias)
     return make_error("backward_weights: a db pointer for a shape without bias in " + describe(s));
-  const int64_t x_image = s.in_channels * s.height * s.width;
-  const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
-  const int64_t w_size = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
+  const auto [x_image, y_image, w_size] = sizes_of(s);
   float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
   const auto partial = [&](int64_t b0) {  // the slab's own partial dw [+ db]
     return partials + (b0 / plan.full_images) * plan.partial_floats;
@@ -299,10 +338,61 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
                                        {DNNL_ARG_DIFF_BIAS, part_db}}};
       });
   if (!ran) return ran;
-  add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, 0, w_size, dw);
-  if (db)
-    add_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, w_size, s.out_channels,
-                 db);
+  add_weight_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, s, dw, db);
+  return {};
+}
+
+template <class T>
+Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T* w, T* dx,
+                            float* dw, float* db, void* workspace, size_t workspace_size) {
+  auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
+  if (!found) return found.error();
+  const ConvPlan& plan = **found;
+  if (!dx || !plan.fused_backward) {
+    NOEIRA_TRY(backward_weights(s, x, dy, dw, db, workspace, workspace_size));
+    return dx ? backward_data(s, dy, w, dx, workspace, workspace_size) : Status{};
+  }
+  if (db && !s.has_bias)
+    return make_error("backward: a db pointer for a shape without bias in " + describe(s));
+  const auto [x_image, y_image, w_size] = sizes_of(s);
+  float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
+  const auto data_args = [&](int64_t b0) {
+    return std::array<ConvArg, 3>{{{DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
+                                   {DNNL_ARG_WEIGHTS, in(w)},
+                                   {DNNL_ARG_DIFF_SRC, dx + b0 * x_image}}};
+  };
+  const auto weights_args = [&](int64_t b0) {
+    float* part = partials + (b0 / plan.full_images) * plan.partial_floats;
+    return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
+                                   {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
+                                   {DNNL_ARG_DIFF_WEIGHTS, part},
+                                   {DNNL_ARG_DIFF_BIAS, s.has_bias ? part + w_size : nullptr}}};
+  };
+  try {  // backward-data's shared input, the weights, once per slab size
+    for (int k = 0; k < plan.kinds; ++k)
+      plan.slab[k].backward_data.prepare(impl_->streams[0],
+                                         plan.shared(workspace, k, PassKind::kBackwardData),
+                                         plan.area(workspace, 0), data_args(0));
+  } catch (const dnnl::error& e) {
+    return make_error(std::string("oneDNN failed: ") + e.what());
+  }
+  const Status ran = onednn::for_each_slab(
+      impl_->threads, s.batch, plan.full_images, [&](int thread, int64_t b0, int64_t images) {
+        const int k = plan.kind(images);
+        const onednn::SlabConv& c = plan.slab[k];
+        dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
+        std::byte* area = plan.area(workspace, thread);
+        c.backward_data.run(stream, plan.shared(workspace, k, PassKind::kBackwardData), area,
+                            data_args(b0));
+        // dy in the kernels' layout, as backward-data left it in its area.
+        const ConvArg dy_inner{DNNL_ARG_DIFF_DST,
+                               c.backward_data.inner_copy(DNNL_ARG_DIFF_DST, area)};
+        c.backward_weights.run(stream, plan.shared(workspace, k, PassKind::kBackwardWeights),
+                               area + onednn::align_up(c.backward_data.thread_bytes()),
+                               weights_args(b0), &dy_inner);
+      });
+  if (!ran) return ran;
+  add_weight_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, s, dw, db);
   return {};
 }
 
@@ -313,7 +403,9 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   template Status OnednnConv::backward_data<T>(const ConvShape&, const T*, const T*, T*, void*,  \
                                                size_t);                                         \
   template Status OnednnConv::backward_weights<T>(const ConvShape&, const T*, const T*, float*,  \
-                                                  float*, void*, size_t);
+                                                  float*, void*, size_t);                       \
+  template Status OnednnConv::backward<T>(const ConvShape&, const T*, const T*, const T*, T*,    \
+                                          float*, float*, void*, size_t);
 NOEIRA_CONV_PASSES(float)
 NOEIRA_CONV_PASSES(bf16_t)
 #undef NOEIRA_CONV_PASSES

@@ -86,6 +86,15 @@ class OnednnConv {
   template <class T>
   Status backward_weights(const ConvShape& shape, const T* x, const T* dy, float* dw, float* db,
                           void* workspace, size_t workspace_size);
+  // backward_weights, then backward_data when dx is not null: their bits. Where both
+  // passes read dy in one layout (oneDNN's kernels for both, the fused_backward of the
+  // plan), each slab copies dy into it once: backward-data's copy serves backward-weights
+  // (one of the six activation copies a convolution's three passes make).
+  template <class T>
+  Status backward(const ConvShape& shape, const T* x, const T* dy, const T* w, T* dx, float* dw,
+                  float* db, void* workspace, size_t workspace_size);
+  // Whether backward() copies dy once for both passes at a planned shape (false unplanned).
+  bool fuses_backward(const ConvShape& shape, DType dtype) const;
 
  private:
   struct Impl;

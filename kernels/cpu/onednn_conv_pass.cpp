@@ -113,13 +113,28 @@ void ConvPass::prepare(dnnl::stream& stream, std::byte* shared, std::byte* area,
   stream.wait();
 }
 
+const ConvOperand* ConvPass::operand(int arg) const {
+  for (const ConvOperand& o : operands_)
+    if (o.arg == arg) return &o;
+  return nullptr;
+}
+
+std::byte* ConvPass::inner_copy(int arg, std::byte* area) const {
+  const ConvOperand* o = operand(arg);
+  return o && o->reordered() && o->scope == Scope::kSlab ? area + o->offset : nullptr;
+}
+
 void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
-                   std::span<const ConvArg> args) const {
+                   std::span<const ConvArg> args, const ConvArg* given) const {
   OneThread one;
   const dnnl::engine& e = cpu_engine();
   std::byte* scratch = area + scratch_at_;
   std::unordered_map<int, dnnl::memory> exec;
   for (const ConvOperand& o : operands_) {
+    if (given && o.arg == given->arg) {
+      exec.emplace(o.arg, dnnl::memory(o.inner, e, given->data));
+      continue;
+    }
     dnnl::memory plain(o.plain, e, find(args, o.arg));
     if (!o.reordered()) {
       exec.emplace(o.arg, plain);

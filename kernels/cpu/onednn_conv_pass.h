@@ -56,8 +56,15 @@ class ConvPass {
   void prepare(dnnl::stream& stream, std::byte* shared, std::byte* area,
                std::span<const ConvArg> args) const;
   // One slab on this thread: inputs reordered in, the primitive, outputs reordered out.
+  // `given`, when not null, names an input already in its inner layout (at given->data),
+  // which is then read there instead of reordered.
   void run(dnnl::stream& stream, std::byte* shared, std::byte* area,
-           std::span<const ConvArg> args) const;
+           std::span<const ConvArg> args, const ConvArg* given = nullptr) const;
+  // The operand for DNNL_ARG_* `arg`, or null.
+  const ConvOperand* operand(int arg) const;
+  // Where run() leaves slab operand `arg`'s inner copy in `area` (it stays there until the
+  // area's next use), or null when that operand is not reordered.
+  std::byte* inner_copy(int arg, std::byte* area) const;
 
  private:
   dnnl::primitive primitive_;

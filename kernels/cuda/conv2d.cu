@@ -120,4 +120,11 @@ void CudaOps::conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView
     fail(st.error().message);
 }
 
+// The two ops, each in its own scope (cuDNN has no shared layout copy to save).
+void CudaOps::conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView w, View dx,
+                              float* dw, float* db, void* workspace, size_t workspace_bytes) {
+  conv2d_backward_weights(s, x, dy, dw, db, workspace, workspace_bytes);
+  if (!dx.empty()) conv2d_backward_data(s, dy, w, dx, workspace, workspace_bytes);
+}
+
 }  // namespace noeira

@@ -32,6 +32,7 @@ constexpr std::pair<std::string_view, OpCategory> kOps[] = {
     {"conv2d_forward", OpCategory::kConvolution},
     {"conv2d_backward_data", OpCategory::kConvolution},
     {"conv2d_backward_weights", OpCategory::kConvolution},
+    {"conv2d_backward", OpCategory::kConvolution},
     {"maxpool2d_forward", OpCategory::kActivation},
     {"maxpool2d_backward", OpCategory::kActivation},
     {"avgpool2d_forward", OpCategory::kActivation},

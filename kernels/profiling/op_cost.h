@@ -84,6 +84,14 @@ OpCost of(conv2d_backward_weights_tag, const ConvShape& s, const ConstView& x, c
           const Rest&...) {
   return OpCost{conv_flops(s), view_bytes(x) + view_bytes(dy) + 4.0 * s.w_elems()};
 }
+// Both passes (dx empty: backward-weights alone).
+template <class... Rest>
+OpCost of(conv2d_backward_tag, const ConvShape& s, const ConstView& x, const ConstView& dy,
+          const ConstView& w, const View& dx, const Rest&...) {
+  return OpCost{(dx.empty() ? 1.0 : 2.0) * conv_flops(s),
+                view_bytes(x) + view_bytes(dy) + view_bytes(w) + view_bytes(dx) +
+                    4.0 * s.w_elems()};
+}
 
 // Q K^T and P V, each 2 B T T C (nh heads of C / nh); backward: four such products (bf16
 // runs them on bf16 tensor cores on CUDA too: kernels/cuda/attention_bf16.cu). att, the

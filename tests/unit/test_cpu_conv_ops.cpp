@@ -169,6 +169,56 @@ TEST_CASE("conv2d: 1 and 2 threads give the same bits in every pass, fp32 and bf
   }
 }
 
+TEST_CASE("conv2d_backward has the bits of conv2d_backward_weights then conv2d_backward_data, "
+          "fp32 and bf16, with and without dx, at 1 and 2 threads",
+          "[image-ops]") {
+  std::vector<ConvShape> shapes = conv_shapes();
+  shapes.push_back(conv_shape(10, 16, 8, 8, 16, 3, 1, 1, false));  // fp32 Winograd, a short slab
+  shapes.push_back(conv_shape(5, 32, 6, 6, 16, 3, 2, 1, true));    // channel blocks, stride 2
+  uint32_t seed = 400;
+  for (const ConvShape& s : shapes) {
+    CONV_INFO(s);
+    const ConvCase c(s, seed += 10);
+    const auto check = [&](auto zero, int threads) {
+      using T = decltype(zero);
+      constexpr DType dt = DTypeOf<T>::value;
+      CpuOps ops(threads);
+      auto bytes = ops.conv2d_plan(s, dt);
+      REQUIRE(bytes.ok());
+      std::vector<std::byte> ws(*bytes);
+      std::vector<T> x(c.x.size()), w(c.w.size()), dy(c.dy.size()), dx_ref(c.x.size()),
+          dx(c.x.size());
+      for (size_t i = 0; i < x.size(); ++i) store_f32(x[i], c.x[i]);
+      for (size_t i = 0; i < w.size(); ++i) store_f32(w[i], c.w[i]);
+      for (size_t i = 0; i < dy.size(); ++i) store_f32(dy[i], c.dy[i]);
+      for (bool with_dx : {true, false}) {
+        INFO("bf16 " << (sizeof(T) == 2) << " threads " << threads << " dx " << with_dx);
+        Vec dw_ref = c.dw0, db_ref = c.db0, dw = c.dw0, db = c.db0;
+        float* db_ref_p = s.has_bias ? db_ref.data() : nullptr;
+        ops.conv2d_backward_weights(s, cview(x), cview(dy), dw_ref.data(), db_ref_p, ws.data(),
+                                    ws.size());
+        if (with_dx)
+          ops.conv2d_backward_data(s, cview(dy), cview(w), view(dx_ref), ws.data(), ws.size());
+        ops.conv2d_backward(s, cview(x), cview(dy), cview(w), with_dx ? view(dx) : View{},
+                            dw.data(), s.has_bias ? db.data() : nullptr, ws.data(), ws.size());
+        if (with_dx) CHECK(same_bits(dx, dx_ref));
+        CHECK(same_bits(dw, dw_ref));
+        CHECK(same_bits(db, db_ref));
+      }
+    };
+    for (int threads : {1, 2}) {
+      check(0.0f, threads);
+      check(bf16_t{0}, threads);
+    }
+  }
+  // The copy of dy is shared where oneDNN's kernels take both passes in a blocked layout.
+  OnednnConv conv(1);
+  const ConvShape blocked = conv_shape(10, 16, 8, 8, 16, 3, 1, 1, false);
+  REQUIRE(conv.workspace_bytes(blocked, DType::kF32).ok());
+  CHECK(conv.fuses_backward(blocked, DType::kF32));
+  CHECK_FALSE(conv.fuses_backward(blocked, DType::kBF16));  // not planned
+}
+
 TEST_CASE("conv2d: a shape is planned per dtype; a bad shape is an Error", "[image-ops]") {
   CpuOps ops(2);
   CHECK_FALSE(ops.conv2d_plan(conv_shape(1, 1, 2, 2, 2, 5, 1, 1, true), DType::kF32).ok());
