@@ -313,7 +313,10 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   const ConvPlan& plan = **found;
   if (db && !s.has_bias)
     return make_error("backward_weights: a db pointer for a shape without bias in " + describe(s));
-  const auto [x_image, y_image, w_size] = sizes_of(s);
+  // Plain locals, not a structured binding: lambdas below capture them (Clang 14 cannot
+  // capture a binding).
+  const ConvSizes z = sizes_of(s);
+  const int64_t x_image = z.x_image, y_image = z.y_image, w_size = z.w_size;
   float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
   const auto partial = [&](int64_t b0) {  // the slab's own partial dw [+ db]
     return partials + (b0 / plan.full_images) * plan.partial_floats;
@@ -354,7 +357,10 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
   }
   if (db && !s.has_bias)
     return make_error("backward: a db pointer for a shape without bias in " + describe(s));
-  const auto [x_image, y_image, w_size] = sizes_of(s);
+  // Plain locals, not a structured binding: lambdas below capture them (Clang 14 cannot
+  // capture a binding).
+  const ConvSizes z = sizes_of(s);
+  const int64_t x_image = z.x_image, y_image = z.y_image, w_size = z.w_size;
   float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
   const auto data_args = [&](int64_t b0) {
     return std::array<ConvArg, 3>{{{DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
