@@ -73,6 +73,10 @@ struct ConvPlan {
   int kind(int64_t images) const { return images == full_images ? 0 : 1; }
   static std::byte* base(void* ws) { return onednn::align_up(ws); }
   float* partials(void* ws) const { return reinterpret_cast<float*>(base(ws)); }
+  // The slab from image b0's own partial dw [+ db].
+  float* partial(void* ws, int64_t b0) const {
+    return partials(ws) + (b0 / full_images) * partial_floats;
+  }
   std::byte* shared(void* ws, int kind, PassKind p) const {
     return base(ws) + partials_bytes + shared_at[kind][static_cast<int>(p)];
   }
@@ -110,12 +114,34 @@ ConvSizes sizes_of(const ConvShape& s) {
           s.out_channels * s.in_channels * s.kernel_h * s.kernel_w};
 }
 
-// dw (and db when not null) += the slabs' partials (slabs, w_size [+ Cout]), in slab order.
-void add_weight_partials(int threads, const float* partials, int64_t slabs,
-                         int64_t partial_floats, const ConvShape& s, float* dw, float* db) {
+// The plain operands of backward-data's slab from image b0.
+template <class T>
+std::array<ConvArg, 3> data_args(const ConvSizes& z, const T* dy, const T* w, T* dx, int64_t b0) {
+  return {{{DNNL_ARG_DIFF_DST, in(dy + b0 * z.y_image)},
+           {DNNL_ARG_WEIGHTS, in(w)},
+           {DNNL_ARG_DIFF_SRC, dx + b0 * z.x_image}}};
+}
+
+// The plain operands of backward-weights' slab from image b0, its partial dw [+ db] at part
+// (db computed even when the caller's is null).
+template <class T>
+std::array<ConvArg, 4> weights_args(const ConvShape& s, const ConvSizes& z, const T* x,
+                                    const T* dy, float* part, int64_t b0) {
+  return {{{DNNL_ARG_SRC, in(x + b0 * z.x_image)},
+           {DNNL_ARG_DIFF_DST, in(dy + b0 * z.y_image)},
+           {DNNL_ARG_DIFF_WEIGHTS, part},
+           {DNNL_ARG_DIFF_BIAS, s.has_bias ? part + z.w_size : nullptr}}};
+}
+
+// dw (and db when not null) += the plan's slab partials (slabs, w_size [+ Cout]), in slab
+// order.
+void add_weight_partials(int threads, const ConvPlan& plan, void* ws, const ConvShape& s,
+                         float* dw, float* db) {
+  const float* partials = plan.partials(ws);
   const int64_t w_size = sizes_of(s).w_size;
-  add_partials(threads, partials, slabs, partial_floats, 0, w_size, dw);
-  if (db) add_partials(threads, partials, slabs, partial_floats, w_size, s.out_channels, db);
+  add_partials(threads, partials, plan.slabs, plan.partial_floats, 0, w_size, dw);
+  if (db)
+    add_partials(threads, partials, plan.slabs, plan.partial_floats, w_size, s.out_channels, db);
 }
 
 }  // namespace
@@ -234,19 +260,26 @@ struct OnednnConv::Impl {
     return it->second.get();
   }
 
-  // Runs one pass over the batch: the shared inputs (weights) reordered once per slab
-  // size, then the slabs spread over the threads. args(b0) names the plain operands of
-  // the slab starting at image b0.
-  template <class Args>
-  Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args) {
+  // A pass's shared inputs (the weights) reordered once per slab size; `first`: the first
+  // slab's plain operands.
+  template <class First>
+  Status prepare(const ConvPlan& plan, PassKind p, void* ws, const First& first) {
     try {
-      const auto first = args(0);
       for (int k = 0; k < plan.kinds; ++k)
         pass_of(plan.slab[k], p)
             .prepare(streams[0], plan.shared(ws, k, p), plan.area(ws, 0), first);
     } catch (const dnnl::error& e) {
       return make_error(std::string("oneDNN failed: ") + e.what());
     }
+    return {};
+  }
+
+  // Runs one pass over the batch: the shared inputs (weights) reordered once per slab
+  // size, then the slabs spread over the threads. args(b0) names the plain operands of
+  // the slab starting at image b0.
+  template <class Args>
+  Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args) {
+    NOEIRA_TRY(prepare(plan, p, ws, args(0)));
     return onednn::for_each_slab(threads, batch, plan.full_images,
                                  [&](int thread, int64_t b0, int64_t images) {
                                    const int k = plan.kind(images);
@@ -281,13 +314,12 @@ Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const flo
   if (!found) return found.error();
   if ((bias != nullptr) != s.has_bias)
     return make_error("forward: the bias pointer does not match has_bias in " + describe(s));
-  const int64_t x_image = s.in_channels * s.height * s.width;
-  const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
+  const ConvSizes z = sizes_of(s);
   return impl_->run(**found, PassKind::kForward, s.batch, workspace, [&](int64_t b0) {
-    return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
+    return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * z.x_image)},
                                    {DNNL_ARG_WEIGHTS, in(w)},
                                    {DNNL_ARG_BIAS, in(bias)},
-                                   {DNNL_ARG_DST, y + b0 * y_image}}};
+                                   {DNNL_ARG_DST, y + b0 * z.y_image}}};
   });
 }
 
@@ -296,13 +328,9 @@ Status OnednnConv::backward_data(const ConvShape& s, const T* dy, const T* w, T*
                                  void* workspace, size_t workspace_size) {
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
-  const int64_t x_image = s.in_channels * s.height * s.width;
-  const int64_t y_image = s.out_channels * s.out_height() * s.out_width();
-  return impl_->run(**found, PassKind::kBackwardData, s.batch, workspace, [&](int64_t b0) {
-    return std::array<ConvArg, 3>{{{DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
-                                   {DNNL_ARG_WEIGHTS, in(w)},
-                                   {DNNL_ARG_DIFF_SRC, dx + b0 * x_image}}};
-  });
+  const ConvSizes z = sizes_of(s);
+  return impl_->run(**found, PassKind::kBackwardData, s.batch, workspace,
+                    [&](int64_t b0) { return data_args(z, dy, w, dx, b0); });
 }
 
 template <class T>
@@ -313,14 +341,7 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   const ConvPlan& plan = **found;
   if (db && !s.has_bias)
     return make_error("backward_weights: a db pointer for a shape without bias in " + describe(s));
-  // Plain locals, not a structured binding: lambdas below capture them (Clang 14 cannot
-  // capture a binding).
   const ConvSizes z = sizes_of(s);
-  const int64_t x_image = z.x_image, y_image = z.y_image, w_size = z.w_size;
-  float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
-  const auto partial = [&](int64_t b0) {  // the slab's own partial dw [+ db]
-    return partials + (b0 / plan.full_images) * plan.partial_floats;
-  };
   bool own = false;  // bf16_conv3x3_wgrad.h's kernel: bf16, no bias
   if constexpr (std::is_same_v<T, bf16_t>) own = plan.own_wgrad;
   const Status ran =
@@ -328,20 +349,16 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
                                   [&]([[maybe_unused]] int thread, [[maybe_unused]] int64_t b0,
                                       [[maybe_unused]] int64_t images) {
                                     if constexpr (std::is_same_v<T, bf16_t>)
-                                      bf16_wgrad_slab(s, images, x + b0 * x_image,
-                                                      dy + b0 * y_image, partial(b0),
+                                      bf16_wgrad_slab(s, images, x + b0 * z.x_image,
+                                                      dy + b0 * z.y_image,
+                                                      plan.partial(workspace, b0),
                                                       plan.area(workspace, thread));
                                   })
       : impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
-        float* part = partial(b0);
-        float* part_db = s.has_bias ? part + w_size : nullptr;  // computed even when db is null
-        return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
-                                       {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
-                                       {DNNL_ARG_DIFF_WEIGHTS, part},
-                                       {DNNL_ARG_DIFF_BIAS, part_db}}};
-      });
+          return weights_args(s, z, x, dy, plan.partial(workspace, b0), b0);
+        });
   if (!ran) return ran;
-  add_weight_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, s, dw, db);
+  add_weight_partials(impl_->threads, plan, workspace, s, dw, db);
   return {};
 }
 
@@ -357,31 +374,9 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
   }
   if (db && !s.has_bias)
     return make_error("backward: a db pointer for a shape without bias in " + describe(s));
-  // Plain locals, not a structured binding: lambdas below capture them (Clang 14 cannot
-  // capture a binding).
   const ConvSizes z = sizes_of(s);
-  const int64_t x_image = z.x_image, y_image = z.y_image, w_size = z.w_size;
-  float* partials = plan.partials(workspace);  // (slabs, w_size [+ Cout])
-  const auto data_args = [&](int64_t b0) {
-    return std::array<ConvArg, 3>{{{DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
-                                   {DNNL_ARG_WEIGHTS, in(w)},
-                                   {DNNL_ARG_DIFF_SRC, dx + b0 * x_image}}};
-  };
-  const auto weights_args = [&](int64_t b0) {
-    float* part = partials + (b0 / plan.full_images) * plan.partial_floats;
-    return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * x_image)},
-                                   {DNNL_ARG_DIFF_DST, in(dy + b0 * y_image)},
-                                   {DNNL_ARG_DIFF_WEIGHTS, part},
-                                   {DNNL_ARG_DIFF_BIAS, s.has_bias ? part + w_size : nullptr}}};
-  };
-  try {  // backward-data's shared input, the weights, once per slab size
-    for (int k = 0; k < plan.kinds; ++k)
-      plan.slab[k].backward_data.prepare(impl_->streams[0],
-                                         plan.shared(workspace, k, PassKind::kBackwardData),
-                                         plan.area(workspace, 0), data_args(0));
-  } catch (const dnnl::error& e) {
-    return make_error(std::string("oneDNN failed: ") + e.what());
-  }
+  // backward-weights has no shared input to prepare (its weights are an output).
+  NOEIRA_TRY(impl_->prepare(plan, PassKind::kBackwardData, workspace, data_args(z, dy, w, dx, 0)));
   const Status ran = onednn::for_each_slab(
       impl_->threads, s.batch, plan.full_images, [&](int thread, int64_t b0, int64_t images) {
         const int k = plan.kind(images);
@@ -389,16 +384,17 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
         dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
         std::byte* area = plan.area(workspace, thread);
         c.backward_data.run(stream, plan.shared(workspace, k, PassKind::kBackwardData), area,
-                            data_args(b0));
+                            data_args(z, dy, w, dx, b0));
         // dy in the kernels' layout, as backward-data left it in its area.
         const ConvArg dy_inner{DNNL_ARG_DIFF_DST,
                                c.backward_data.inner_copy(DNNL_ARG_DIFF_DST, area)};
         c.backward_weights.run(stream, plan.shared(workspace, k, PassKind::kBackwardWeights),
                                area + onednn::align_up(c.backward_data.thread_bytes()),
-                               weights_args(b0), &dy_inner);
+                               weights_args(s, z, x, dy, plan.partial(workspace, b0), b0),
+                               &dy_inner);
       });
   if (!ran) return ran;
-  add_weight_partials(impl_->threads, partials, plan.slabs, plan.partial_floats, s, dw, db);
+  add_weight_partials(impl_->threads, plan, workspace, s, dw, db);
   return {};
 }
 
