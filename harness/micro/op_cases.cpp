@@ -108,6 +108,26 @@ OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre) {
   return c;
 }
 
+OpCase linear_backward_params(int64_t M, int64_t N, int64_t K, DType dt, bool bias) {
+  OpCase c{"linear_backward_params", dts(dt) + "/M=" + std::to_string(M) + "/N=" + std::to_string(N) +
+                                         "/K=" + std::to_string(K) + (bias ? "/bias" : ""),
+           {}, {}, {}, {}};
+  Specs s;
+  const int dz = s.add(Shape{M, N}, dt, Fill::kSigned), x = s.add(Shape{M, K}, dt, Fill::kSigned);
+  // dW and db accumulate: every call adds to the last one's sums (the values stay finite).
+  const int dW = s.add(Shape{N, K}, DType::kF32, Fill::kZero);
+  const int db = s.add_if(bias, Shape{N}, DType::kF32, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& ops, const Ptrs& p) {
+    ops.linear_backward_params(view(p, dz, dt, M * N), view(p, x, dt, M * K), f32(p, dW), f32(p, db),
+                               M, N, K);
+  };
+  c.work.flops = 2.0 * static_cast<double>(M * N * K);
+  c.work.bytes = bytes(M * N + M * K, dt) + 2 * bytes(N * K + (bias ? N : 0), DType::kF32);
+  c.work.bf16_matrix = dt == DType::kBF16;
+  return c;
+}
+
 OpCase cast(int64_t n, DType from, DType to, bool weights) {
   OpCase c{"cast", dts(from) + "_to_" + dts(to) + "/n=" + std::to_string(n) + (weights ? "/weights" : ""),
            {}, {}, {}, {}};

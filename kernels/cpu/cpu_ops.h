@@ -53,6 +53,11 @@ class CpuOps final : public Ops {
 // depend on the thread count.
 inline constexpr int64_t kCpuGemmSlabRows = 64;
 
+// Adds the rows of dy(rows, N) (fp32 or bf16) to sums(N) in fp32, row by row in order,
+// each column by one thread: bias_grad's sums, a run of rows at a time (zeroed sums, every
+// row of dy in runs, then db += sums give bias_grad's bits).
+void add_column_sums(int threads, ConstView dy, int64_t rows, int64_t N, float* sums);
+
 // bias_act's math on the calling thread alone, for `rows` rows of N (Out = float or
 // bf16_t; pre null when not kept): linear_forward's epilogue on each GEMM slab.
 template <class Out>

@@ -2,6 +2,7 @@
 // (onednn_matmul.h fp32, bf16_gemm.h bf16); the linear layer's passes as gemm + bias_act
 // (fused slab by slab here), gemm + cast and gemm + bias_grad (kernels/composed_ops.h).
 #include <algorithm>
+#include <cstddef>
 #include <type_traits>
 
 #include "kernels/composed_ops.h"
@@ -78,9 +79,56 @@ void CpuOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc
   composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);
 }
 
+namespace {
+
+// Rows [r0, r0 + rows) of a (., cols) matrix.
+ConstView rows_of(ConstView m, int64_t r0, int64_t rows, int64_t cols) {
+  const size_t at = static_cast<size_t>(r0 * cols) * dtype_size(m.dtype);
+  return ConstView{static_cast<const std::byte*>(m.data) + at, m.dtype, rows * cols};
+}
+
+// Over many rows (a ViT's 8320 token rows), the product and the bias sums take the rows a
+// chunk of kParamsChunkRows at a time: dW += the chunk's dz^T x, then the chunk's rows join
+// the bias sums while they are still in L2 (summed after the whole product, they read dz
+// back from memory), and bf16 products re-read only a chunk of x per slab of dW. vit-tiny's
+// weight gradients took 5-15% less time in its step, its bf16 ones 10-20%
+// (docs/cpu-runs/2026-12-06-emr-chunked-weight-grads.md). fp32 products over x rows wider
+// than 128 lost more to the chunking than the sums gained (vit's, 2 threads: +2-5%), so
+// they run whole. Chunks are a function of the shape alone, so the bits do not depend on
+// the thread count; the bias sums keep bias_grad's order, so db has its bits. Fewer rows,
+// or more columns than the running sums hold on the stack: gemm + bias_grad
+// (kernels/composed_ops.h).
+constexpr int64_t kParamsChunkRows = 512;
+constexpr int64_t kParamsChunkMinRows = 4 * kParamsChunkRows;
+constexpr int64_t kParamsChunkMaxCols = 4096;
+constexpr int64_t kParamsChunkMaxF32K = 128;
+
+bool chunks_params(DType dt, int64_t M, int64_t N, int64_t K) {
+  return M >= kParamsChunkMinRows && N <= kParamsChunkMaxCols &&
+         (dt == DType::kBF16 || K <= kParamsChunkMaxF32K);
+}
+
+}  // namespace
+
 void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
                                     int64_t N, int64_t K) {
-  composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
+  if (!chunks_params(dz.dtype, M, N, K)) {
+    composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
+    return;
+  }
+  expect_elems("linear_backward_params", M * N, {dz});
+  expect_elems("linear_backward_params", M * K, {x});
+  float sums[kParamsChunkMaxCols];  // each column's running sum, as bias_grad's
+  std::fill(sums, sums + N, 0.0f);
+  for (int64_t r0 = 0; r0 < M; r0 += kParamsChunkRows) {
+    const int64_t rows = std::min(kParamsChunkRows, M - r0);
+    const ConstView dz_rows = rows_of(dz, r0, rows, N);  // (rows, N)
+    // dW(N,K) += dz_rows^T (N, rows) . x_rows (rows, K)
+    gemm(true, false, N, K, rows, 1.0f, dz_rows, N, rows_of(x, r0, rows, K), K, 1.0f, dW, K);
+    if (db) add_column_sums(threads_, dz_rows, rows, N, sums);
+  }
+  if (db)
+    for (int64_t j = 0; j < N; ++j) db[j] += sums[j];
 }
 
 }  // namespace noeira
