@@ -111,7 +111,8 @@ TEST_CASE("linear_backward_params over 2048 rows or more: dW by 512-row chunks i
 
 TEST_CASE("linear_backward_params below 2048 rows or past 4096 columns (fp32 and bf16): gemm "
           "+ bias_grad's bits", "[cpu-linear]") {
-  for (const auto& [M, N, K] : {std::array<int64_t, 3>{2047, 16, 8}, {2048, 4097, 2}, {300, 20, 12}}) {
+  using Shape3 = std::array<int64_t, 3>;  // M, N, K
+  for (const auto& [M, N, K] : {Shape3{2047, 16, 8}, Shape3{2048, 4097, 2}, Shape3{300, 20, 12}}) {
     CAPTURE(M, N, K);
     const Vec dz = random_vec(M * N, 311), x = random_vec(M * K, 312);
     const Grads start{random_vec(N * K, 313), random_vec(N, 314)};
