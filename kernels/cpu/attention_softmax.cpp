@@ -27,26 +27,52 @@ using GroupLanes = float[kGroupRows][kLanes];
 
 // The lanes live in local arrays while a row runs (the compiler keeps them in one vector
 // register; through the caller's pointer, which may alias the row, the max ran scalar).
+//
+// A row's n values (a causal row's n runs 1..T) start a row of T floats. Its last
+// n mod kLanes values go through as one more whole block of lanes while that block lies
+// inside the row (j + kLanes <= T; at T = 64, always), the lanes at or past n selected
+// out: as a remainder loop they ran one scalar exp_approx or division each, about as long
+// as the vectorised rest of a 64-wide row. Lane l still takes j = l mod kLanes, and a
+// lane selected out adds nothing (-inf to a max, +0 to a sum that is never -0), so the
+// bits are the remainder loop's; the lanes past n are written 0, which the row's end is
+// anyway. A block that would leave the row (T = 65's last column) keeps the scalar loop.
+// `#pragma omp simd` keeps GCC from unrolling the 16-lane loops into scalars.
+
+// The end of the values a pass writes or reads as whole blocks: n rounded up to kLanes
+// when that stays inside the row of T, else the start of the last partial block.
+inline int64_t whole_end(int64_t n, int64_t T) {
+  const int64_t up = (n + kLanes - 1) / kLanes * kLanes;
+  return up <= T ? up : n / kLanes * kLanes;
+}
 
 // m[l] = the max over lane l's values (-inf for an empty lane); max is exact in any order.
-void max_lanes(const float* __restrict a, int64_t n, float* __restrict m) {
+void max_lanes(const float* __restrict a, int64_t n, int64_t T, float* __restrict m) {
   float lm[kLanes];
   for (int64_t l = 0; l < kLanes; ++l) lm[l] = -INFINITY;
+  const int64_t whole = whole_end(n, T);
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) lm[l] = a[j + l] > lm[l] ? a[j + l] : lm[l];
+  for (; j < whole; j += kLanes)
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float v = j + l < n ? a[j + l] : -INFINITY;
+      lm[l] = v > lm[l] ? v : lm[l];
+    }
   for (int64_t l = 0; j < n; ++j, ++l) lm[l] = a[j] > lm[l] ? a[j] : lm[l];
   for (int64_t l = 0; l < kLanes; ++l) m[l] = lm[l];
 }
 
-// a[j] = exp_approx(a[j] - mx) for j < n; s[l] = the sum of lane l's new values.
-void exp_sum_lanes(float* __restrict a, int64_t n, float mx, float* __restrict s) {
+// a[j] = exp_approx(a[j] - mx) for j < n (0 for the whole blocks' lanes past n); s[l] =
+// the sum of lane l's new values.
+void exp_sum_lanes(float* __restrict a, int64_t n, int64_t T, float mx, float* __restrict s) {
   float ls[kLanes];
   for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
+  const int64_t whole = whole_end(n, T);
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
+  for (; j < whole; j += kLanes)
+#pragma omp simd
     for (int64_t l = 0; l < kLanes; ++l) {
-      a[j + l] = exp_approx(a[j + l] - mx);
+      const float e = exp_approx(a[j + l] - mx);
+      a[j + l] = j + l < n ? e : 0.0f;
       ls[l] += a[j + l];
     }
   for (int64_t l = 0; j < n; ++j, ++l) {
@@ -56,16 +82,44 @@ void exp_sum_lanes(float* __restrict a, int64_t n, float mx, float* __restrict s
   for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
 }
 
-// s[l] = the sum of lane l's products x[j] * y[j].
-void dot_lanes(const float* __restrict x, const float* __restrict y, int64_t n,
+// s[l] = the sum of lane l's products x[j] * y[j], j < n.
+void dot_lanes(const float* __restrict x, const float* __restrict y, int64_t n, int64_t T,
                float* __restrict s) {
   float ls[kLanes];
   for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
+  const int64_t whole = whole_end(n, T);
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) ls[l] += x[j + l] * y[j + l];
+  for (; j < whole; j += kLanes)
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l) ls[l] += j + l < n ? x[j + l] * y[j + l] : 0.0f;
   for (int64_t l = 0; j < n; ++j, ++l) ls[l] += x[j] * y[j];
   for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
+}
+
+// a[j] = a[j] / s for j < n, 0 from n to whole_end(n, T); returns the end of what it
+// wrote (n where the last partial block ran scalar).
+int64_t divide_row(float* __restrict a, int64_t n, int64_t T, float s) {
+  const int64_t whole = whole_end(n, T);
+  int64_t j = 0;
+  for (; j < whole; j += kLanes)
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l) a[j + l] = j + l < n ? a[j + l] / s : 0.0f;
+  for (; j < n; ++j) a[j] = a[j] / s;
+  return j;
+}
+
+// d[j] = (a[j] * (d[j] - r)) * scale for j < n, 0 from n to whole_end(n, T); returns the
+// end of what it wrote, as divide_row.
+int64_t ds_row(const float* __restrict a, float* __restrict d, int64_t n, int64_t T, float r,
+               float scale) {
+  const int64_t whole = whole_end(n, T);
+  int64_t j = 0;
+  for (; j < whole; j += kLanes)
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l)
+      d[j + l] = j + l < n ? (a[j + l] * (d[j + l] - r)) * scale : 0.0f;
+  for (; j < n; ++j) d[j] = (a[j] * (d[j] - r)) * scale;
+  return j;
 }
 
 // out[r] = the lanes of row r combined in lane order, for the group's first `rows` rows.
@@ -94,16 +148,16 @@ void softmax_rows(const Plan& p, float* att, int64_t i0, int64_t i1) {
     const int64_t rows = std::min(kGroupRows, i1 - g0);
     GroupLanes lanes;
     float mx[kGroupRows], sum[kGroupRows];
-    for (int64_t r = 0; r < rows; ++r) max_lanes(att + (g0 + r) * T, visible(p, g0 + r), lanes[r]);
+    for (int64_t r = 0; r < rows; ++r)
+      max_lanes(att + (g0 + r) * T, visible(p, g0 + r), T, lanes[r]);
     combine_max(lanes, rows, mx);
     for (int64_t r = 0; r < rows; ++r)
-      exp_sum_lanes(att + (g0 + r) * T, visible(p, g0 + r), mx[r], lanes[r]);
+      exp_sum_lanes(att + (g0 + r) * T, visible(p, g0 + r), T, mx[r], lanes[r]);
     combine_sum(lanes, rows, sum);
     for (int64_t r = 0; r < rows; ++r) {
       float* a = att + (g0 + r) * T;
       const int64_t n = visible(p, g0 + r);
-      for (int64_t j = 0; j < n; ++j) a[j] /= sum[r];
-      for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
+      std::fill(a + divide_row(a, n, T, sum[r]), a + T, 0.0f);
     }
   }
 }
@@ -119,14 +173,13 @@ void softmax_backward_rows(const Plan& p, const float* att, float* ds, int64_t i
     GroupLanes lanes;
     float rsum[kGroupRows];
     for (int64_t r = 0; r < rows; ++r)
-      dot_lanes(ds + (g0 + r) * T, att + (g0 + r) * T, visible(p, g0 + r), lanes[r]);
+      dot_lanes(ds + (g0 + r) * T, att + (g0 + r) * T, visible(p, g0 + r), T, lanes[r]);
     combine_sum(lanes, rows, rsum);
     for (int64_t r = 0; r < rows; ++r) {
       const float* a = att + (g0 + r) * T;
       float* dsi = ds + (g0 + r) * T;
       const int64_t n = visible(p, g0 + r);
-      for (int64_t j = 0; j < n; ++j) dsi[j] = (a[j] * (dsi[j] - rsum[r])) * scale;
-      for (int64_t j = n; j < T; ++j) dsi[j] = 0.0f;
+      std::fill(dsi + ds_row(a, dsi, n, T, rsum[r], scale), dsi + T, 0.0f);
     }
   }
 }
