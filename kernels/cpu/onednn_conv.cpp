@@ -21,18 +21,6 @@ namespace {
 
 using onednn::ConvArg;
 
-std::string describe(const ConvShape& s) {
-  return "convolution (B=" + std::to_string(s.batch) + ", Cin=" + std::to_string(s.in_channels) +
-         ", H=" + std::to_string(s.height) + ", W=" + std::to_string(s.width) +
-         ") -> Cout=" + std::to_string(s.out_channels) + ", kernel " + std::to_string(s.kernel_h) +
-         "x" + std::to_string(s.kernel_w) + ", stride " + std::to_string(s.stride) + ", pad " +
-         std::to_string(s.pad) + (s.has_bias ? ", bias" : ", no bias");
-}
-
-std::string describe(const ConvShape& s, DType dtype) {
-  return std::string(dtype_name(dtype)) + " " + describe(s);
-}
-
 // oneDNN wraps inputs as non-const.
 template <class T>
 void* in(const T* p) {
@@ -146,49 +134,6 @@ void add_weight_partials(int threads, const ConvPlan& plan, void* ws, const Conv
 
 }  // namespace
 
-int64_t conv_slab_images(const ConvShape& s) {
-  const int64_t pixels = sat_mul({s.height, s.width});
-  // Growth also stops before a slab's largest activation tensor passes 2^24 elements, so
-  // it never takes a shape past validate's oneDNN limit that 8-image slabs kept under it.
-  const int64_t per_image = std::max(sat_mul({s.in_channels, pixels}),
-                                     sat_mul({s.out_channels, s.out_height(), s.out_width()}));
-  int64_t images = kConvSlabImages;
-  while (sat_mul({images, pixels}) < kConvSlabPixels && images * 2 <= s.batch / 2 &&
-         sat_mul({images * 2, per_image}) <= (int64_t{1} << 24))
-    images *= 2;
-  return std::min(s.batch, images);
-}
-
-Status validate(const ConvShape& s) {
-  const auto positive = [&](int64_t v, const char* name) -> Status {
-    if (v > 0) return {};
-    return make_error(std::string(name) + " must be positive in " + describe(s));
-  };
-  NOEIRA_TRY(positive(s.batch, "the batch"));
-  NOEIRA_TRY(positive(s.in_channels, "the input channels"));
-  NOEIRA_TRY(positive(s.height, "the height"));
-  NOEIRA_TRY(positive(s.width, "the width"));
-  NOEIRA_TRY(positive(s.out_channels, "the output channels"));
-  NOEIRA_TRY(positive(s.kernel_h, "the kernel height"));
-  NOEIRA_TRY(positive(s.kernel_w, "the kernel width"));
-  NOEIRA_TRY(positive(s.stride, "the stride"));
-  if (s.pad < 0) return make_error("the padding must not be negative in " + describe(s));
-  if (s.height + 2 * s.pad < s.kernel_h || s.width + 2 * s.pad < s.kernel_w)
-    return make_error("the kernel is larger than the padded input in " + describe(s));
-  // oneDNN 2.6 was seen to divide by zero creating a convolution over a 2^40-pixel input; a
-  // slab's tensors stay below 2^31 elements (the CIFAR-10 models' largest hold about 2^18).
-  const int64_t images = conv_slab_images(s);
-  const int64_t largest = std::max({sat_mul({images, s.in_channels, s.height, s.width}),
-                                    sat_mul({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}),
-                                    sat_mul({images, s.out_channels, s.out_height(), s.out_width()})});
-  if (largest > std::numeric_limits<int32_t>::max())
-    return make_error("a tensor of " + describe(s) + " holds " + std::to_string(largest) +
-                      " elements per slab of " + std::to_string(images) +
-                      " images; the CPU convolution (oneDNN) takes at most 2^31 - 1; reduce "
-                      "the input size or the channels");
-  return {};
-}
-
 struct OnednnConv::Impl {
   int threads = 1;
   using Key = std::pair<ConvShape, DType>;
@@ -198,7 +143,7 @@ struct OnednnConv::Impl {
   Result<size_t> plan(const ConvShape& s, DType dtype) {
     NOEIRA_TRY(validate(s));
     if (dtype != DType::kF32 && dtype != DType::kBF16)
-      return make_error(describe(s, dtype) + ": activations must be f32 or bf16");
+      return make_error(describe_conv(s, dtype) + ": activations must be f32 or bf16");
     auto it = plans.find(Key{s, dtype});
     if (it != plans.end()) return it->second->bytes;
     auto p = std::make_unique<ConvPlan>();
@@ -214,7 +159,7 @@ struct OnednnConv::Impl {
         p->kinds = 2;
       }
     } catch (const dnnl::error& e) {
-      return make_error("oneDNN cannot create the " + describe(s, dtype) + ": " + e.what());
+      return make_error("oneDNN cannot create the " + describe_conv(s, dtype) + ": " + e.what());
     }
     p->partial_floats = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w +
                         (s.has_bias ? s.out_channels : 0);
@@ -248,15 +193,15 @@ struct OnednnConv::Impl {
                                   size_t size) const {
     auto it = plans.find(Key{s, dtype});
     if (it == plans.end())
-      return make_error(describe(s, dtype) +
+      return make_error(describe_conv(s, dtype) +
                         " was not planned: call workspace_bytes(shape, dtype) first");
     if (!workspace || size < it->second->bytes)
-      return make_error("the workspace for " + describe(s, dtype) + " holds " +
+      return make_error("the workspace for " + describe_conv(s, dtype) + " holds " +
                         std::to_string(workspace ? size : 0) + " bytes; it needs " +
                         std::to_string(it->second->bytes));
     // Nested inside another region, every slab would see thread 0 and share its area.
     if (omp_in_parallel())
-      return make_error(describe(s, dtype) + ": called inside an OpenMP parallel region");
+      return make_error(describe_conv(s, dtype) + ": called inside an OpenMP parallel region");
     return it->second.get();
   }
 
@@ -313,7 +258,7 @@ Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const flo
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   if ((bias != nullptr) != s.has_bias)
-    return make_error("forward: the bias pointer does not match has_bias in " + describe(s));
+    return make_error("forward: the bias pointer does not match has_bias in " + describe_conv(s));
   const ConvSizes z = sizes_of(s);
   return impl_->run(**found, PassKind::kForward, s.batch, workspace, [&](int64_t b0) {
     return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * z.x_image)},
@@ -340,7 +285,8 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
   if (!found) return found.error();
   const ConvPlan& plan = **found;
   if (db && !s.has_bias)
-    return make_error("backward_weights: a db pointer for a shape without bias in " + describe(s));
+    return make_error("backward_weights: a db pointer for a shape without bias in " +
+                      describe_conv(s));
   const ConvSizes z = sizes_of(s);
   bool own = false;  // bf16_conv3x3_wgrad.h's kernel: bf16, no bias
   if constexpr (std::is_same_v<T, bf16_t>) own = plan.own_wgrad;
@@ -373,7 +319,7 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
     return dx ? backward_data(s, dy, w, dx, workspace, workspace_size) : Status{};
   }
   if (db && !s.has_bias)
-    return make_error("backward: a db pointer for a shape without bias in " + describe(s));
+    return make_error("backward: a db pointer for a shape without bias in " + describe_conv(s));
   const ConvSizes z = sizes_of(s);
   // backward-weights has no shared input to prepare (its weights are an output).
   NOEIRA_TRY(impl_->prepare(plan, PassKind::kBackwardData, workspace, data_args(z, dy, w, dx, 0)));

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/common/dtype.h"
 #include "kernels/common/error.h"
@@ -52,6 +53,11 @@ bool winograd_applies(const ConvShape& shape, DType dtype);
 // An Error naming the bad field: sizes must be positive, pad non-negative, and the
 // padded input at least as large as the kernel.
 Status validate(const ConvShape& shape);
+
+// The shape in words for error messages ("convolution (B=128, Cin=16, ...)"), with its
+// dtype first in the second form.
+std::string describe_conv(const ConvShape& shape);
+std::string describe_conv(const ConvShape& shape, DType dtype);
 
 class OnednnConv {
  public:
