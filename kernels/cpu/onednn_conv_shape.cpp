@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "kernels/common/conv_shape_check.h"
 #include "kernels/common/saturating.h"
 #include "kernels/cpu/onednn_conv.h"
 
@@ -36,21 +37,7 @@ int64_t conv_slab_images(const ConvShape& s) {
 }
 
 Status validate(const ConvShape& s) {
-  const auto positive = [&](int64_t v, const char* name) -> Status {
-    if (v > 0) return {};
-    return make_error(std::string(name) + " must be positive in " + describe_conv(s));
-  };
-  NOEIRA_TRY(positive(s.batch, "the batch"));
-  NOEIRA_TRY(positive(s.in_channels, "the input channels"));
-  NOEIRA_TRY(positive(s.height, "the height"));
-  NOEIRA_TRY(positive(s.width, "the width"));
-  NOEIRA_TRY(positive(s.out_channels, "the output channels"));
-  NOEIRA_TRY(positive(s.kernel_h, "the kernel height"));
-  NOEIRA_TRY(positive(s.kernel_w, "the kernel width"));
-  NOEIRA_TRY(positive(s.stride, "the stride"));
-  if (s.pad < 0) return make_error("the padding must not be negative in " + describe_conv(s));
-  if (s.height + 2 * s.pad < s.kernel_h || s.width + 2 * s.pad < s.kernel_w)
-    return make_error("the kernel is larger than the padded input in " + describe_conv(s));
+  NOEIRA_TRY(check_conv_geometry(s, describe_conv(s)));
   // oneDNN 2.6 was seen to divide by zero creating a convolution over a 2^40-pixel input; a
   // slab's tensors stay below 2^31 elements (the CIFAR-10 models' largest hold about 2^18).
   const int64_t images = conv_slab_images(s);

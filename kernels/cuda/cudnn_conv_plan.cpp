@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/conv_shape_check.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_conv_plan.h"
 #include "kernels/cuda/channel_sum.h"
@@ -73,25 +74,11 @@ bool known_nondeterministic(cudnnConvolutionBwdFilterAlgo_t a) {
   return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
 
-// An Error naming the bad field (as the CPU backend's validate(ConvShape)), plus the
+// An Error naming the bad field (kernels/common/conv_shape_check.h, as the CPU), plus the
 // limits of cuDNN's int descriptors.
 Status check_shape(const ConvShape& s, DType dtype) {
   const std::string what = describe(s, dtype);
-  const auto positive = [&](int64_t v, const char* name) -> Status {
-    if (v > 0) return {};
-    return make_error(std::string(name) + " must be positive in " + what);
-  };
-  NOEIRA_TRY(positive(s.batch, "the batch"));
-  NOEIRA_TRY(positive(s.in_channels, "the input channels"));
-  NOEIRA_TRY(positive(s.height, "the height"));
-  NOEIRA_TRY(positive(s.width, "the width"));
-  NOEIRA_TRY(positive(s.out_channels, "the output channels"));
-  NOEIRA_TRY(positive(s.kernel_h, "the kernel height"));
-  NOEIRA_TRY(positive(s.kernel_w, "the kernel width"));
-  NOEIRA_TRY(positive(s.stride, "the stride"));
-  if (s.pad < 0) return make_error("the padding must not be negative in " + what);
-  if (s.height + 2 * s.pad < s.kernel_h || s.width + 2 * s.pad < s.kernel_w)
-    return make_error("the kernel is larger than the padded input in " + what);
+  NOEIRA_TRY(check_conv_geometry(s, what));
   if (dtype != DType::kF32 && dtype != DType::kBF16)
     return make_error(std::string("convolutions take fp32 or bf16 activations, not ") +
                       dtype_name(dtype) + ", in " + what);
