@@ -20,7 +20,7 @@
 //              twin's (q @ k^T) * scale), then per row i, fused:
 //              mx = max_{j<n_i} S_ij (lanes; max is exact in any order), n_i = i + 1
 //              when causal, else T; e_j = exp_approx(S_ij - mx) (kernels/common); sum =
-//              sum_{j<n_i} e_j (lanes); att_ij = e_j / sum; att_ij = 0 for j >= n_i;
+//              sum_{j<n_i} e_j (lanes); att_ij = e_j * (1 / sum); att_ij = 0 for j >= n_i;
 //              out = att v, rounded once.
 //   backward:  dv = att^T dout; datt = dout v^T; r_i = sum_{j<n_i} datt_ij att_ij (lanes);
 //              dS_ij = (att_ij * (datt_ij - r_i)) * scale for j < n_i, else 0;

@@ -8,7 +8,7 @@
 namespace noeira::cpu_attention {
 
 // The masked softmax of rows [i0, i1) of att (T columns), in place: row i's first
-// visible(p, i) values become exp_approx(S - max) / sum, the rest 0.
+// visible(p, i) values become exp_approx(S - max) * (1 / sum), the rest 0.
 void softmax_rows(const Plan& p, float* att, int64_t i0, int64_t i1);
 
 // Rows [i0, i1) of datt (T columns) become dS in place, from att's rows: r_i = the lanes'

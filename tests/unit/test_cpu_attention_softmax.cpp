@@ -1,8 +1,8 @@
 // The CPU attention's softmax rows (kernels/cpu/attention_softmax.h) compute what
 // attention.cpp's header writes out, bit for bit: per row i of n_i visible keys (i + 1
 // when causal, else T), the max and the sums in 16 lanes (lane l takes j = l mod 16, in j
-// order; lanes combined in lane order), e_j = exp_approx(S_ij - max), att_ij = e_j / sum,
-// 0 past n_i; backward dS_ij = (att_ij (datt_ij - r_i)) scale with r_i the lanes' sum of
+// order; lanes combined in lane order), e_j = exp_approx(S_ij - max), att_ij =
+// e_j * (1 / sum), 0 past n_i; backward dS_ij = (att_ij (datt_ij - r_i)) scale with r_i the lanes' sum of
 // datt_ij att_ij. Checked against that definition written out one element at a time, at
 // every row length from 1 to T for T below, at and above a multiple of 16 (a row's last
 // partial block runs as a whole vector where it fits in the row), with NaN where the
@@ -38,7 +38,8 @@ void softmax_row_ref(float* a, int64_t n, int64_t T) {
   }
   float sum = ls[0];
   for (int64_t l = 1; l < kLanes; ++l) sum += ls[l];
-  for (int64_t j = 0; j < n; ++j) a[j] /= sum;
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) a[j] *= inv;
   for (int64_t j = n; j < T; ++j) a[j] = 0.0f;
 }
 
