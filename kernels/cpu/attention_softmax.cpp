@@ -19,7 +19,7 @@ namespace {
 // Rows go through in groups of kGroupRows: each row leaves its lanes in the group's table
 // and the lanes are combined for the whole group afterwards. Combining one row at a time
 // was a chain of 15 dependent adds (or max selects) per row between its exp pass and its
-// division; a group's chains are independent and overlap. Same operations in the same
+// scaling; a group's chains are independent and overlap. Same operations in the same
 // order per row, so the same bits.
 constexpr int64_t kLanes = 16;
 constexpr int64_t kGroupRows = 16;
@@ -40,7 +40,10 @@ using GroupLanes = float[kGroupRows][kLanes];
 // into scalars, and the whole blocks ran slower (vit-tiny's forward, `micro`: 6-8%).
 
 // Whether the partial block at j (j < n < j + kLanes) lies inside the row of T floats.
+// Inside a causal row block it then reads only scores the block's GEMM wrote (it writes
+// keys up to the block's end, a multiple of kLanes or T).
 inline bool partial_fits(int64_t j, int64_t T) { return j + kLanes <= T; }
+static_assert(kRowBlock % kLanes == 0);
 
 // m[l] = the max over lane l's values (-inf for an empty lane); max is exact in any order.
 void max_lanes(const float* __restrict a, int64_t n, int64_t T, float* __restrict m) {

@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "kernels/common/saturating.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "kernels/cpu/onednn_conv_pass.h"
 #include "kernels/cpu/onednn_engine.h"

@@ -5,8 +5,9 @@
 // e_j * (1 / sum), 0 past n_i; backward dS_ij = (att_ij (datt_ij - r_i)) scale with r_i the lanes' sum of
 // datt_ij att_ij. Checked against that definition written out one element at a time, at
 // every row length from 1 to T for T below, at and above a multiple of 16 (a row's last
-// partial block runs as a whole vector where it fits in the row), with NaN where the
-// forward's product never wrote (the keys past a causal row's end).
+// partial block runs as a whole vector where it fits in the row), with NaN past each
+// row's visible keys (stricter than the attention, whose GEMM writes up to the row block's
+// end).
 #include <catch2/catch.hpp>
 
 #include <cmath>
