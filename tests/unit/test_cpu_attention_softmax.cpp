@@ -1,24 +1,25 @@
 // The CPU attention's softmax rows (kernels/cpu/attention_softmax.h) compute what
 // attention.cpp's header writes out, bit for bit: per row i of n_i visible keys (i + 1
-// when causal, else T), the max and the sums in 16 lanes (lane l takes j = l mod 16, in j
-// order; lanes combined in lane order), e_j = exp_approx(S_ij - max), att_ij =
-// e_j * (1 / sum), 0 past n_i; backward dS_ij = (att_ij (datt_ij - r_i)) scale with r_i the lanes' sum of
-// datt_ij att_ij. Checked against that definition written out one element at a time, at
-// every row length from 1 to T for T below, at and above a multiple of 16 (a row's last
-// partial block runs as a whole vector where it fits in the row), with NaN past each
-// row's visible keys (stricter than the attention, whose GEMM writes up to the row block's
-// end).
+// when causal, else T), the max and the sums in 16 lanes (lane l takes j = l mod 16, in
+// j order; lanes combined in lane order), e_j = exp_approx(S_ij - max),
+// att_ij = e_j * (1 / sum), 0 past n_i; backward dS_ij = (att_ij (datt_ij - r_i)) scale,
+// r_i the lanes' sum of datt_ij att_ij. Checked against that definition written out one
+// element at a time, at every row length from 1 to T for T below, at and above a multiple
+// of 16 (a row's last partial block runs as a whole vector where it fits in the row), with
+// NaN past each row's visible keys (stricter than the attention, whose GEMM writes up to
+// the row block's end).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/common/exp_approx.h"
 #include "kernels/cpu/attention_softmax.h"
+#include "tests/support/image_reference.h"
 
 using namespace noeira;
+using namespace noeira::test::image_ref;
 
 namespace {
 
@@ -54,21 +55,13 @@ void softmax_backward_row_ref(const float* a, float* d, int64_t n, int64_t T, fl
   for (int64_t j = n; j < T; ++j) d[j] = 0.0f;
 }
 
-// Scores of a T x T matrix: visible keys from a fixed pseudo-random sequence (spread
-// wide enough that exp_approx's result varies), NaN past each row's visible keys.
-std::vector<float> scores(int64_t T, bool causal, uint32_t seed) {
-  std::vector<float> s(static_cast<size_t>(T * T), NAN);
-  uint32_t x = seed;
+// Scores of a T x T matrix: visible keys uniform in [-6, 6] (wide enough that exp_approx's
+// result varies), NaN past each row's visible keys.
+Vec scores(int64_t T, bool causal, uint32_t seed) {
+  Vec s = random_vec(T * T, seed, -6.0f, 6.0f);
   for (int64_t i = 0; i < T; ++i)
-    for (int64_t j = 0; j < visible(T, causal, i); ++j) {
-      x = x * 1664525u + 1013904223u;
-      s[static_cast<size_t>(i * T + j)] = static_cast<float>(x >> 8) / 16777216.0f * 12.0f - 6.0f;
-    }
+    for (int64_t j = visible(T, causal, i); j < T; ++j) s[static_cast<size_t>(i * T + j)] = NAN;
   return s;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 cpu_attention::Plan plan(int64_t T, bool causal) {
@@ -85,24 +78,24 @@ TEST_CASE("attention softmax rows: the lanes' definition, bit for bit, at every 
   for (const int64_t T : {1, 15, 16, 17, 40, 64, 65}) {
     for (const bool causal : {true, false}) {
       INFO("T = " << T << (causal ? ", causal" : ", full"));
-      const std::vector<float> s = scores(T, causal, static_cast<uint32_t>(T));
-      std::vector<float> want = s;
+      const Vec s = scores(T, causal, static_cast<uint32_t>(T));
+      Vec want = s;
       for (int64_t i = 0; i < T; ++i)
         softmax_row_ref(want.data() + i * T, visible(T, causal, i), T);
-      std::vector<float> got = s;
+      Vec got = s;
       // Two calls (rows [0, T/2) and [T/2, T)), as row blocks are run.
       cpu_attention::softmax_rows(plan(T, causal), got.data(), 0, T / 2);
       cpu_attention::softmax_rows(plan(T, causal), got.data(), T / 2, T);
       CHECK(same_bits(got, want));
 
       // Backward on those probabilities, datt from another sequence (NaN past the keys).
-      const std::vector<float> datt = scores(T, causal, static_cast<uint32_t>(T) + 99u);
+      const Vec datt = scores(T, causal, static_cast<uint32_t>(T) + 99u);
       const float scale = 0.17677669f;
-      std::vector<float> want_ds = datt;
+      Vec want_ds = datt;
       for (int64_t i = 0; i < T; ++i)
         softmax_backward_row_ref(want.data() + i * T, want_ds.data() + i * T,
                                  visible(T, causal, i), T, scale);
-      std::vector<float> got_ds = datt;
+      Vec got_ds = datt;
       cpu_attention::softmax_backward_rows(plan(T, causal), want.data(), got_ds.data(), 0, T,
                                            scale);
       CHECK(same_bits(got_ds, want_ds));
