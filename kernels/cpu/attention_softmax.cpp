@@ -45,24 +45,33 @@ using GroupLanes = float[kGroupRows][kLanes];
 inline bool partial_fits(int64_t j, int64_t T) { return j + kLanes <= T; }
 static_assert(kRowBlock % kLanes == 0);
 
+// Runs `lane(j, l, in)` over a row's values j < n, l = j mod kLanes: whole blocks (in
+// true), then the partial block as one more vector where it fits the row (in = j < n),
+// else a scalar remainder. Returns the end of the indices it visited.
+template <class F>
+int64_t each_lane(int64_t n, int64_t T, const F& lane) {
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) lane(j + l, l, true);
+  if (j < n && partial_fits(j, T)) {
+    const int rem = static_cast<int>(n - j);
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) lane(j + l, l, l < rem);
+    return j + kLanes;
+  }
+  for (int l = 0; j < n; ++j, ++l) lane(j, l, true);
+  return j;
+}
+
 // m[l] = the max over lane l's values (-inf for an empty lane); max is exact in any order.
 void max_lanes(const float* __restrict a, int64_t n, int64_t T, float* __restrict m) {
   float lm[kLanes];
   for (int64_t l = 0; l < kLanes; ++l) lm[l] = -INFINITY;
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-#pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) lm[l] = a[j + l] > lm[l] ? a[j + l] : lm[l];
-  if (j < n && partial_fits(j, T)) {
-    const int rem = static_cast<int>(n - j);
-#pragma omp simd
-    for (int l = 0; l < kLanes; ++l) {
-      const float v = l < rem ? a[j + l] : -INFINITY;
-      lm[l] = v > lm[l] ? v : lm[l];
-    }
-    j = n;
-  }
-  for (int64_t l = 0; j < n; ++j, ++l) lm[l] = a[j] > lm[l] ? a[j] : lm[l];
+  each_lane(n, T, [&](int64_t j, int l, bool in) {
+    const float v = in ? a[j] : -INFINITY;
+    lm[l] = v > lm[l] ? v : lm[l];
+  });
   for (int64_t l = 0; l < kLanes; ++l) m[l] = lm[l];
 }
 
@@ -71,27 +80,11 @@ void max_lanes(const float* __restrict a, int64_t n, int64_t T, float* __restric
 void exp_sum_lanes(float* __restrict a, int64_t n, int64_t T, float mx, float* __restrict s) {
   float ls[kLanes];
   for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-#pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) {
-      a[j + l] = exp_approx(a[j + l] - mx);
-      ls[l] += a[j + l];
-    }
-  if (j < n && partial_fits(j, T)) {
-    const int rem = static_cast<int>(n - j);
-#pragma omp simd
-    for (int l = 0; l < kLanes; ++l) {
-      const float e = exp_approx(a[j + l] - mx);
-      a[j + l] = l < rem ? e : 0.0f;
-      ls[l] += a[j + l];
-    }
-    j = n;
-  }
-  for (int64_t l = 0; j < n; ++j, ++l) {
-    a[j] = exp_approx(a[j] - mx);
+  each_lane(n, T, [&](int64_t j, int l, bool in) {
+    const float e = exp_approx(a[j] - mx);
+    a[j] = in ? e : 0.0f;
     ls[l] += a[j];
-  }
+  });
   for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
 }
 
@@ -100,17 +93,7 @@ void dot_lanes(const float* __restrict x, const float* __restrict y, int64_t n, 
                float* __restrict s) {
   float ls[kLanes];
   for (int64_t l = 0; l < kLanes; ++l) ls[l] = 0.0f;
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-#pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) ls[l] += x[j + l] * y[j + l];
-  if (j < n && partial_fits(j, T)) {
-    const int rem = static_cast<int>(n - j);
-#pragma omp simd
-    for (int l = 0; l < kLanes; ++l) ls[l] += l < rem ? x[j + l] * y[j + l] : 0.0f;
-    j = n;
-  }
-  for (int64_t l = 0; j < n; ++j, ++l) ls[l] += x[j] * y[j];
+  each_lane(n, T, [&](int64_t j, int l, bool in) { ls[l] += in ? x[j] * y[j] : 0.0f; });
   for (int64_t l = 0; l < kLanes; ++l) s[l] = ls[l];
 }
 
@@ -120,37 +103,16 @@ void dot_lanes(const float* __restrict x, const float* __restrict y, int64_t n, 
 // attention forward.
 int64_t scale_row(float* __restrict a, int64_t n, int64_t T, float s) {
   const float inv = 1.0f / s;
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-#pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) a[j + l] = a[j + l] * inv;
-  if (j < n && partial_fits(j, T)) {
-    const int rem = static_cast<int>(n - j);
-#pragma omp simd
-    for (int l = 0; l < kLanes; ++l) a[j + l] = l < rem ? a[j + l] * inv : 0.0f;
-    return j + kLanes;
-  }
-  for (; j < n; ++j) a[j] = a[j] * inv;
-  return j;
+  return each_lane(n, T, [&](int64_t j, int, bool in) { a[j] = in ? a[j] * inv : 0.0f; });
 }
 
 // d[j] = (a[j] * (d[j] - r)) * scale for j < n, 0 for a whole partial block's lanes past
 // n; returns the end of what it wrote.
 int64_t ds_row(const float* __restrict a, float* __restrict d, int64_t n, int64_t T, float r,
                float scale) {
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-#pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) d[j + l] = (a[j + l] * (d[j + l] - r)) * scale;
-  if (j < n && partial_fits(j, T)) {
-    const int rem = static_cast<int>(n - j);
-#pragma omp simd
-    for (int l = 0; l < kLanes; ++l)
-      d[j + l] = l < rem ? (a[j + l] * (d[j + l] - r)) * scale : 0.0f;
-    return j + kLanes;
-  }
-  for (; j < n; ++j) d[j] = (a[j] * (d[j] - r)) * scale;
-  return j;
+  return each_lane(n, T, [&](int64_t j, int, bool in) {
+    d[j] = in ? (a[j] * (d[j] - r)) * scale : 0.0f;
+  });
 }
 
 // out[r] = the lanes of row r combined in lane order, for the group's first `rows` rows.
