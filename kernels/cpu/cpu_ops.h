@@ -18,6 +18,7 @@
 // for the same reason.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/ops.h"
@@ -43,7 +44,11 @@ class CpuOps final : public Ops {
                   ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
                   int64_t ldc, const SlabEpilogue* after);
 
+  // linear_backward_params' dW^T (linear.cpp), grown by a shape's first call.
+  float* transposed_dw(int64_t elems);
+
   int threads_;
+  std::vector<float> transposed_dw_;
   std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own slabs (onednn_matmul.h)
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
   std::unique_ptr<OnednnConv> conv_;  // every planned shape, fp32 and bf16

@@ -88,9 +88,9 @@ ConstView rows_of(ConstView m, int64_t r0, int64_t rows, int64_t cols) {
 }
 
 // Over many rows (a ViT's 8320 token rows), the product and the bias sums take the rows a
-// chunk of kParamsChunkRows at a time: dW += the chunk's dz^T x, then the chunk's rows join
-// the bias sums while they are still in L2 (summed after the whole product, they read dz
-// back from memory), and bf16 products re-read only a chunk of x per slab of dW. vit-tiny
+// chunk of kParamsChunkRows at a time: the chunk's product joins dW, then the chunk's rows
+// join the bias sums while they are still in L2 (summed after the whole product, they read
+// dz back from memory), and bf16 products re-read only a chunk of x per slab of dW. vit-tiny
 // at one thread: c_attn's fp32 weight gradients 34 -> 29 ms per step, the bf16 step's
 // GEMMs 100 -> 92 ms (docs/cpu-runs/2026-12-06-emr-chunked-weight-grads.md). fp32 products
 // over x rows wider than 128 lost more to the chunking than the sums gained (vit's, 2
@@ -108,27 +108,63 @@ bool chunks_params(DType dt, int64_t M, int64_t N, int64_t K) {
          (dt == DType::kBF16 || K <= kParamsChunkMaxF32K);
 }
 
+// fp32 dz wider than x (N > K: a layer that widens, as attention's c_attn and the MLP's
+// c_fc) takes its product transposed, dW^T(K,N) = x^T dz, into the op's own buffer, then
+// adds it to dW transposed. oneDNN reads the transposed operand by copying it; copying x's
+// K columns instead of dz's N costs less, and the product's own slabs are rows of dW^T.
+// In the step (`profile`, 4 layers): vit-tiny's c_attn at two threads 17.4-17.7 -> 14.0-14.4
+// ms, gpt-tiny's at one 2.53-2.60 -> 2.37-2.41; the c_fc layers (N = 2K, 4K) unchanged
+// within the noise. Alone with cold operands, one thread: gpt-tiny's c_attn 675-727 ->
+// 596-616 us, c_fc 863-901 -> 765-771. Wider x (N < K) lost 9-22%; equal widths tied.
+bool transposes_params(DType dt, int64_t N, int64_t K) { return dt == DType::kF32 && N > K; }
+
 }  // namespace
+
+float* CpuOps::transposed_dw(int64_t elems) {
+  if (static_cast<int64_t>(transposed_dw_.size()) < elems)
+    transposed_dw_.resize(static_cast<size_t>(elems));  // a shape's first call (the plan's)
+  return transposed_dw_.data();
+}
 
 void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
                                     int64_t N, int64_t K) {
-  if (!chunks_params(dz.dtype, M, N, K)) {
+  const bool chunked = chunks_params(dz.dtype, M, N, K);
+  const bool transposed = transposes_params(dz.dtype, N, K);
+  if (!chunked && !transposed) {
     composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
     return;
   }
   expect_elems("linear_backward_params", M * N, {dz});
   expect_elems("linear_backward_params", M * K, {x});
+  float* t = transposed ? transposed_dw(N * K) : nullptr;  // dW^T(K,N), the chunks' sum
+  const bool sums_here = db && chunked;
   float sums[kParamsChunkMaxCols];  // each column's running sum, as bias_grad's
-  std::fill(sums, sums + N, 0.0f);
-  for (int64_t r0 = 0; r0 < M; r0 += kParamsChunkRows) {
-    const int64_t rows = std::min(kParamsChunkRows, M - r0);
+  if (sums_here) std::fill(sums, sums + N, 0.0f);
+  const int64_t chunk = chunked ? kParamsChunkRows : M;
+  for (int64_t r0 = 0; r0 < M; r0 += chunk) {
+    const int64_t rows = std::min(chunk, M - r0);
     const ConstView dz_rows = rows_of(dz, r0, rows, N);  // (rows, N)
-    // dW(N,K) += dz_rows^T (N, rows) . x_rows (rows, K)
-    gemm(true, false, N, K, rows, 1.0f, dz_rows, N, rows_of(x, r0, rows, K), K, 1.0f, dW, K);
-    if (db) add_column_sums(threads_, dz_rows, rows, N, sums);
+    const ConstView x_rows = rows_of(x, r0, rows, K);    // (rows, K)
+    if (transposed)  // t(K,N) (+)= x_rows^T (K, rows) . dz_rows (rows, N)
+      gemm(true, false, K, N, rows, 1.0f, x_rows, K, dz_rows, N, r0 == 0 ? 0.0f : 1.0f, t, N);
+    else  // dW(N,K) += dz_rows^T (N, rows) . x_rows (rows, K)
+      gemm(true, false, N, K, rows, 1.0f, dz_rows, N, x_rows, K, 1.0f, dW, K);
+    if (sums_here) add_column_sums(threads_, dz_rows, rows, N, sums);
   }
-  if (db)
+  if (transposed) {
+    // dW[n][k] += t[k][n]: one addition per element, so any split over threads has the
+    // same bits; tiles of 16 x 16 keep both sides' lines in L1.
+    constexpr int64_t kTile = 16;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (N * K >= 16384)
+    for (int64_t n0 = 0; n0 < N; n0 += kTile)
+      for (int64_t k0 = 0; k0 < K; k0 += kTile)
+        for (int64_t n = n0; n < std::min(n0 + kTile, N); ++n)
+          for (int64_t k = k0; k < std::min(k0 + kTile, K); ++k) dW[n * K + k] += t[k * N + n];
+  }
+  if (sums_here)
     for (int64_t j = 0; j < N; ++j) db[j] += sums[j];
+  else if (db)
+    bias_grad(dz, db, M, N);
 }
 
 }  // namespace noeira

@@ -1,12 +1,14 @@
-// CpuOps::linear_backward_params over many rows (kernels/op_list.inc): from 2048 rows, dW
-// accumulates the products of 512-row chunks in chunk order and db keeps bias_grad's bits;
-// below that, past 4096 columns, or for fp32 x rows wider than 128, it is gemm +
-// bias_grad. fp32 and bf16, against gemm and bias_grad called as the contract says,
-// against double, and 1 against 2 threads.
+// CpuOps::linear_backward_params (kernels/op_list.inc): from 2048 rows, dW accumulates the
+// products of 512-row chunks in chunk order and db keeps bias_grad's bits; below that,
+// past 4096 columns, or for fp32 x rows wider than 128, one product over every row. fp32
+// dz wider than x (N > K) takes each product transposed, x^T dz, summed over the chunks
+// and then added to dW transposed. fp32 and bf16, against gemm and bias_grad called as the
+// contract says, against double, and 1 against 2 threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <cstddef>
 #include <vector>
 
@@ -29,17 +31,28 @@ ConstView rows_of(const V& v, int64_t r0, int64_t rows, int64_t cols) {
 }
 
 // The contract's order spelt out with gemm and bias_grad: chunk by chunk when chunked,
-// else one product over every row.
+// else one product over every row; transposed (fp32, N > K): t(K,N) = the sum of the
+// products x_rows^T dz_rows, then dW[n][k] += t[k][n].
 template <class V>
 Grads contract_order(CpuOps& ops, const V& dz, const V& x, const Grads& start, int64_t M,
                      int64_t N, int64_t K, bool chunked) {
+  const bool transposed = std::is_same_v<V, Vec> && N > K;
   Grads g = start;
+  Vec t(static_cast<size_t>(K * N));
   const int64_t chunk = chunked ? 512 : M;
   for (int64_t r0 = 0; r0 < M; r0 += chunk) {
     const int64_t rows = std::min(chunk, M - r0);
-    ops.gemm(true, false, N, K, rows, 1.0f, rows_of(dz, r0, rows, N), N, rows_of(x, r0, rows, K),
-             K, 1.0f, g.dW.data(), K);
+    const ConstView dz_rows = rows_of(dz, r0, rows, N), x_rows = rows_of(x, r0, rows, K);
+    if (transposed)
+      ops.gemm(true, false, K, N, rows, 1.0f, x_rows, K, dz_rows, N, r0 == 0 ? 0.0f : 1.0f,
+               t.data(), N);
+    else
+      ops.gemm(true, false, N, K, rows, 1.0f, dz_rows, N, x_rows, K, 1.0f, g.dW.data(), K);
   }
+  if (transposed)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        g.dW[static_cast<size_t>(n * K + k)] += t[static_cast<size_t>(k * N + n)];
   ops.bias_grad(cview(dz), g.db.data(), M, N);
   return g;
 }
@@ -89,7 +102,8 @@ void check_op(const V& dz, const V& x, const Vec& dz_f32, const Vec& x_f32, cons
 
 TEST_CASE("linear_backward_params over 2048 rows or more: dW by 512-row chunks in order, db "
           "with bias_grad's bits, the same bits on 1 and 2 threads", "[cpu-linear]") {
-  // 4 chunks of 512 and one of 52 rows; fp32 chunks up to K = 128, bf16 at any K.
+  // 4 chunks of 512 and one of 52 rows; fp32 chunks up to K = 128 (transposed products
+  // at K = 24 < N), bf16 at any K.
   const int64_t M = 2100, N = 40;
   const int64_t K = GENERATE(as<int64_t>{}, 24, 128, 136);
   CAPTURE(K);
@@ -109,10 +123,11 @@ TEST_CASE("linear_backward_params over 2048 rows or more: dW by 512-row chunks i
   }
 }
 
-TEST_CASE("linear_backward_params below 2048 rows or past 4096 columns (fp32 and bf16): gemm "
-          "+ bias_grad's bits", "[cpu-linear]") {
+TEST_CASE("linear_backward_params below 2048 rows or past 4096 columns (fp32 and bf16): one "
+          "product (fp32 N > K: transposed) + bias_grad's bits", "[cpu-linear]") {
   using Shape3 = std::array<int64_t, 3>;  // M, N, K
-  for (const auto& [M, N, K] : {Shape3{2047, 16, 8}, Shape3{2048, 4097, 2}, Shape3{300, 20, 12}}) {
+  for (const auto& [M, N, K] : {Shape3{2047, 16, 8}, Shape3{2048, 4097, 2}, Shape3{300, 20, 12},
+                                Shape3{300, 12, 20}, Shape3{768, 40, 40}}) {
     CAPTURE(M, N, K);
     const Vec dz = random_vec(M * N, 311), x = random_vec(M * K, 312);
     const Grads start{random_vec(N * K, 313), random_vec(N, 314)};
