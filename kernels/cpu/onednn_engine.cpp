@@ -16,6 +16,15 @@ bool runs_amx() {
   return amx;
 }
 
+bool runs_avx512() {
+  static const bool avx512 = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    const auto with_avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+    return (isa & with_avx512) == with_avx512;
+  }();
+  return avx512;
+}
+
 dnnl::primitive_attr user_scratchpad_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

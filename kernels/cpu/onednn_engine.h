@@ -32,6 +32,8 @@ const dnnl::engine& cpu_engine();
 // AVX-512 cores: its AMX bf16 weight gradients beat ours (bf16_conv3x3_wgrad.h) and its
 // direct fp32 kernels beat its Winograd ones on 16x16 and 32x32 images (onednn_conv.h).
 bool runs_amx();
+// Whether it includes AVX-512 (avx512_core: F, BW, DQ, VL), which its brgemm kernels need.
+bool runs_avx512();
 
 // Attributes for a primitive whose scratchpad the caller passes at execution
 // (DNNL_ARG_SCRATCHPAD): then one primitive may run on several threads at once, each

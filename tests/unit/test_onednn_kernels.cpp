@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/onednn_conv.h"
+#include "kernels/cpu/onednn_conv_pass.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "tests/support/image_reference.h"
 #include "tests/support/scoped_env.h"
@@ -144,7 +146,9 @@ std::vector<ConvShape> conv_shapes() {
           conv_shape(10, 32, 7, 9, 16, 3, 1, 1, false),  // Winograd, partial 4x4 tiles
           conv_shape(4, 17, 7, 7, 24, 3, 2, 1),          // blocked, channels not a multiple of 16
           conv_shape(11, 32, 6, 6, 8, 1, 2, 0, false),   // blocked 1x1 stride 2, no bias
-          conv_shape(50, 16, 4, 4, 16, 3, 1, 1, false)};  // Winograd, 16-image slabs: 16+16+16+2
+          conv_shape(50, 16, 4, 4, 16, 3, 1, 1, false),  // Winograd, 16-image slabs: 16+16+16+2
+          conv_shape(9, 16, 9, 9, 16, 3, 1, 0),          // direct 16 -> 16: nhwc
+          conv_shape(6, 16, 10, 7, 16, 3, 2, 1, false)};  // nhwc, strided, H != W
 }
 
 }  // namespace
@@ -164,6 +168,34 @@ TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of
   CHECK_FALSE(winograd_applies(conv_shape(8, 16, 8, 8, 16, 1, 1, 0), DType::kF32));    // 1x1
   test::ScopedEnv off("NOEIRA_WINOGRAD", "0");  // the A/B switch: direct everywhere
   CHECK_FALSE(winograd_applies(conv_shape(8, 64, 8, 8, 64, 3, 1, 1), DType::kF32));
+}
+
+TEST_CASE("oneDNN convolution: fp32 direct convolutions from 16 channels to 16 run on nhwc "
+          "(nChw16c's bytes), others on oneDNN's choice", "[onednn]") {
+  const auto layout = [](const ConvShape& s, DType dtype, int arg) {
+    const onednn::SlabConv c = onednn::make_slab_conv(s, 2, dtype, true);
+    const onednn::ConvPass* passes[] = {&c.forward, &c.backward_data, &c.backward_weights};
+    std::optional<ChannelLayout> first;
+    for (const onednn::ConvPass* p : passes) {  // every pass that has the operand agrees
+      const onednn::ConvOperand* o = p->operand(arg);
+      if (!o) continue;
+      if (!first) first = o->channel_blocks;
+      CHECK(o->channel_blocks == first);
+    }
+    return first;
+  };
+  // Where oneDNN runs AVX-512 (its brgemm kernels); pad 0: never Winograd.
+  const ConvShape direct = conv_shape(4, 16, 9, 9, 16, 3, 1, 0);
+  const bool nhwc = onednn::runs_avx512();
+  CHECK((layout(direct, DType::kF32, DNNL_ARG_SRC) == ChannelLayout::kChannelsLast) == nhwc);
+  CHECK((layout(direct, DType::kF32, DNNL_ARG_DST) == ChannelLayout::kChannelsLast) == nhwc);
+  CHECK((layout(direct, DType::kF32, DNNL_ARG_DIFF_DST) == ChannelLayout::kChannelsLast) ==
+        nhwc);
+  // 16 -> 32 channels: oneDNN's choice (nChw16c for its AVX-512 fp32 kernels).
+  CHECK(layout(conv_shape(4, 16, 9, 9, 32, 3, 1, 0), DType::kF32, DNNL_ARG_SRC) !=
+        ChannelLayout::kChannelsLast);
+  test::ScopedEnv off("NOEIRA_CONV_NHWC16", "0");  // the A/B switch
+  CHECK(layout(direct, DType::kF32, DNNL_ARG_SRC) != ChannelLayout::kChannelsLast);
 }
 
 TEST_CASE("oneDNN convolution: slabs grow for small images, from the shape alone",
