@@ -32,6 +32,8 @@ Shape Linear::plan(PlanContext& pc, const Shape& in) {
   if (act_ != Act::kNone) dz_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   if (pc.input_needs_grad)
     dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), in_dtype_);
+  // The weight gradient's scratch, where the backend takes one (dz is in out_dtype_).
+  if (pc.ops) pc.need_workspace(pc.ops->linear_params_workspace_bytes(out_, in_, out_dtype_));
   if (bf16_) {
     // The boundary cast of an fp32 input, and the fp32 GEMM results before rounding.
     if (in_dtype_ != DType::kBF16)
@@ -76,7 +78,8 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy) {
   }
   // dW(out, in) += dz^T (out, M) . x (M, in);  db(out) += sum over rows of dz
   ops.linear_backward_params(dz, x_, ctx.f32(weight_.grad),
-                             has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_);
+                             has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_,
+                             ctx.workspace());
   if (!dx_.valid()) return Tensor{};
   // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded once when dx is bf16
   // (on CUDA by cuBLASLt itself; the scratch is for the backends that round after)

@@ -25,6 +25,7 @@ Shape TiedLmHead::plan(PlanContext& pc, const Shape& in) {
   y_ = pc.plan.reserve(MemCategory::kActivations, out.with_batch(pc.batch), out_dtype_);
   if (pc.input_needs_grad)
     dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), pc.in_dtype);
+  if (pc.ops) pc.need_workspace(pc.ops->linear_params_workspace_bytes(V_, C_, out_dtype_));
   if (bf16_) {
     if (pc.in_dtype != DType::kBF16)
       x_cast_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), DType::kBF16);
@@ -55,7 +56,7 @@ Tensor TiedLmHead::backward(Context& ctx, const Tensor& dy) {
   Ops& ops = ctx.ops();
   const int64_t M = x_.numel() / C_;
   // dwte (V, C) += dy^T (V, M) . x (M, C)
-  ops.linear_backward_params(dy, x_, ctx.f32(wte_.grad), nullptr, M, V_, C_);
+  ops.linear_backward_params(dy, x_, ctx.f32(wte_.grad), nullptr, M, V_, C_, ctx.workspace());
   if (!dx_.valid()) return Tensor{};
   // dx (M, C) = dy (M, V) . wte (V, C), rounded once when dx is bf16
   Tensor dx = ctx.view(dx_, x_.rows());

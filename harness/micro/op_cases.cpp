@@ -71,7 +71,8 @@ OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre) {
   return c;
 }
 
-OpCase linear_backward_params(int64_t M, int64_t N, int64_t K, DType dt, bool bias) {
+OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, DType dt,
+                              bool bias) {
   OpCase c{"linear_backward_params", dts(dt) + "/M=" + std::to_string(M) + "/N=" + std::to_string(N) +
                                          "/K=" + std::to_string(K) + (bias ? "/bias" : ""),
            {}, {}, {}, {}};
@@ -80,10 +81,11 @@ OpCase linear_backward_params(int64_t M, int64_t N, int64_t K, DType dt, bool bi
   // dW and db accumulate: every call adds to the last one's sums (the values stay finite).
   const int dW = s.add(Shape{N, K}, DType::kF32, Fill::kZero);
   const int db = s.add_if(bias, Shape{N}, DType::kF32, Fill::kZero);
+  const int ws = s.workspace(ops.linear_params_workspace_bytes(N, K, dt));
   c.buffers = s.v;
-  c.call = [=](Ops& ops, const Ptrs& p) {
-    ops.linear_backward_params(view(p, dz, dt, M * N), view(p, x, dt, M * K), f32(p, dW), f32(p, db),
-                               M, N, K);
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.linear_backward_params(view(p, dz, dt, M * N), view(p, x, dt, M * K), f32(p, dW), f32(p, db),
+                             M, N, K, at(p, ws));
   };
   c.work.flops = 2.0 * static_cast<double>(M * N * K);
   c.work.bytes = bytes(M * N + M * K, dt) + 2 * bytes(N * K + (bias ? N : 0), DType::kF32);

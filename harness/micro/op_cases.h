@@ -36,7 +36,8 @@ OpCase act_backward(int64_t n, DType dt, Act act, bool pre, bool post);
 // (kernels/composed_ops.h), so act_forward's loop runs there.
 OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre);
 // A Linear layer's weight and bias gradients (the GEMM alone is also gemm/.../weight_grad_TN).
-OpCase linear_backward_params(int64_t M, int64_t N, int64_t K, DType dt, bool bias);
+OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, DType dt,
+                              bool bias);
 // `weights`: the trainer's bf16 weight refresh (named .../weights), not a boundary cast.
 OpCase cast(int64_t n, DType from, DType to, bool weights = false);
 OpCase layernorm_forward(int64_t N, int64_t C, DType dt, bool beta, float eps);

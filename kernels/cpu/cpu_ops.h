@@ -5,8 +5,9 @@
 // such as layernorm's forward, backward and workspace size) lives in the file named after
 // it, kernels/cpu/<op>.cpp, as on CUDA, and dispatches once on its views' dtype
 // (kernels/dispatch.h) to a loop templated on the storage type. Layouts are the
-// interface's; only the convolutions use oneDNN's blocked layouts inside (through the
-// workspace). Copies and the rest of the stream: cpu_stream.h.
+// interface's; only the convolutions use other layouts inside (oneDNN's nChw16c or nhwc,
+// through the workspace), and the weight gradients of widening layers a transposed dW
+// there (linear.cpp). Copies and the rest of the stream: cpu_stream.h.
 //
 // Determinism across thread counts (DESIGN.md rule 3): oneDNN's own threading changes
 // its results with the thread count, so every oneDNN call runs single-threaded inside
@@ -18,7 +19,6 @@
 // for the same reason.
 #pragma once
 #include <memory>
-#include <vector>
 
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/ops.h"
@@ -44,11 +44,7 @@ class CpuOps final : public Ops {
                   ConstView A, int64_t lda, ConstView B, int64_t ldb, float beta, float* C,
                   int64_t ldc, const SlabEpilogue* after);
 
-  // linear_backward_params' dW^T (linear.cpp), grown by a shape's first call.
-  float* transposed_dw(int64_t elems);
-
   int threads_;
-  std::vector<float> transposed_dw_;
   std::unique_ptr<OnednnGemm> gemm_;  // fp32: its own slabs (onednn_matmul.h)
   std::unique_ptr<Bf16Gemm> bf16_gemm_;
   std::unique_ptr<OnednnConv> conv_;  // every planned shape, fp32 and bf16

@@ -1,6 +1,8 @@
 // CpuOps' matrix products (contracts: kernels/op_list.inc): gemm through oneDNN
 // (onednn_matmul.h fp32, bf16_gemm.h bf16); the linear layer's passes as gemm + bias_act
-// (fused slab by slab here), gemm + cast and gemm + bias_grad (kernels/composed_ops.h).
+// (fused slab by slab here), gemm + cast (kernels/composed_ops.h), and the parameter
+// gradients as gemm + bias_grad, by row chunks over many rows, transposed for fp32 layers
+// that widen (below).
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
@@ -88,16 +90,16 @@ ConstView rows_of(ConstView m, int64_t r0, int64_t rows, int64_t cols) {
 }
 
 // Over many rows (a ViT's 8320 token rows), the product and the bias sums take the rows a
-// chunk of kParamsChunkRows at a time: the chunk's product joins dW, then the chunk's rows
-// join the bias sums while they are still in L2 (summed after the whole product, they read
+// chunk of kParamsChunkRows at a time: the chunk's product joins dW (or its transpose,
+// below), then the chunk's rows join the bias sums while they are still in L2 (summed after the whole product, they read
 // dz back from memory), and bf16 products re-read only a chunk of x per slab of dW. vit-tiny
 // at one thread: c_attn's fp32 weight gradients 34 -> 29 ms per step, the bf16 step's
 // GEMMs 100 -> 92 ms (docs/cpu-runs/2026-12-06-emr-chunked-weight-grads.md). fp32 products
 // over x rows wider than 128 lost more to the chunking than the sums gained (vit's, 2
 // threads: +2-5%), so they run whole. Chunks are a function of the shape alone, so the
 // bits do not depend on the thread count; the bias sums keep bias_grad's order, so db has
-// its bits. Fewer rows, or more columns than the running sums hold on the stack: gemm +
-// bias_grad (kernels/composed_ops.h).
+// its bits. Fewer rows, or more columns than the running sums hold on the stack: one
+// product over every row, then bias_grad (kernels/composed_ops.h where not transposed).
 constexpr int64_t kParamsChunkRows = 512;
 constexpr int64_t kParamsChunkMinRows = 4 * kParamsChunkRows;
 constexpr int64_t kParamsChunkMaxCols = 4096;
@@ -109,34 +111,41 @@ bool chunks_params(DType dt, int64_t M, int64_t N, int64_t K) {
 }
 
 // fp32 dz wider than x (N > K: a layer that widens, as attention's c_attn and the MLP's
-// c_fc) takes its product transposed, dW^T(K,N) = x^T dz, into the op's own buffer, then
-// adds it to dW transposed. oneDNN reads the transposed operand by copying it; copying x's
-// K columns instead of dz's N costs less, and the product's own slabs are rows of dW^T.
+// c_fc) takes its product transposed, dW^T(K,N) = x^T dz, into the workspace, then adds it
+// to dW transposed. oneDNN reads the transposed operand by copying it; copying x's K
+// columns instead of dz's N costs less, and the product's own slabs are rows of dW^T: from
+// K = 128 up, at least two of them (onednn_gemm_slab_rows), so two threads share it (a
+// narrower x, as vit-tiny's 48-wide patches, keeps dW's N rows to split).
 // In the step (`profile`, 4 layers): vit-tiny's c_attn at two threads 17.4-17.7 -> 14.0-14.4
 // ms, gpt-tiny's at one 2.53-2.60 -> 2.37-2.41; the c_fc layers (N = 2K, 4K) unchanged
 // within the noise. Alone with cold operands, one thread: gpt-tiny's c_attn 675-727 ->
 // 596-616 us, c_fc 863-901 -> 765-771. Wider x (N < K) lost 9-22%; equal widths tied.
-bool transposes_params(DType dt, int64_t N, int64_t K) { return dt == DType::kF32 && N > K; }
+constexpr int64_t kTransposeMinK = 128;
+bool transposes_params(DType dt, int64_t N, int64_t K) {
+  return dt == DType::kF32 && N > K && K >= kTransposeMinK;
+}
 
 }  // namespace
 
-float* CpuOps::transposed_dw(int64_t elems) {
-  if (static_cast<int64_t>(transposed_dw_.size()) < elems)
-    transposed_dw_.resize(static_cast<size_t>(elems));  // a shape's first call (the plan's)
-  return transposed_dw_.data();
+size_t CpuOps::linear_params_workspace_bytes(int64_t N, int64_t K, DType dz_dtype) const {
+  return transposes_params(dz_dtype, N, K) ? static_cast<size_t>(N * K) * sizeof(float) : 0;
 }
 
 void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
-                                    int64_t N, int64_t K) {
+                                    int64_t N, int64_t K, void* workspace) {
+  const char* op = "linear_backward_params";
   const bool chunked = chunks_params(dz.dtype, M, N, K);
-  const bool transposed = transposes_params(dz.dtype, N, K);
+  const bool transposed = M > 0 && transposes_params(dz.dtype, N, K);
   if (!chunked && !transposed) {
     composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
     return;
   }
-  expect_elems("linear_backward_params", M * N, {dz});
-  expect_elems("linear_backward_params", M * K, {x});
-  float* t = transposed ? transposed_dw(N * K) : nullptr;  // dW^T(K,N), the chunks' sum
+  expect_elems(op, M * N, {dz});
+  expect_elems(op, M * K, {x});
+  if (transposed && !workspace)
+    cpu_op_failed(op, Error{"no workspace; plan linear_params_workspace_bytes(N, K, dtype) "
+                            "bytes and pass them"});
+  float* t = transposed ? static_cast<float*>(workspace) : nullptr;  // dW^T(K,N), chunks' sum
   const bool sums_here = db && chunked;
   float sums[kParamsChunkMaxCols];  // each column's running sum, as bias_grad's
   if (sums_here) std::fill(sums, sums + N, 0.0f);
@@ -153,7 +162,8 @@ void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float*
   }
   if (transposed) {
     // dW[n][k] += t[k][n]: one addition per element, so any split over threads has the
-    // same bits; tiles of 16 x 16 keep both sides' lines in L1.
+    // same bits; tiles of 16 x 16 keep both sides' lines in L1. Under 16384 elements (64
+    // KiB) a parallel region costs more than the loop.
     constexpr int64_t kTile = 16;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (N * K >= 16384)
     for (int64_t n0 = 0; n0 < N; n0 += kTile)

@@ -69,8 +69,9 @@ void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_
     int64_t argmax = 0;  // the lowest index holding zmax (0 where zmax, z[0], is NaN)
     if (zmax == zmax)
       while (!(load_f32(z[argmax]) == zmax)) ++argmax;
-    // The row's exps, kept for the gradient below where they fit (computed twice, they were
-    // most of gpt-tiny's loss), in blocks of kKeptExps otherwise.
+    // The row's exps, kept for the gradient below where the row fits in kKeptExps (a
+    // second pass of exps would cost as much as the first); wider rows compute them again
+    // block by block.
     float e[kKeptExps];
     const bool kept = C <= kKeptExps;
     float sum = 0.0f;  // in j order

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -29,19 +30,28 @@ using tag = dnnl::memory::format_tag;
 // bf16 takes the same choice (not timed separately).
 bool blocked_backward_data(const ConvShape& s) { return s.in_channels >= 4; }
 
-// fp32 direct convolutions from 16 channels to 16 run on nhwc, which for 16 channels is
-// the same bytes as nChw16c (our copies are unchanged): oneDNN then takes its brgemm
-// forward kernel and an nhwc backward-weights one. One AVX-512 core, 8-image slabs of
-// (16, 32x32) -> 16 k3, three passes 12.1 -> 11.3 ms (forward 4.4 -> 3.9, backward-weights
-// 3.8 -> 3.5; backward-data 2% slower); a resnet20 step's convolutions 2-4% faster. At 32
-// channels, or strided, within 3% either way, so those stay blocked. Only where oneDNN
-// runs AVX-512 (its brgemm kernels); on AVX-512 CPUs without AMX, the 3x3 stride-1 'same'
-// ones are Winograd's. NOEIRA_CONV_NHWC16=0 keeps them blocked (A/B timing, older bits).
-bool nhwc_16_channels(const ConvShape& s, DType dtype, dnnl::algorithm algorithm) {
+// fp32 direct stride-1 convolutions from 16 channels to 16 run on nhwc, for 16 channels
+// the same bytes as nChw16c (our copies move the same bytes, by their channels-last path):
+// oneDNN then takes its brgemm forward kernel and an nhwc backward-weights one. One AVX-512
+// core, 8-image slabs of (16, 32x32) -> 16 k3, three passes 12.1 -> 11.3 ms (forward 4.4 ->
+// 3.9, backward-weights 3.8 -> 3.5; backward-data, on nhwc too so that both backward passes
+// share one copy of dy, 2% slower); a resnet20 step's convolutions 2-4% faster. At 32
+// channels, or strided (16 -> 32), within 3% either way, so those stay blocked. Only where
+// oneDNN runs AVX-512 (its brgemm kernels), and only where every pass then gets a JIT
+// kernel (not its GEMM-based or reference ones); on AVX-512 CPUs without AMX the 3x3
+// stride-1 'same' ones are Winograd's anyway. NOEIRA_CONV_NHWC16=0 keeps them blocked (A/B
+// timing, the bits of older builds; recorded in results files as build.onednn).
+bool nhwc_16_channels(const ConvShape& s, DType dtype) {
   if (const char* v = std::getenv("NOEIRA_CONV_NHWC16"); v != nullptr && std::string_view(v) == "0")
     return false;
-  return dtype == DType::kF32 && algorithm == dnnl::algorithm::convolution_direct &&
-         s.in_channels == 16 && s.out_channels == 16 && runs_avx512();
+  return dtype == DType::kF32 && s.in_channels == 16 && s.out_channels == 16 && s.stride == 1 &&
+         runs_avx512();
+}
+
+// Whether oneDNN picked one of its JIT kernels, not its GEMM-based or reference fallback.
+bool jit_kernel(const dnnl::primitive_desc_base& pd) {
+  const std::string impl = pd.impl_info_str();
+  return impl.find("gemm") == std::string::npos && impl.find("ref") == std::string::npos;
 }
 
 // inner's layout where it is plain's dims and type in nChw16c or nhwc with whole blocks of
@@ -169,8 +179,10 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
 
 namespace {
 
-SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
-                        dnnl::algorithm algorithm, bool with_weights) {
+// The passes of a slab in oneDNN's layouts (nhwc: in nhwc, or nothing where some pass would
+// not run a JIT kernel there).
+std::optional<SlabConv> make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
+                                       dnnl::algorithm algorithm, bool with_weights, bool nhwc) {
   OneThread one;  // oneDNN picks its kernels and blocking for the thread count it sees now
   const dnnl::engine& e = cpu_engine();
   // Activations and weights in `dtype`; bias and the weight gradients always fp32 (the
@@ -181,8 +193,7 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
   const md dwei(dims{s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, dt::f32, tag::oihw);
   const md dst(dims{images, s.out_channels, s.out_height(), s.out_width()}, act, tag::nchw);
   const md bias = s.has_bias ? md(dims{s.out_channels}, dt::f32, tag::x) : md();
-  // The layouts oneDNN may pick (any), or nhwc where nhwc_16_channels says so.
-  const bool nhwc = nhwc_16_channels(s, dtype, algorithm);
+  // The layouts oneDNN may pick (any), or nhwc activations.
   const auto any = [](const md& d) { return md(d.dims(), d.data_type(), tag::any); };
   const auto inner = [&](const md& activation) {
     return nhwc ? md(activation.dims(), activation.data_type(), tag::nhwc) : any(activation);
@@ -220,6 +231,7 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
       operand(DNNL_ARG_DIFF_SRC, Flow::kOut, Scope::kSlab, src, bwd_data.diff_src_desc())};
   if (s.has_bias)
     f.push_back(operand(DNNL_ARG_BIAS, Flow::kIn, Scope::kShared, bias, fwd.bias_desc()));
+  if (nhwc && !(jit_kernel(fwd) && jit_kernel(bwd_data))) return std::nullopt;
   SlabConv c;
   c.forward = ConvPass(Fwd(fwd), fwd.scratchpad_desc(), std::move(f));
   c.backward_data = ConvPass(BwdData(bwd_data), bwd_data.scratchpad_desc(), std::move(d));
@@ -227,6 +239,7 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
   const BwdWeights::primitive_desc bwd_weights(
       BwdWeights::desc(algorithm, inner(src), any(dwei), bias, inner(dst), strides, pad, pad), attr, e,
       fwd);
+  if (nhwc && !jit_kernel(bwd_weights)) return std::nullopt;
   std::vector<ConvOperand> w{
       operand(DNNL_ARG_SRC, Flow::kIn, Scope::kSlab, src, bwd_weights.src_desc()),
       operand(DNNL_ARG_DIFF_DST, Flow::kIn, Scope::kSlab, dst, bwd_weights.diff_dst_desc()),
@@ -245,13 +258,17 @@ SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype,
 SlabConv make_slab_conv(const ConvShape& s, int64_t images, DType dtype, bool backward_weights) {
   if (winograd_applies(s, dtype)) {
     try {
-      return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_winograd,
-                            backward_weights);
+      return *make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_winograd,
+                             backward_weights, false);
     } catch (const dnnl::error&) {
       // No Winograd kernel for this CPU (oneDNN's need AVX-512): the direct ones below.
     }
   }
-  return make_slab_conv(s, images, dtype, dnnl::algorithm::convolution_direct, backward_weights);
+  const auto direct = dnnl::algorithm::convolution_direct;
+  if (nhwc_16_channels(s, dtype))
+    if (std::optional<SlabConv> c = make_slab_conv(s, images, dtype, direct, backward_weights, true))
+      return std::move(*c);
+  return *make_slab_conv(s, images, dtype, direct, backward_weights, false);
 }
 
 }  // namespace noeira::onednn

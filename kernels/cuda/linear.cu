@@ -150,8 +150,11 @@ void CudaOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* ac
 // bias_grad kernel. cuBLASLt's BGRADB epilogue would fuse the bias gradient, but it
 // overwrites db (our contract accumulates: a parameter may be used twice) and documents
 // no reduction order, so the deterministic kernel does it.
+// The composed path needs no workspace.
+size_t CudaOps::linear_params_workspace_bytes(int64_t, int64_t, DType) const { return 0; }
+
 void CudaOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
-                                     int64_t N, int64_t K) {
+                                     int64_t N, int64_t K, void* /*workspace*/) {
   OpScope scope(*state_, "linear_backward_params");
   composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
 }

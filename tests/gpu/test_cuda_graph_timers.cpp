@@ -75,7 +75,8 @@ struct TinyStep {
     ops.softmax_xent(logits.view(), batch_y.get(), kBatch, kClasses, 0.0f, dlogits.view(),
                      stats.get(), history.get(), counters.get());
     ops.linear_backward_params(dlogits.view(), batch_x.view(), grads.get(),
-                               grads.get() + kWeights, kBatch, kClasses, kIn);
+                               grads.get() + kWeights, kBatch, kClasses, kIn,
+                               nullptr);  // none on CUDA (linear_params_workspace_bytes)
     ops.adam(params.get(), grads.get(), m.get(), v.get(), kParams, adam, counters.get());
     ops.advance(counters.get());
   }

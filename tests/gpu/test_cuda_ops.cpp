@@ -7,6 +7,7 @@
 #include "tests/support/gpu_guard.h"
 
 #if defined(NOEIRA_WITH_CUDA)
+#include <cstddef>
 #include <numeric>
 
 #include "kernels/common/column_sum.h"
@@ -149,9 +150,11 @@ TEST_CASE("cuda: linear_forward epilogues, linear_backward_data and _params matc
       const std::vector<float> dz0 = random_floats(M * N, seed++);
       std::vector<float> dW_cpu = random_floats(N * K, seed++), db_cpu = random_floats(N, seed++);
       DeviceArray<float> dz(gpu, dz0), dW(gpu, dW_cpu), db(gpu, db_cpu);
+      std::vector<std::byte> cpu_ws(cpu.linear_params_workspace_bytes(N, K, DType::kF32));
       cpu.linear_backward_params(view_of(dz0), view_of(x0), dW_cpu.data(), db_cpu.data(), M, N,
-                                 K);
-      gpu.ops->linear_backward_params(dz.view(), x.view(), dW.get(), db.get(), M, N, K);
+                                 K, cpu_ws.data());
+      REQUIRE(gpu.ops->linear_params_workspace_bytes(N, K, DType::kF32) == 0);
+      gpu.ops->linear_backward_params(dz.view(), x.view(), dW.get(), db.get(), M, N, K, nullptr);
       INFO("backward tf32 " << tf32 << " M " << M << " N " << N << " K " << K);
       CHECK(rel_error(dW.download(), dW_cpu) < (tf32 ? tf32_tolerance(M) : 1e-5));
       CHECK(rel_error(db.download(), db_cpu) < 1e-5);

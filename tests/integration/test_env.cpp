@@ -99,6 +99,17 @@ TEST_CASE("env records NOEIRA_WINOGRAD and warns when it turns Winograd off", "[
   CHECK(warned);
 }
 
+TEST_CASE("env records NOEIRA_CONV_NHWC16 and warns when it keeps 16-channel convolutions "
+          "blocked", "[cli][env]") {
+  CHECK(env_json().at("build").at("onednn").at("conv_nhwc16_env").is_null());
+  const nlohmann::json off = env_json("NOEIRA_CONV_NHWC16=0");
+  CHECK(off.at("build").at("onednn").at("conv_nhwc16_env") == "0");
+  bool warned = false;
+  for (const auto& w : off.at("warnings"))
+    warned |= w.get<std::string>().rfind("NOEIRA_CONV_NHWC16=0: fp32 direct", 0) == 0;
+  CHECK(warned);
+}
+
 TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight gradient off",
           "[cli][env]") {
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad_env").is_null());

@@ -175,6 +175,7 @@ TEST_CASE("conv2d_backward has the bits of conv2d_backward_weights then conv2d_b
   std::vector<ConvShape> shapes = conv_shapes();
   shapes.push_back(conv_shape(10, 16, 8, 8, 16, 3, 1, 1, false));  // fp32 Winograd, a short slab
   shapes.push_back(conv_shape(5, 32, 6, 6, 16, 3, 2, 1, true));    // channel blocks, stride 2
+  shapes.push_back(conv_shape(9, 16, 9, 9, 16, 3, 1, 0, false));   // fp32 on nhwc (AVX-512)
   uint32_t seed = 400;
   for (const ConvShape& s : shapes) {
     CONV_INFO(s);
@@ -217,6 +218,10 @@ TEST_CASE("conv2d_backward has the bits of conv2d_backward_weights then conv2d_b
   REQUIRE(conv.workspace_bytes(blocked, DType::kF32).ok());
   CHECK(conv.fuses_backward(blocked, DType::kF32));
   CHECK_FALSE(conv.fuses_backward(blocked, DType::kBF16));  // not planned
+  // And where both take it in nhwc (fp32 direct 16 -> 16 where oneDNN runs AVX-512).
+  const ConvShape nhwc = conv_shape(9, 16, 9, 9, 16, 3, 1, 0, false);
+  REQUIRE(conv.workspace_bytes(nhwc, DType::kF32).ok());
+  CHECK(conv.fuses_backward(nhwc, DType::kF32));
 }
 
 TEST_CASE("conv2d: a shape is planned per dtype; a bad shape is an Error", "[image-ops]") {

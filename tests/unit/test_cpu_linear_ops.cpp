@@ -1,15 +1,16 @@
-// CpuOps::linear_backward_params (kernels/op_list.inc): from 2048 rows, dW accumulates the
-// products of 512-row chunks in chunk order and db keeps bias_grad's bits; below that,
-// past 4096 columns, or for fp32 x rows wider than 128, one product over every row. fp32
-// dz wider than x (N > K) takes each product transposed, x^T dz, summed over the chunks
-// and then added to dW transposed. fp32 and bf16, against gemm and bias_grad called as the
-// contract says, against double, and 1 against 2 threads.
+// CpuOps::linear_backward_params (kernels/op_list.inc): from 2048 rows, the rows in
+// 512-row chunks in chunk order, db with bias_grad's bits; below that, past 4096 columns, or
+// for fp32 x rows wider than 128, one product over every row. fp32 dz wider than x (N > K
+// >= 128) takes each product transposed, x^T dz, summed over the chunks in the workspace,
+// then added to dW transposed; otherwise each product joins dW itself. fp32 and bf16,
+// against gemm and bias_grad called as the contract says, against double, and 1 against 2
+// threads; the workspace's old contents are never read.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <array>
-#include <type_traits>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -31,14 +32,14 @@ ConstView rows_of(const V& v, int64_t r0, int64_t rows, int64_t cols) {
 }
 
 // The contract's order spelt out with gemm and bias_grad: chunk by chunk when chunked,
-// else one product over every row; transposed (fp32, N > K): t(K,N) = the sum of the
-// products x_rows^T dz_rows, then dW[n][k] += t[k][n].
+// else one product over every row; transposed (fp32, N > K >= 128): t(K,N) = the sum of
+// the products x_rows^T dz_rows, then dW[n][k] += t[k][n].
 template <class V>
 Grads contract_order(CpuOps& ops, const V& dz, const V& x, const Grads& start, int64_t M,
                      int64_t N, int64_t K, bool chunked) {
-  const bool transposed = std::is_same_v<V, Vec> && N > K;
+  const bool transposed = std::is_same_v<V, Vec> && N > K && K >= 128;
   Grads g = start;
-  Vec t(static_cast<size_t>(K * N));
+  Vec t(transposed ? static_cast<size_t>(K * N) : 0);
   const int64_t chunk = chunked ? 512 : M;
   for (int64_t r0 = 0; r0 < M; r0 += chunk) {
     const int64_t rows = std::min(chunk, M - r0);
@@ -57,12 +58,19 @@ Grads contract_order(CpuOps& ops, const V& dz, const V& x, const Grads& start, i
   return g;
 }
 
+// The op's workspace, its bytes all ones (a NaN in every float): never read before written.
+std::vector<std::byte> workspace(const CpuOps& ops, int64_t N, int64_t K, DType dt) {
+  return std::vector<std::byte>(ops.linear_params_workspace_bytes(N, K, dt), std::byte{0xff});
+}
+
 template <class V>
 Grads run_op(int threads, const V& dz, const V& x, const Grads& start, int64_t M, int64_t N,
-             int64_t K) {
+             int64_t K, bool bias = true) {
   CpuOps ops(threads);
   Grads g = start;
-  ops.linear_backward_params(cview(dz), cview(x), g.dW.data(), g.db.data(), M, N, K);
+  std::vector<std::byte> ws = workspace(ops, N, K, cview(dz).dtype);
+  ops.linear_backward_params(cview(dz), cview(x), g.dW.data(), bias ? g.db.data() : nullptr, M,
+                             N, K, ws.data());
   return g;
 }
 
@@ -100,13 +108,14 @@ void check_op(const V& dz, const V& x, const Vec& dz_f32, const Vec& x_f32, cons
 
 }  // namespace
 
-TEST_CASE("linear_backward_params over 2048 rows or more: dW by 512-row chunks in order, db "
+TEST_CASE("linear_backward_params over 2048 rows or more: 512-row chunks in order, db "
           "with bias_grad's bits, the same bits on 1 and 2 threads", "[cpu-linear]") {
-  // 4 chunks of 512 and one of 52 rows; fp32 chunks up to K = 128 (transposed products
-  // at K = 24 < N), bf16 at any K.
-  const int64_t M = 2100, N = 40;
-  const int64_t K = GENERATE(as<int64_t>{}, 24, 128, 136);
-  CAPTURE(K);
+  // 4 chunks of 512 and one of 52 rows; fp32 chunks up to K = 128, bf16 at any K; N = 200
+  // at K = 128: fp32 products transposed (two 64-row slabs of dW^T, 200 = 12 x 16 + 8).
+  using Shape2 = std::array<int64_t, 2>;  // N, K
+  const auto [N, K] = GENERATE(Shape2{40, 24}, Shape2{40, 128}, Shape2{40, 136}, Shape2{200, 128});
+  const int64_t M = 2100;
+  CAPTURE(N, K);
   const Vec dz = random_vec(M * N, 301), x = random_vec(M * K, 302);
   const Grads start{random_vec(N * K, 303), random_vec(N, 304)};
 
@@ -115,28 +124,34 @@ TEST_CASE("linear_backward_params over 2048 rows or more: dW by 512-row chunks i
     check_op(to_bf16(dz), to_bf16(x), rounded(dz), rounded(x), start, M, N, K, true);
   }
   SECTION("without a bias, dW alone") {
-    CpuOps ops(2);
-    Vec dW = start.dW;
-    ops.linear_backward_params(cview(dz), cview(x), dW.data(), nullptr, M, N, K);
+    const Grads got = run_op(2, dz, x, start, M, N, K, false);
+    CpuOps ops(1);
     const Grads want = contract_order(ops, dz, x, start, M, N, K, K <= 128);
-    CHECK(same_bits(dW, want.dW));
+    CHECK(same_bits(got.dW, want.dW));
+    CHECK(same_bits(got.db, start.db));
   }
 }
 
 TEST_CASE("linear_backward_params below 2048 rows or past 4096 columns (fp32 and bf16): one "
-          "product (fp32 N > K: transposed) + bias_grad's bits", "[cpu-linear]") {
+          "product (fp32 N > K >= 128: transposed) + bias_grad's bits", "[cpu-linear]") {
   using Shape3 = std::array<int64_t, 3>;  // M, N, K
   for (const auto& [M, N, K] : {Shape3{2047, 16, 8}, Shape3{2048, 4097, 2}, Shape3{300, 20, 12},
-                                Shape3{300, 12, 20}, Shape3{768, 40, 40}}) {
+                                Shape3{300, 12, 20}, Shape3{768, 40, 40}, Shape3{300, 390, 130},
+                                Shape3{200, 160, 48}}) {
     CAPTURE(M, N, K);
     const Vec dz = random_vec(M * N, 311), x = random_vec(M * K, 312);
     const Grads start{random_vec(N * K, 313), random_vec(N, 314)};
+    const Grads ref = reference(dz, x, start, M, N, K);
     for (const int threads : {1, 2}) {
       CpuOps ops(threads);
       const Grads got = run_op(threads, dz, x, start, M, N, K);
       const Grads want = contract_order(ops, dz, x, start, M, N, K, false);
       CHECK(same_bits(got.dW, want.dW));
       CHECK(same_bits(got.db, want.db));
+      CHECK(rel_error(got.dW, ref.dW) < 1e-5);
+      const Grads no_bias = run_op(threads, dz, x, start, M, N, K, false);
+      CHECK(same_bits(no_bias.dW, want.dW));
+      CHECK(same_bits(no_bias.db, start.db));
       const Bf dzb = to_bf16(dz), xb = to_bf16(x);
       const Grads got_b = run_op(threads, dzb, xb, start, M, N, K);
       const Grads want_b = contract_order(ops, dzb, xb, start, M, N, K, false);
@@ -144,4 +159,33 @@ TEST_CASE("linear_backward_params below 2048 rows or past 4096 columns (fp32 and
       CHECK(same_bits(got_b.db, want_b.db));
     }
   }
+}
+
+TEST_CASE("linear_backward_params: the workspace holds N x K floats for fp32 N > K >= 128, "
+          "none otherwise; one workspace serves shapes in any order; no rows add nothing",
+          "[cpu-linear]") {
+  CpuOps ops(2);
+  CHECK(ops.linear_params_workspace_bytes(384, 128, DType::kF32) == 384 * 128 * sizeof(float));
+  CHECK(ops.linear_params_workspace_bytes(128, 128, DType::kF32) == 0);  // N = K
+  CHECK(ops.linear_params_workspace_bytes(128, 48, DType::kF32) == 0);   // K < 128
+  CHECK(ops.linear_params_workspace_bytes(384, 128, DType::kBF16) == 0);
+
+  // The larger shape's workspace, used by a smaller shape first, then by the larger.
+  std::vector<std::byte> ws = workspace(ops, 400, 160, DType::kF32);
+  using Shape3 = std::array<int64_t, 3>;  // M, N, K
+  for (const auto& [M, N, K] : {Shape3{96, 200, 130}, Shape3{96, 400, 160}}) {
+    CAPTURE(N, K);
+    const Vec dz = random_vec(M * N, 321), x = random_vec(M * K, 322);
+    const Grads start{random_vec(N * K, 323), random_vec(N, 324)};
+    Grads got = start;
+    ops.linear_backward_params(cview(dz), cview(x), got.dW.data(), got.db.data(), M, N, K,
+                               ws.data());
+    CHECK(same_bits(got.dW, run_op(1, dz, x, start, M, N, K).dW));
+  }
+  const Grads start{random_vec(200 * 130, 331), random_vec(200, 332)};
+  Grads none = start;
+  ops.linear_backward_params(ConstView{}, ConstView{}, none.dW.data(), none.db.data(), 0, 200,
+                             130, ws.data());
+  CHECK(same_bits(none.dW, start.dW));
+  CHECK(same_bits(none.db, start.db));
 }

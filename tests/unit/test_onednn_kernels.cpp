@@ -135,7 +135,8 @@ ConvShape conv_shape(int64_t B, int64_t Cin, int64_t H, int64_t W, int64_t Cout,
 }
 
 // Backward-data runs in plain layouts for Cin < 4, blocked ones otherwise; forward and
-// backward-weights are always blocked (onednn_conv_pass.cpp).
+// backward-weights in blocked ones, except fp32 direct stride-1 16 -> 16 shapes, all of
+// whose passes run on nhwc where oneDNN runs AVX-512 (onednn_conv_pass.cpp).
 std::vector<ConvShape> conv_shapes() {
   return {conv_shape(3, 1, 28, 28, 4, 3, 1, 0),          // conv2d-MNIST's first layer
           conv_shape(5, 3, 32, 32, 8, 3, 1, 1),          // CIFAR, 'same' padding
@@ -148,7 +149,8 @@ std::vector<ConvShape> conv_shapes() {
           conv_shape(11, 32, 6, 6, 8, 1, 2, 0, false),   // blocked 1x1 stride 2, no bias
           conv_shape(50, 16, 4, 4, 16, 3, 1, 1, false),  // Winograd, 16-image slabs: 16+16+16+2
           conv_shape(9, 16, 9, 9, 16, 3, 1, 0),          // direct 16 -> 16: nhwc
-          conv_shape(6, 16, 10, 7, 16, 3, 2, 1, false)};  // nhwc, strided, H != W
+          conv_shape(6, 16, 10, 7, 16, 3, 1, 1, false),  // nhwc (or Winograd), H != W
+          conv_shape(6, 16, 10, 7, 16, 3, 2, 1, false)};  // 16 -> 16 strided: blocked
 }
 
 }  // namespace
@@ -170,8 +172,8 @@ TEST_CASE("oneDNN convolution: Winograd takes fp32 3x3 stride-1 'same' shapes of
   CHECK_FALSE(winograd_applies(conv_shape(8, 64, 8, 8, 64, 3, 1, 1), DType::kF32));
 }
 
-TEST_CASE("oneDNN convolution: fp32 direct convolutions from 16 channels to 16 run on nhwc "
-          "(nChw16c's bytes), others on oneDNN's choice", "[onednn]") {
+TEST_CASE("oneDNN convolution: fp32 direct stride-1 convolutions from 16 channels to 16 run "
+          "on nhwc (nChw16c's bytes), others on oneDNN's choice", "[onednn]") {
   const auto layout = [](const ConvShape& s, DType dtype, int arg) {
     const onednn::SlabConv c = onednn::make_slab_conv(s, 2, dtype, true);
     const onednn::ConvPass* passes[] = {&c.forward, &c.backward_data, &c.backward_weights};
@@ -191,6 +193,11 @@ TEST_CASE("oneDNN convolution: fp32 direct convolutions from 16 channels to 16 r
   CHECK((layout(direct, DType::kF32, DNNL_ARG_DST) == ChannelLayout::kChannelsLast) == nhwc);
   CHECK((layout(direct, DType::kF32, DNNL_ARG_DIFF_DST) == ChannelLayout::kChannelsLast) ==
         nhwc);
+  CHECK((layout(direct, DType::kF32, DNNL_ARG_DIFF_SRC) == ChannelLayout::kChannelsLast) ==
+        nhwc);
+  // Strided, or bf16: oneDNN's choice.
+  CHECK(layout(conv_shape(4, 16, 9, 9, 16, 3, 2, 0), DType::kF32, DNNL_ARG_SRC) !=
+        ChannelLayout::kChannelsLast);
   // 16 -> 32 channels: oneDNN's choice (nChw16c for its AVX-512 fp32 kernels).
   CHECK(layout(conv_shape(4, 16, 9, 9, 32, 3, 1, 0), DType::kF32, DNNL_ARG_SRC) !=
         ChannelLayout::kChannelsLast);
