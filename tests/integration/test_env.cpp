@@ -89,25 +89,24 @@ TEST_CASE("env warns when oneDNN is held below the CPU, and records why", "[cli]
   CHECK(warned);
 }
 
-TEST_CASE("env records NOEIRA_WINOGRAD and warns when it turns Winograd off", "[cli][env]") {
-  CHECK(env_json().at("build").at("onednn").at("winograd_env").is_null());
-  const nlohmann::json off = env_json("NOEIRA_WINOGRAD=0");
-  CHECK(off.at("build").at("onednn").at("winograd_env") == "0");
+// A convolution switch of ours: build.onednn.<key> is null unset, "0" with `var`=0, which
+// also adds a warning starting with `warning`.
+static void check_off_switch(const std::string& var, const char* key, const std::string& warning) {
+  CHECK(env_json().at("build").at("onednn").at(key).is_null());
+  const nlohmann::json off = env_json(var + "=0");
+  CHECK(off.at("build").at("onednn").at(key) == "0");
   bool warned = false;
-  for (const auto& w : off.at("warnings"))
-    warned |= w.get<std::string>().rfind("NOEIRA_WINOGRAD=0: fp32 3x3", 0) == 0;
+  for (const auto& w : off.at("warnings")) warned |= w.get<std::string>().rfind(warning, 0) == 0;
   CHECK(warned);
+}
+
+TEST_CASE("env records NOEIRA_WINOGRAD and warns when it turns Winograd off", "[cli][env]") {
+  check_off_switch("NOEIRA_WINOGRAD", "winograd_env", "NOEIRA_WINOGRAD=0: fp32 3x3");
 }
 
 TEST_CASE("env records NOEIRA_CONV_NHWC16 and warns when it keeps 16-channel convolutions "
           "blocked", "[cli][env]") {
-  CHECK(env_json().at("build").at("onednn").at("conv_nhwc16_env").is_null());
-  const nlohmann::json off = env_json("NOEIRA_CONV_NHWC16=0");
-  CHECK(off.at("build").at("onednn").at("conv_nhwc16_env") == "0");
-  bool warned = false;
-  for (const auto& w : off.at("warnings"))
-    warned |= w.get<std::string>().rfind("NOEIRA_CONV_NHWC16=0: fp32 direct", 0) == 0;
-  CHECK(warned);
+  check_off_switch("NOEIRA_CONV_NHWC16", "conv_nhwc16_env", "NOEIRA_CONV_NHWC16=0: fp32 direct");
 }
 
 TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight gradient off",
