@@ -107,8 +107,8 @@ nlohmann::json onednn_info() {
                                                                : env_or_null("DNNL_MAX_CPU_ISA")},
           // "0" turns the fp32 Winograd convolutions off (kernels/cpu/onednn_conv.h).
           {"winograd_env", env_or_null("NOEIRA_WINOGRAD")},
-          // "0" keeps fp32 direct 16 -> 16-channel convolutions on nChw16c, not nhwc
-          // (kernels/cpu/onednn_conv_pass.cpp).
+          // "0" keeps fp32 direct stride-1 16 -> 16-channel convolutions on nChw16c, not
+          // nhwc (kernels/cpu/onednn_conv_pass.cpp).
           {"conv_nhwc16_env", env_or_null("NOEIRA_CONV_NHWC16")},
           // "0" sends bf16 3x3 weight gradients back to oneDNN, "1" to ours on every shape
           // (kernels/cpu/bf16_conv3x3_wgrad.h).
@@ -172,9 +172,9 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
     warnings.push_back("NOEIRA_WINOGRAD=0: fp32 3x3 stride-1 convolutions run oneDNN's direct "
                        "kernels, not Winograd's; convolution figures reflect that");
   if (text(build, "onednn", "conv_nhwc16_env") == "0")
-    warnings.push_back("NOEIRA_CONV_NHWC16=0: fp32 direct convolutions from 16 channels to 16 "
-                       "run oneDNN's nChw16c kernels, not its nhwc ones; convolution figures "
-                       "reflect that");
+    warnings.push_back("NOEIRA_CONV_NHWC16=0: fp32 direct stride-1 convolutions from 16 "
+                       "channels to 16 run oneDNN's nChw16c kernels, not its nhwc ones; "
+                       "convolution figures reflect that");
   if (text(build, "onednn", "bf16_wgrad_env") == "0")
     warnings.push_back("NOEIRA_BF16_WGRAD=0: bf16 3x3 stride-1 weight gradients run oneDNN's "
                        "kernel, not ours; convolution figures reflect that");

@@ -35,7 +35,8 @@ OpCase act_backward(int64_t n, DType dt, Act act, bool pre, bool post);
 // The activation forward of a Linear layer: the CPU's linear_forward is gemm + bias_act
 // (kernels/composed_ops.h), so act_forward's loop runs there.
 OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre);
-// A Linear layer's weight and bias gradients (the GEMM alone is also gemm/.../weight_grad_TN).
+// A Linear layer's weight and bias gradients (the GEMM alone is also gemm/.../weight_grad_TN,
+// as dz^T x; the CPU takes fp32 layers with N > K >= 128 as x^T dz: kernels/cpu/linear.cpp).
 OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, DType dt,
                               bool bias);
 // `weights`: the trainer's bf16 weight refresh (named .../weights), not a boundary cast.

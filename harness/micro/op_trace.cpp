@@ -114,8 +114,9 @@ class RecordingOps final : public NoComputeOps {
     add_gemm(W.data, "input_grad_NN", false, false, M, K, N, 0.0f, dz.dtype);
     if (dx.dtype != DType::kF32) record(op_case::cast(dx.n, DType::kF32, dx.dtype));
   }
-  // Its GEMM, and the whole op with the bias sums (over many rows the CPU runs the two
-  // together, chunk by chunk: kernels/cpu/linear.cpp).
+  // Its GEMM (as dz^T x; the CPU runs fp32 layers with N > K >= 128 as x^T dz), and the
+  // whole op with the bias sums (over many rows the CPU runs the two together, chunk by
+  // chunk: kernels/cpu/linear.cpp).
   void linear_backward_params(ConstView dz, ConstView, float* dW, float* db, int64_t M, int64_t N,
                               int64_t K, void*) override {
     add_gemm(dW, "weight_grad_TN", true, false, N, K, M, 1.0f, dz.dtype);

@@ -1,6 +1,6 @@
 // Our activations are nchw; oneDNN's direct convolutions run on nChw16c (its aBcd16b:
 // channels in blocks of 16, the 16 of a pixel adjacent), its AMX bf16 ones and the fp32
-// 16 -> 16-channel ones we ask for on nhwc (acdb; onednn_conv_pass.cpp).
+// stride-1 16 -> 16-channel ones we ask for on nhwc (acdb; onednn_conv_pass.cpp).
 // Every slab of every pass moves its activations between the two, and oneDNN's own
 // reorders did it at 16-29 GB/s into nChw16c on AVX-512 (a fifth of resnet20's
 // convolution time) and at ~4 GB/s into nhwc on AMX (a quarter of its bf16 step). These

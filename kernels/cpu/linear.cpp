@@ -113,9 +113,10 @@ bool chunks_params(DType dt, int64_t M, int64_t N, int64_t K) {
 // fp32 dz wider than x (N > K: a layer that widens, as attention's c_attn and the MLP's
 // c_fc) takes its product transposed, dW^T(K,N) = x^T dz, into the workspace, then adds it
 // to dW transposed. oneDNN reads the transposed operand by copying it; copying x's K
-// columns instead of dz's N costs less, and the product's own slabs are rows of dW^T: from
-// K = 128 up, at least two of them (onednn_gemm_slab_rows), so two threads share it (a
-// narrower x, as vit-tiny's 48-wide patches, keeps dW's N rows to split).
+// columns instead of dz's N costs less, and the product's own slabs are rows of dW^T, 64
+// each up to 256 (onednn_gemm_slab_rows): from K = 128, two or more, so two threads share
+// it (K <= 64 would leave one; vit-tiny's 48-wide patches lost 0.4 ms a call at two
+// threads). Between 65 and 127 not measured: those stay untransposed.
 // In the step (`profile`, 4 layers): vit-tiny's c_attn at two threads 17.4-17.7 -> 14.0-14.4
 // ms, gpt-tiny's at one 2.53-2.60 -> 2.37-2.41; the c_fc layers (N = 2K, 4K) unchanged
 // within the noise. Alone with cold operands, one thread: gpt-tiny's c_attn 675-727 ->

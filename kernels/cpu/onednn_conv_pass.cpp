@@ -48,10 +48,12 @@ bool nhwc_16_channels(const ConvShape& s, DType dtype) {
          runs_avx512();
 }
 
-// Whether oneDNN picked one of its JIT kernels, not its GEMM-based or reference fallback.
+// Whether oneDNN picked one of its JIT kernels, not its GEMM-based ("gemm:jit",
+// "x64:gemm:jit") or reference ("ref:any") fallback.
 bool jit_kernel(const dnnl::primitive_desc_base& pd) {
   const std::string impl = pd.impl_info_str();
-  return impl.find("gemm") == std::string::npos && impl.find("ref") == std::string::npos;
+  return impl.rfind("gemm:", 0) != 0 && impl.find(":gemm:") == std::string::npos &&
+         impl.rfind("ref", 0) != 0;
 }
 
 // inner's layout where it is plain's dims and type in nChw16c or nhwc with whole blocks of

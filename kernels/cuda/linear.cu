@@ -146,13 +146,13 @@ void CudaOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* ac
   composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);  // gemm + cast
 }
 
+// The composed path below needs no workspace.
+size_t CudaOps::linear_params_workspace_bytes(int64_t, int64_t, DType) const { return 0; }
+
 // dW(N,K) += dz(M,N)^T x(M,K) with beta = 1, then db(N) += column sums of dz by our
 // bias_grad kernel. cuBLASLt's BGRADB epilogue would fuse the bias gradient, but it
 // overwrites db (our contract accumulates: a parameter may be used twice) and documents
 // no reduction order, so the deterministic kernel does it.
-// The composed path needs no workspace.
-size_t CudaOps::linear_params_workspace_bytes(int64_t, int64_t, DType) const { return 0; }
-
 void CudaOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
                                      int64_t N, int64_t K, void* /*workspace*/) {
   OpScope scope(*state_, "linear_backward_params");

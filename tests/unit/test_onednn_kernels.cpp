@@ -195,7 +195,7 @@ TEST_CASE("oneDNN convolution: fp32 direct stride-1 convolutions from 16 channel
         nhwc);
   CHECK((layout(direct, DType::kF32, DNNL_ARG_DIFF_SRC) == ChannelLayout::kChannelsLast) ==
         nhwc);
-  // Strided, or bf16: oneDNN's choice.
+  // Strided: oneDNN's choice.
   CHECK(layout(conv_shape(4, 16, 9, 9, 16, 3, 2, 0), DType::kF32, DNNL_ARG_SRC) !=
         ChannelLayout::kChannelsLast);
   // 16 -> 32 channels: oneDNN's choice (nChw16c for its AVX-512 fp32 kernels).
