@@ -91,10 +91,11 @@ ConstView rows_of(ConstView m, int64_t r0, int64_t rows, int64_t cols) {
 
 // Over many rows (a ViT's 8320 token rows), the product and the bias sums take the rows a
 // chunk of kParamsChunkRows at a time: the chunk's product joins dW (or its transpose,
-// below), then the chunk's rows join the bias sums while they are still in L2 (summed after the whole product, they read
-// dz back from memory), and bf16 products re-read only a chunk of x per slab of dW. vit-tiny
-// at one thread: c_attn's fp32 weight gradients 34 -> 29 ms per step, the bf16 step's
-// GEMMs 100 -> 92 ms (docs/cpu-runs/2026-12-06-emr-chunked-weight-grads.md). fp32 products
+// below), then the chunk's rows join the bias sums while they are still in L2 (summed
+// after the whole product, they read dz back from memory), and bf16 products re-read only
+// a chunk of x per slab of dW. vit-tiny at one thread: c_attn's fp32 weight gradients 34
+// -> 29 ms per step, the bf16 step's GEMMs 100 -> 92 ms
+// (docs/cpu-runs/2026-12-06-emr-chunked-weight-grads.md). fp32 products
 // over x rows wider than 128 lost more to the chunking than the sums gained (vit's, 2
 // threads: +2-5%), so they run whole. Chunks are a function of the shape alone, so the
 // bits do not depend on the thread count; the bias sums keep bias_grad's order, so db has

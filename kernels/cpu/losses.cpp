@@ -1,6 +1,7 @@
 // CpuOps' losses, softmax_xent and mse (contracts and summation orders: kernels/op_list.inc).
 // Each dispatches once on its views' dtype to a loop written once for fp32 and bf16
 // storage; the batch sums are double, in row (element) order.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -76,7 +77,7 @@ void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_
     const bool kept = C <= kKeptExps;
     float sum = 0.0f;  // in j order
     for (int64_t j0 = 0; j0 < C; j0 += kKeptExps) {
-      const int64_t n = C - j0 < kKeptExps ? C - j0 : kKeptExps;
+      const int64_t n = std::min(kKeptExps, C - j0);
       row_exps(z + j0, zmax, n, e);
       for (int64_t j = 0; j < n; ++j) sum += e[j];
     }
@@ -92,7 +93,7 @@ void softmax_xent_impl(const T* logits, const int32_t* labels, int64_t B, int64_
       const float inv_sum = 1.0f / sum;
       T* d = dlogits + i * C;
       for (int64_t j0 = 0; j0 < C; j0 += kKeptExps) {
-        const int64_t n = C - j0 < kKeptExps ? C - j0 : kKeptExps;
+        const int64_t n = std::min(kKeptExps, C - j0);
         if (!kept) row_exps(z + j0, zmax, n, e);
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j)

@@ -7,21 +7,23 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
+namespace {
+
+// Whether oneDNN's effective ISA includes `wanted` (the ISA values are nested bit sets).
+bool runs(dnnl_cpu_isa_t wanted) {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  return (isa & static_cast<unsigned>(wanted)) == static_cast<unsigned>(wanted);
+}
+
+}  // namespace
+
 bool runs_amx() {
-  static const bool amx = [] {
-    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-    const auto with_amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
-    return (isa & with_amx) == with_amx;  // the ISA values are nested bit sets
-  }();
+  static const bool amx = runs(dnnl_cpu_isa_avx512_core_amx);
   return amx;
 }
 
 bool runs_avx512() {
-  static const bool avx512 = [] {
-    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-    const auto with_avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
-    return (isa & with_avx512) == with_avx512;
-  }();
+  static const bool avx512 = runs(dnnl_cpu_isa_avx512_core);
   return avx512;
 }
 
