@@ -15,6 +15,7 @@
 #include "noeira_git_info.h"  // generated at build time: kNoeiraGitSha, kNoeiraGitDirty
 #include "kernels/backend.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
+#include "kernels/cpu/streaming_store.h"
 
 namespace noeira {
 
@@ -175,6 +176,10 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
     warnings.push_back("NOEIRA_CONV_NHWC16=0: fp32 direct stride-1 convolutions from 16 "
                        "channels to 16 run oneDNN's nChw16c kernels, not its nhwc ones; "
                        "convolution figures reflect that");
+  if (const auto e = build.find("stream_stores_env"); e != build.end() && *e == "0")
+    warnings.push_back("NOEIRA_STREAM_STORES=0: large CPU outputs are written through the "
+                       "caches, not streamed to memory; convolution, BatchNorm and "
+                       "element-wise figures reflect that");
   if (text(build, "onednn", "bf16_wgrad_env") == "0")
     warnings.push_back("NOEIRA_BF16_WGRAD=0: bf16 3x3 stride-1 weight gradients run oneDNN's "
                        "kernel, not ours; convolution figures reflect that");
@@ -238,6 +243,9 @@ nlohmann::json build_info() {
   b["cpu_loops_isa"] = std::string(NOEIRA_CPU_LOOPS_ISA).empty() ? "default"
                                                                   : NOEIRA_CPU_LOOPS_ISA;
 #endif
+  // Our CPU loops' streaming stores for large outputs (kernels/cpu/streaming_store.h).
+  b["stream_stores"] = streaming_stores_available();
+  b["stream_stores_env"] = env_or_null("NOEIRA_STREAM_STORES");
 #if defined(NOEIRA_WITH_CUDA)
   b["cuda_built"] = true;
 #else

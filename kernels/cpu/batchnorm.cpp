@@ -8,7 +8,9 @@
 // batchnorm_backward_from_stats) run the same per-channel functions below, so a split
 // pass over one rank gives the fused pass's bits. The forwards apply their epilogue
 // (kernels/ops.h BatchNormEpilogue: a residual, an activation) as they write y. No
-// workspace.
+// workspace. fp32 outputs of kStreamBytes or more are written with streaming stores
+// (streaming_store.h): x, read twice, cannot stay in a core's cache between the passes,
+// and neither can y or dx before the next op reads them.
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -18,6 +20,7 @@
 #include "kernels/common/norm.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/parallel_chunks.h"
+#include "kernels/cpu/streaming_store.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -143,6 +146,15 @@ void with_epilogue(const BatchNormEpilogue& epi, const F& f) {
   else act(std::true_type{});
 }
 
+// Whether an fp32 output of the shape is streamed (streaming_store.h). Not bf16's: its
+// passes are bound by their arithmetic (the double sums), which hides its stores, and
+// staging them cost time (resnet20 at one thread: its three (16, 32x32) forwards 3.4 ->
+// 4.3 ms per step, its ReLU backwards 5.5 -> 6.3).
+template <class T>
+bool streams_output(const NormShape& s) {
+  return std::is_same_v<T, float> && streams(static_cast<size_t>(s.elems()) * sizeof(T));
+}
+
 // The training forward of the chunk's channels from their sums over n values each: save
 // the statistics, update the running ones, write y (after the epilogue).
 template <class T, class Epi>
@@ -158,15 +170,19 @@ void chunk_forward(const NormShape& s, const T* x, Chunk ch, const ChannelSums* 
     save_invstd[c] = st.invstd;
     update_running(running_mean[c], running_var[c], sc.a, sc.b, n, h);
   }
+  const bool stream = streams_output<T>(s);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {
       const int64_t at = (b * C + c) * S;
-      const T* __restrict xc = x + at;
-      T* __restrict yc = y + at;
       const float mean = save_mean[c], invstd = save_invstd[c], g = gamma[c], be = beta[c];
-      for (int64_t i = 0; i < S; ++i)
-        store_f32(yc[i], epi(batchnorm_apply(load_f32(xc[i]), mean, invstd, g, be), x, at + i));
+      write_staged(y + at, S, stream, [&](int64_t i0, int64_t n, T* __restrict yc) {
+        const T* __restrict xc = x + at + i0;
+        for (int64_t i = 0; i < n; ++i)
+          store_f32(yc[i],
+                    epi(batchnorm_apply(load_f32(xc[i]), mean, invstd, g, be), x, at + i0 + i));
+      });
     }
+  if (stream) stream_fence();
 }
 
 // The gradient the backward works on at element i, given x's value there: dy itself, or
@@ -233,21 +249,24 @@ void chunk_dx(const NormShape& s, const T* dy, const T* x, Chunk ch, const float
   GradMeans m[kChunk];
   for (int64_t c = ch.c0; c < ch.c1; ++c)
     m[c - ch.c0] = grad_means(grad[c - ch.c0].a, grad[c - ch.c0].b, n);
+  const bool stream = streams_output<T>(s);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {
       const int64_t at = (b * C + c) * S;
-      const T* __restrict d = dy + at;
-      const T* __restrict xc = x + at;
-      T* __restrict out = dx + at;
       const float mu = mean[c], is = invstd[c], g = gamma[c];
       const float rg = kRelu ? relu.gamma[c] : 0.0f, rb = kRelu ? relu.beta[c] : 0.0f;
       const float mdy = m[c - ch.c0].dy, mdx = m[c - ch.c0].dy_xhat;
-      for (int64_t i = 0; i < S; ++i) {
-        const float xv = load_f32(xc[i]);
-        store_f32(out[i], batchnorm_dx(grad_at<kRelu>(d, i, xv, mu, is, rg, rb), xv, mu, is, g,
-                                       mdy, mdx));
-      }
+      write_staged(dx + at, S, stream, [&](int64_t i0, int64_t n, T* __restrict out) {
+        const T* __restrict d = dy + at + i0;
+        const T* __restrict xc = x + at + i0;
+        for (int64_t i = 0; i < n; ++i) {
+          const float xv = load_f32(xc[i]);
+          store_f32(out[i], batchnorm_dx(grad_at<kRelu>(d, i, xv, mu, is, rg, rb), xv, mu, is,
+                                         g, mdy, mdx));
+        }
+      });
     }
+  if (stream) stream_fence();
 }
 
 // The split ops' count covers at least this rank's values (a programming error otherwise).

@@ -1,9 +1,11 @@
 #include "kernels/cpu/channel_blocks.h"
 
+#include "kernels/cpu/streaming_store.h"
+
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX512BW__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -46,8 +48,21 @@ void shuffle_step(const Row<U> (&in)[kBlock], Row<U> (&out)[kBlock]) {
   }
 }
 
+// A 64-byte row at `at` (64-byte aligned when kStream): streamed with kStream
+// (streaming_store.h), a plain store otherwise.
+template <bool kStream, class V>
+inline void store_row(void* at, const V& v) {
+#if defined(__AVX512F__)
+  if constexpr (kStream && sizeof(V) == 64) {
+    _mm512_stream_si512(static_cast<__m512i*>(at), reinterpret_cast<const __m512i&>(v));
+    return;
+  }
+#endif
+  std::memcpy(at, &v, sizeof(V));
+}
+
 // out[j * ld_out + i] = in[i * ld_in + j] for i, j < 16.
-template <class U>
+template <class U, bool kStream = false>
 void transpose_tile(const U* in, int64_t ld_in, U* out, int64_t ld_out) {
   Row<U> a[kBlock], b[kBlock];
 #pragma GCC unroll 16
@@ -57,7 +72,7 @@ void transpose_tile(const U* in, int64_t ld_in, U* out, int64_t ld_out) {
   shuffle_step<U>(a, b);
   shuffle_step<U>(b, a);
 #pragma GCC unroll 16
-  for (int i = 0; i < kBlock; ++i) std::memcpy(out + i * ld_out, &a[i], sizeof(Row<U>));
+  for (int i = 0; i < kBlock; ++i) store_row<kStream>(out + i * ld_out, a[i]);
 }
 
 #if defined(__AVX512BW__)
@@ -122,6 +137,7 @@ inline void rows_to_pixels_32(const uint16_t* rows, int64_t HW, uint16_t* pixels
 }
 
 // The inverse: pixels [s, s + 32) of the (HW, 16) matrix -> 32 pixels of the (16, HW) one.
+template <bool kStream>
 inline void pixels_to_rows_32(const uint16_t* pixels, int64_t ld, uint16_t* rows, int64_t HW) {
   __m512i e0[8], e1[8], r[8];
   const __m512i low_halves = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
@@ -138,9 +154,9 @@ inline void pixels_to_rows_32(const uint16_t* pixels, int64_t ld, uint16_t* rows
     e1[q] = _mm512_permutex2var_epi64(x, high_halves, y);  // channels 8-15
   }
   transpose_8x8_in_lanes(e0, r);
-  for (int c = 0; c < 8; ++c) _mm512_storeu_si512(rows + c * HW, r[c]);
+  for (int c = 0; c < 8; ++c) store_row<kStream>(rows + c * HW, r[c]);
   transpose_8x8_in_lanes(e1, r);
-  for (int c = 0; c < 8; ++c) _mm512_storeu_si512(rows + (8 + c) * HW, r[c]);
+  for (int c = 0; c < 8; ++c) store_row<kStream>(rows + (8 + c) * HW, r[c]);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -149,19 +165,20 @@ inline void pixels_to_rows_32(const uint16_t* pixels, int64_t ld, uint16_t* rows
 
 // A (16, HW) matrix at `rows` (row stride HW) and an (HW, 16) one at `pixels` (pixel
 // stride ld: 16 in nChw16c, C in nhwc): one is copied into the other, transposed.
-template <class U, bool kToPixels>
+// kStream: the rows' whole 64-byte pieces streamed (rows and HW's bytes 64-byte aligned).
+template <class U, bool kToPixels, bool kStream = false>
 void transpose_block(U* rows, U* pixels, int64_t HW, int64_t ld) {
   int64_t s = 0;
 #if defined(__AVX512BW__)
   if constexpr (sizeof(U) == 2)
     for (; s + 2 * kBlock <= HW; s += 2 * kBlock) {
       if constexpr (kToPixels) rows_to_pixels_32(rows + s, HW, pixels + s * ld, ld);
-      else pixels_to_rows_32(pixels + s * ld, ld, rows + s, HW);
+      else pixels_to_rows_32<kStream>(pixels + s * ld, ld, rows + s, HW);
     }
 #endif
   for (; s + kBlock <= HW; s += kBlock) {
     if constexpr (kToPixels) transpose_tile(rows + s, HW, pixels + s * ld, ld);
-    else transpose_tile(pixels + s * ld, ld, rows + s, HW);
+    else transpose_tile<U, kStream && sizeof(U) == 4>(pixels + s * ld, ld, rows + s, HW);
   }
   // memcpy: the weight gradient reads bf16 memory as 4-byte pairs through these copies.
   for (; s < HW; ++s)
@@ -171,7 +188,7 @@ void transpose_block(U* rows, U* pixels, int64_t HW, int64_t ld) {
     }
 }
 
-template <class U, bool kToPixels>
+template <class U, bool kToPixels, bool kStream = false>
 void copy_all(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
               ChannelLayout layout) {
   U* plain = static_cast<U*>(kToPixels ? const_cast<void*>(src) : dst);
@@ -184,8 +201,17 @@ void copy_all(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
   for (int64_t n = 0; n < N; ++n)
     for (int64_t cb = 0; cb < blocks; ++cb) {
       U* block = pixels + n * C * HW + (last ? cb * kBlock : cb * kBlock * HW);
-      transpose_block<U, kToPixels>(plain + (n * blocks + cb) * kBlock * HW, block, HW, ld);
+      transpose_block<U, kToPixels, kStream>(plain + (n * blocks + cb) * kBlock * HW, block,
+                                             HW, ld);
     }
+  if constexpr (kStream) stream_fence();
+}
+
+// Whether the nchw rows at `plain` can take whole streamed 64-byte rows: aligned, with each
+// 16-pixel (fp32) or 32-pixel (bf16) piece 64 bytes from the last, HW such pieces whole.
+bool streamable(const void* plain, int64_t HW, size_t elem_bytes) {
+  return streaming_stores_available() && reinterpret_cast<uintptr_t>(plain) % 64 == 0 &&
+         (HW * static_cast<int64_t>(elem_bytes)) % 64 == 0;
 }
 
 }  // namespace
@@ -201,7 +227,12 @@ void nchw_to_channel_blocks(const void* src, void* dst, int64_t N, int64_t C, in
 }
 
 void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes, ChannelLayout layout) {
+                            size_t elem_bytes, ChannelLayout layout, bool stream) {
+  if (stream && streamable(dst, HW, elem_bytes)) {
+    if (elem_bytes == 2) copy_all<uint16_t, false, true>(src, dst, N, C, HW, layout);
+    else copy_all<uint32_t, false, true>(src, dst, N, C, HW, layout);
+    return;
+  }
   if (elem_bytes == 2) copy_all<uint16_t, false>(src, dst, N, C, HW, layout);
   else copy_all<uint32_t, false>(src, dst, N, C, HW, layout);
 }

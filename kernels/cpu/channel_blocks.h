@@ -24,9 +24,12 @@ enum class ChannelLayout { kBlocks16, kChannelsLast };
 void nchw_to_channel_blocks(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
                             size_t elem_bytes,
                             ChannelLayout layout = ChannelLayout::kBlocks16);
-// The inverse: dst (N, C, HW) <- src in `layout`.
+// The inverse: dst (N, C, HW) <- src in `layout`. `stream`: dst written with streaming
+// stores (streaming_store.h; an output far larger than the caches) where the build has
+// them, dst is 64-byte aligned and HW * elem_bytes a multiple of 64; plain ones otherwise.
 void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
                             size_t elem_bytes,
-                            ChannelLayout layout = ChannelLayout::kBlocks16);
+                            ChannelLayout layout = ChannelLayout::kBlocks16,
+                            bool stream = false);
 
 }  // namespace noeira

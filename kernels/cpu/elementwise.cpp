@@ -1,9 +1,12 @@
 // CpuOps' element-wise ops (contracts: kernels/op_list.inc). Each dispatches once on its views'
-// dtype to a loop written once for fp32 and bf16 storage; the math is fp32.
+// dtype to a loop written once for fp32 and bf16 storage; the math is fp32. The activations
+// and add write in blocks (streaming_store.h write_blocks), streamed when the output is
+// large.
 #include <type_traits>
 
 #include "kernels/common/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/streaming_store.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -71,8 +74,11 @@ template <class T>
 void act_forward_impl(int threads, const T* x, T* y, int64_t n, Act act) {
   with_act(act, [&](auto a) {
     constexpr Act kAct = decltype(a)::value;
-#pragma omp parallel for simd num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < n; ++i) store_act_result<T, kAct>(y[i], act_forward(kAct, load_f32(x[i])));
+    write_blocks(threads, y, n, [x](int64_t i0, int64_t k, T* __restrict out) {
+      const T* __restrict in = x + i0;
+      for (int64_t i = 0; i < k; ++i)
+        store_act_result<T, kAct>(out[i], act_forward(kAct, load_f32(in[i])));
+    });
   });
 }
 
@@ -82,19 +88,19 @@ void act_backward_impl(int threads, const T* dy, const T* pre, const T* post, T*
   with_act(act, [&](auto a) {
     with_flag(pre != nullptr, [&](auto has_pre) {
       with_flag(post != nullptr, [&](auto has_post) {
-        // Local copies: a pointer read through the closure may alias dx and would be
-        // reloaded every iteration, which stops vectorisation.
-        const T* __restrict d = dy;
-        const T* __restrict pr = pre;
-        const T* __restrict po = post;
-        T* __restrict out = dx;
-#pragma omp parallel for simd num_threads(threads) schedule(static)
-        for (int64_t i = 0; i < n; ++i) {
-          const float p = has_pre ? load_f32(pr[i]) : 0.0f;
-          const float q = has_post ? load_f32(po[i]) : 0.0f;
-          store_act_result<T, decltype(a)::value>(
-              out[i], load_f32(d[i]) * act_grad(decltype(a)::value, p, q));
-        }
+        write_blocks(threads, dx, n, [=](int64_t i0, int64_t k, T* __restrict out) {
+          // Local copies: a pointer read through the closure may alias dx and would be
+          // reloaded every iteration, which stops vectorisation.
+          const T* __restrict d = dy + i0;
+          const T* __restrict pr = has_pre ? pre + i0 : nullptr;
+          const T* __restrict po = has_post ? post + i0 : nullptr;
+          for (int64_t i = 0; i < k; ++i) {
+            const float p = has_pre ? load_f32(pr[i]) : 0.0f;
+            const float q = has_post ? load_f32(po[i]) : 0.0f;
+            store_act_result<T, decltype(a)::value>(
+                out[i], load_f32(d[i]) * act_grad(decltype(a)::value, p, q));
+          }
+        });
       });
     });
   });
@@ -102,8 +108,11 @@ void act_backward_impl(int threads, const T* dy, const T* pre, const T* post, T*
 
 template <class T>
 void add_impl(int threads, const T* a, const T* b, T* y, int64_t n) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) store_f32(y[i], load_f32(a[i]) + load_f32(b[i]));
+  write_blocks(threads, y, n, [a, b](int64_t i0, int64_t k, T* __restrict out) {
+    const T* __restrict p = a + i0;
+    const T* __restrict q = b + i0;
+    for (int64_t i = 0; i < k; ++i) store_f32(out[i], load_f32(p[i]) + load_f32(q[i]));
+  });
 }
 
 template <class In, class Out>

@@ -12,6 +12,7 @@
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "kernels/cpu/onednn_conv_pass.h"
 #include "kernels/cpu/onednn_engine.h"
+#include "kernels/cpu/streaming_store.h"
 
 namespace noeira {
 
@@ -95,6 +96,12 @@ void add_partials(int threads, const float* partials, int64_t slabs, int64_t sla
 struct ConvSizes {
   int64_t x_image, y_image, w_size;
 };
+// The bytes of n elements of T.
+template <class T>
+size_t bytes_of(int64_t n) {
+  return static_cast<size_t>(n) * sizeof(T);
+}
+
 ConvSizes sizes_of(const ConvShape& s) {
   return {s.in_channels * s.height * s.width, s.out_channels * s.out_height() * s.out_width(),
           s.out_channels * s.in_channels * s.kernel_h * s.kernel_w};
@@ -219,16 +226,18 @@ struct OnednnConv::Impl {
 
   // Runs one pass over the batch: the shared inputs (weights) reordered once per slab
   // size, then the slabs spread over the threads. args(b0) names the plain operands of
-  // the slab starting at image b0.
+  // the slab starting at image b0; `stream_out`: see ConvPass::run.
   template <class Args>
-  Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args) {
+  Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args,
+             bool stream_out = false) {
     NOEIRA_TRY(prepare(plan, p, ws, args(0)));
     return onednn::for_each_slab(threads, batch, plan.full_images,
                                  [&](int thread, int64_t b0, int64_t images) {
                                    const int k = plan.kind(images);
                                    pass_of(plan.slab[k], p)
                                        .run(streams[static_cast<size_t>(thread)],
-                                            plan.shared(ws, k, p), plan.area(ws, thread), args(b0));
+                                            plan.shared(ws, k, p), plan.area(ws, thread), args(b0),
+                                            nullptr, stream_out);
                                  });
   }
 };
@@ -258,12 +267,15 @@ Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const flo
   if ((bias != nullptr) != s.has_bias)
     return make_error("forward: the bias pointer does not match has_bias in " + describe_conv(s));
   const ConvSizes z = sizes_of(s);
-  return impl_->run(**found, PassKind::kForward, s.batch, workspace, [&](int64_t b0) {
-    return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * z.x_image)},
-                                   {DNNL_ARG_WEIGHTS, in(w)},
-                                   {DNNL_ARG_BIAS, in(bias)},
-                                   {DNNL_ARG_DST, y + b0 * z.y_image}}};
-  });
+  return impl_->run(
+      **found, PassKind::kForward, s.batch, workspace,
+      [&](int64_t b0) {
+        return std::array<ConvArg, 4>{{{DNNL_ARG_SRC, in(x + b0 * z.x_image)},
+                                       {DNNL_ARG_WEIGHTS, in(w)},
+                                       {DNNL_ARG_BIAS, in(bias)},
+                                       {DNNL_ARG_DST, y + b0 * z.y_image}}};
+      },
+      streams(bytes_of<T>(s.batch * z.y_image)));
 }
 
 template <class T>
@@ -272,8 +284,10 @@ Status OnednnConv::backward_data(const ConvShape& s, const T* dy, const T* w, T*
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const ConvSizes z = sizes_of(s);
-  return impl_->run(**found, PassKind::kBackwardData, s.batch, workspace,
-                    [&](int64_t b0) { return data_args(z, dy, w, dx, b0); });
+  return impl_->run(
+      **found, PassKind::kBackwardData, s.batch, workspace,
+      [&](int64_t b0) { return data_args(z, dy, w, dx, b0); },
+      streams(bytes_of<T>(s.batch * z.x_image)));
 }
 
 template <class T>
@@ -321,6 +335,7 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
   const ConvSizes z = sizes_of(s);
   // backward-weights has no shared input to prepare (its weights are an output).
   NOEIRA_TRY(impl_->prepare(plan, PassKind::kBackwardData, workspace, data_args(z, dy, w, dx, 0)));
+  const bool stream_dx = streams(bytes_of<T>(s.batch * z.x_image));
   const Status ran = onednn::for_each_slab(
       impl_->threads, s.batch, plan.full_images, [&](int thread, int64_t b0, int64_t images) {
         const int k = plan.kind(images);
@@ -328,7 +343,7 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
         dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
         std::byte* area = plan.area(workspace, thread);
         c.backward_data.run(stream, plan.shared(workspace, k, PassKind::kBackwardData), area,
-                            data_args(z, dy, w, dx, b0));
+                            data_args(z, dy, w, dx, b0), nullptr, stream_dx);
         // dy in the kernels' layout, as backward-data left it in its area.
         const ConvArg dy_inner{DNNL_ARG_DIFF_DST,
                                c.backward_data.inner_copy(DNNL_ARG_DIFF_DST, area)};

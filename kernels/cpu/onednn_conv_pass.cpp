@@ -91,7 +91,7 @@ void* find(std::span<const ConvArg> args, int arg) {
 }
 
 void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& from,
-             const dnnl::memory& to, std::byte* scratch) {
+             const dnnl::memory& to, std::byte* scratch, bool stream_out = false) {
   if (o.channel_blocks) {
     const dims d = o.plain.dims();  // (N, C, H, W)
     const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
@@ -100,7 +100,7 @@ void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& fro
                              d[2] * d[3], bytes, *o.channel_blocks);
     else
       channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes, *o.channel_blocks);
+                             d[2] * d[3], bytes, *o.channel_blocks, stream_out);
     return;
   }
   o.reorder.execute(
@@ -152,7 +152,8 @@ std::byte* ConvPass::inner_copy(int arg, std::byte* area) const {
 }
 
 void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
-                   std::span<const ConvArg> args, const ConvArg* given) const {
+                   std::span<const ConvArg> args, const ConvArg* given,
+                   bool stream_out) const {
   OneThread one;
   const dnnl::engine& e = cpu_engine();
   std::byte* scratch = area + scratch_at_;
@@ -175,7 +176,8 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
   primitive_.execute(stream, exec);
   for (const ConvOperand& o : operands_)
     if (o.flow == Flow::kOut && o.reordered())
-      reorder(o, stream, exec.at(o.arg), dnnl::memory(o.plain, e, find(args, o.arg)), scratch);
+      reorder(o, stream, exec.at(o.arg), dnnl::memory(o.plain, e, find(args, o.arg)), scratch,
+              stream_out && o.scope == Scope::kSlab);
   stream.wait();
 }
 

@@ -57,9 +57,11 @@ class ConvPass {
                std::span<const ConvArg> args) const;
   // One slab on this thread: inputs reordered in, the primitive, outputs reordered out.
   // `given`, when not null, names an input already in its inner layout (at given->data),
-  // which is then read there instead of reordered.
+  // which is then read there instead of reordered. `stream_out`: the activation outputs
+  // (y, dx) copied out with streaming stores (streaming_store.h) where our copies apply.
   void run(dnnl::stream& stream, std::byte* shared, std::byte* area,
-           std::span<const ConvArg> args, const ConvArg* given = nullptr) const;
+           std::span<const ConvArg> args, const ConvArg* given = nullptr,
+           bool stream_out = false) const;
   // The operand for DNNL_ARG_* `arg`, or null.
   const ConvOperand* operand(int arg) const;
   // Where run() leaves slab operand `arg`'s inner copy in `area` (it stays there until the

@@ -109,6 +109,24 @@ TEST_CASE("env records NOEIRA_CONV_NHWC16 and warns when it keeps 16-channel con
   check_off_switch("NOEIRA_CONV_NHWC16", "conv_nhwc16_env", "NOEIRA_CONV_NHWC16=0: fp32 direct");
 }
 
+TEST_CASE("env records whether large CPU outputs are streamed, and warns when switched off",
+          "[cli][env]") {
+  const nlohmann::json on = env_json();
+  CHECK(on.at("build").at("stream_stores_env").is_null());
+  // Available in builds for AVX-512 (streaming_store.h); "native" may be either.
+  const std::string loops = on.at("build").at("cpu_loops_isa");
+  if (loops == "x86-64-v4") CHECK(on.at("build").at("stream_stores") == true);
+  if (loops == "x86-64-v3" || loops == "x86-64" || loops == "default")
+    CHECK(on.at("build").at("stream_stores") == false);
+  const nlohmann::json off = env_json("NOEIRA_STREAM_STORES=0");
+  CHECK(off.at("build").at("stream_stores_env") == "0");
+  CHECK(off.at("build").at("stream_stores") == false);
+  bool warned = false;
+  for (const auto& w : off.at("warnings"))
+    warned |= w.get<std::string>().rfind("NOEIRA_STREAM_STORES=0: large CPU outputs", 0) == 0;
+  CHECK(warned);
+}
+
 TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight gradient off",
           "[cli][env]") {
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad_env").is_null());

@@ -1,7 +1,7 @@
 // The convolution slabs' layout copies (kernels/cpu/channel_blocks.h): nchw -> nChw16c or
 // nhwc and back give exactly the bytes of oneDNN's own reorder between the same
 // descriptors, for bf16 and fp32, pixel counts with and without tails (< 32, < 16), one and
-// several blocks.
+// several blocks; streamed back into nchw too.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -77,6 +77,15 @@ TEST_CASE("channel blocks: nchw <-> nChw16c and nhwc copies match oneDNN's reord
       channel_blocks_to_nchw(blocked.data(), back.data(), c.N, c.C, c.H * c.W, bytes, l.ours);
       CHECK(back == plain);
       CHECK(back == onednn_reorder(blocked, d, type, l.onednn, tag::nchw));
+      // Streamed into nchw (streaming_store.h): the same bytes, also where the rows do not
+      // allow it (plain stores then) or dst is off a 64-byte boundary.
+      for (size_t offset : {size_t{0}, size_t{4}}) {
+        std::vector<uint8_t> streamed(n + 64 + offset);
+        uint8_t* at = streamed.data() + (64 - reinterpret_cast<uintptr_t>(streamed.data()) % 64) %
+                                            64 + offset;
+        channel_blocks_to_nchw(blocked.data(), at, c.N, c.C, c.H * c.W, bytes, l.ours, true);
+        CHECK(std::memcmp(at, plain.data(), n) == 0);
+      }
     }
 }
 
