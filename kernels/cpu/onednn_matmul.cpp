@@ -75,13 +75,16 @@ int64_t onednn_gemm_slab_rows(int64_t M) {
 //    64 x 128 x 9216, one row slab (one thread of two), 1.00-1.05 -> 0.58-0.64 ms. The
 //    same kernels sum each element over K in the same order as row slabs do (a test checks
 //    the bits agree).
-//  - dz W (B plain), a Linear layer's input gradient, M <= 64 (one row slab): slab j writes
-//    C[:, j*cols ...) = dz W[:, j*cols ...) in place (oneDNN runs its gemm kernel on the
-//    strided B and C). conv2d-mnist's 64 x 9216 x 128: 933 -> 752 us on one thread, 939 ->
-//    379 on two (standalone).
+//  - dz W (B plain), a Linear layer's input gradient, M <= 128 (one or two row slabs): slab
+//    j writes C[:, j*cols ...) = dz W[:, j*cols ...) in place (oneDNN runs its gemm kernel
+//    on the strided B and C). conv2d-mnist's 64 x 9216 x 128: 933 -> 752 us on one thread,
+//    939 -> 379 on two (standalone). mlp's 128 x 512 x 512 (two row slabs of 64 before):
+//    standalone on one Xeon model-167 core, operands out of cache, 520 -> 462 us; in the
+//    step, alternated, 0.457-0.480 -> 0.405-0.410 ms at one thread, 0.254-0.275 ->
+//    0.227-0.245 at two.
 // Slabs of N / max(2, ceil(N / 256)) columns rounded up to a multiple of 64, the last one
 // narrower: a function of N alone. beta 0 only (C is overwritten).
-constexpr int64_t kColumnMaxRowsNT = 256, kColumnMaxRowsNN = 64, kColumnTarget = 256,
+constexpr int64_t kColumnMaxRowsNT = 256, kColumnMaxRowsNN = 128, kColumnTarget = 256,
                   kColumnMin = 64;
 int64_t column_slab_cols(int64_t N) {
   const int64_t slabs = std::max<int64_t>(2, (N + kColumnTarget - 1) / kColumnTarget);

@@ -8,7 +8,7 @@
 // depends on its shape only. A transposed B (a Linear layer's x W^T) over 8 slabs or more
 // is reordered once per call into the blocked layout the kernels read, instead of by every
 // slab (same kernels, same bits; onednn_matmul.cpp). A small batch is cut by columns
-// instead, in slabs of a function of N alone: x W^T at M <= 256 rows, dz W at M <= 64.
+// instead, in slabs of a function of N alone: x W^T at M <= 256 rows, dz W at M <= 128.
 #pragma once
 #include <cstdint>
 #include <functional>
