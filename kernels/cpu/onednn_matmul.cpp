@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,10 +29,25 @@ dnnl::memory::desc matrix(int64_t rows, int64_t cols, int64_t ld, bool transpose
 // vit-tiny's and gpt-tiny's shapes (8 to 130 slabs), same kernels, same bits. Not taken
 // for fewer slabs (mlp's 2 lost 3-5% to the extra pass) or a plain B (no gain measured).
 constexpr int64_t kPackMinSlabs = 8;
+
+// Where oneDNN's matmul picks its gemm-based implementation ("gemm:jit": a transposed A, the
+// weight gradients dz^T x; strided column slabs of dz W), the slab calls that GEMM itself
+// (dnnl_sgemm): the same kernel and bits (checked bit for bit at mlp's and gpt-tiny's
+// weight-gradient slabs, beta 0 and 1) without the matmul's own work around it. One Xeon
+// model-167 core, mlp's 512 x 784 x 128 weight gradient in 4 slabs, operands out of
+// cache: 716-746 -> 648-679 us. Only for alpha 1 and beta 0 or 1, where the matmul's
+// output scale and sum post-op are the GEMM's alpha and beta exactly.
+struct DirectGemm {
+  char ta, tb;  // 'N' or 'T'
+  int64_t rows, N, K, lda, ldb, ldc;
+  float beta;
+};
+
 struct SlabMatmul {
   dnnl::memory::desc a, b, c, scratch, b_packed;
   dnnl::matmul primitive;
   dnnl::reorder pack;  // B -> b_packed, when b_packed is set
+  std::optional<DirectGemm> direct;  // set: run as dnnl_sgemm instead of the primitive
 };
 
 // beta * C (zero when beta is 0: C is not read), for K == 0 where op(A) op(B) is empty.
@@ -168,6 +184,9 @@ struct OnednnGemm::Impl {
     }
     s.scratch = pd.scratchpad_desc();
     s.primitive = dnnl::matmul(pd);
+    if (std::string(pd.impl_info_str()).rfind("gemm:", 0) == 0 && s.b_packed.is_zero() &&
+        alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
+      s.direct = DirectGemm{ta ? 'T' : 'N', tb ? 'T' : 'N', rows, N, K, lda, ldb, ldc, beta};
     scratch.grow(threads, s.scratch.get_size());
     return cache.emplace(key, std::move(s)).first->second;
   }
@@ -176,6 +195,14 @@ struct OnednnGemm::Impl {
   // and scratchpad: op(A) at a, op(B) at b in layout b_desc, C at c.
   void execute(const SlabMatmul& s, int thread, const float* a, const dnnl::memory::desc& b_desc,
                const void* b, float* c) {
+    if (s.direct) {
+      const DirectGemm& g = *s.direct;
+      onednn::OneThread one;
+      const dnnl_status_t st = dnnl_sgemm(g.ta, g.tb, g.rows, g.N, g.K, 1.0f, a, g.lda,
+                                          static_cast<const float*>(b), g.ldb, g.beta, c, g.ldc);
+      if (st != dnnl_success) throw dnnl::error(st, "dnnl_sgemm");
+      return;
+    }
     const dnnl::engine& engine = onednn::cpu_engine();
     dnnl::memory ma(s.a, engine, const_cast<float*>(a));
     dnnl::memory mb(b_desc, engine, const_cast<void*>(b));

@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "kernels/cpu/onednn_engine.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "tests/support/image_reference.h"
 
@@ -99,21 +100,75 @@ TEST_CASE("oneDNN GEMM matches a double-accumulated reference", "[onednn]") {
           }
 }
 
+namespace {
+
+// c's C through one oneDNN matmul primitive per slab of slab_rows rows, on one thread, as
+// the slabs ran before some called oneDNN's GEMM directly.
+std::vector<float> matmul_slabs(const GemmCase& c, const GemmData& d, int64_t slab_rows) {
+  using md = dnnl::memory::desc;
+  using dt = dnnl::memory::data_type;
+  std::vector<float> C = d.C;
+  onednn::OneThread one;
+  const dnnl::engine& e = onednn::cpu_engine();
+  dnnl::stream stream(e);
+  dnnl::primitive_attr attr;
+  dnnl::post_ops sum;
+  if (c.beta != 0.0f) sum.append_sum(c.beta), attr.set_post_ops(sum);
+  for (int64_t m0 = 0; m0 < c.M; m0 += slab_rows) {
+    const int64_t rows = std::min(slab_rows, c.M - m0);
+    const md a(dnnl::memory::dims{rows, c.K}, dt::f32,
+               c.ta ? dnnl::memory::dims{1, c.lda} : dnnl::memory::dims{c.lda, 1});
+    const md b(dnnl::memory::dims{c.K, c.N}, dt::f32,
+               c.tb ? dnnl::memory::dims{1, c.ldb} : dnnl::memory::dims{c.ldb, 1});
+    const md out(dnnl::memory::dims{rows, c.N}, dt::f32, dnnl::memory::dims{c.ldc, 1});
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, out), attr, e);
+    const float* a_at = c.ta ? d.A.data() + m0 : d.A.data() + m0 * c.lda;
+    dnnl::memory ma(a, e, const_cast<float*>(a_at)), mb(b, e, const_cast<float*>(d.B.data())),
+        mc(out, e, C.data() + m0 * c.ldc);
+    dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  }
+  stream.wait();
+  return C;
+}
+
+}  // namespace
+
+TEST_CASE("oneDNN GEMM: slabs that call oneDNN's GEMM directly give its matmul primitive's bits",
+          "[onednn]") {
+  OnednnGemm gemm(2);
+  // Weight gradients dz^T x (mlp's first layer, gpt-tiny's c_proj in a 512-row chunk), beta 1
+  // and 0: the matmul primitive runs its gemm-based implementation on these slabs.
+  for (const GemmCase& c : {make_case(true, false, 512, 784, 128, 0, 1.0f, 1.0f),
+                            make_case(true, false, 512, 784, 128, 0, 1.0f, 0.0f),
+                            make_case(true, false, 128, 512, 512, 0, 1.0f, 1.0f)}) {
+    INFO("M=" << c.M << " N=" << c.N << " K=" << c.K << " beta=" << c.beta);
+    const GemmData d(c, 31);
+    CHECK(same_bits(run_gemm(gemm, c, d), matmul_slabs(c, d, onednn_gemm_slab_rows(c.M))));
+  }
+}
+
 TEST_CASE("oneDNN GEMM: beta 0 never reads C, K 0 scales C, bad leading dimensions are errors",
           "[onednn]") {
   OnednnGemm gemm(2);
-  const GemmCase c = make_case(false, true, 65, 9, 11, 0, 1.0f, 0.0f);
-  GemmData d(c, 7);
-  std::fill(d.C.begin(), d.C.end(), NAN);
-  const std::vector<float> got = run_gemm(gemm, c, d);
-  CHECK(rel_error(got, gemm_reference(c, d)) < 1e-5);
+  // x W^T on brgemm; a weight gradient dz^T x and column slabs of dz W on the gemm kernel
+  // oneDNN's matmul picks there, which the slabs call directly (onednn_matmul.cpp).
+  for (const GemmCase& c : {make_case(false, true, 65, 9, 11, 0, 1.0f, 0.0f),
+                            make_case(true, false, 130, 70, 128, 0, 1.0f, 0.0f),
+                            make_case(false, false, 128, 300, 47, 0, 1.0f, 0.0f)}) {
+    INFO("ta=" << c.ta << " tb=" << c.tb << " M=" << c.M);
+    GemmData d(c, 7);
+    std::fill(d.C.begin(), d.C.end(), NAN);
+    const std::vector<float> got = run_gemm(gemm, c, d);
+    CHECK(rel_error(got, gemm_reference(c, d)) < 1e-5);
+  }
 
   std::vector<float> C = {1.0f, 2.0f, 3.0f, 4.0f};
   REQUIRE(gemm.run(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, C.data(), 2).ok());
   CHECK(C == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f});
 
+  const std::vector<float> A(32, 1.0f), B(32, 1.0f);
   const Status bad =
-      gemm.run(false, false, 4, 4, 8, 1.0f, d.A.data(), 7, d.B.data(), 4, 0.0f, C.data(), 4);
+      gemm.run(false, false, 4, 4, 8, 1.0f, A.data(), 7, B.data(), 4, 0.0f, C.data(), 4);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("leading dimension") != std::string::npos);
 }
