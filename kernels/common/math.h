@@ -97,7 +97,7 @@ struct AdamHyper {
 struct AdamStepScalars {
   float beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
   float step_size;        // lr / (1 - beta1^t)
-  float bias_corr2_sqrt;  // sqrt(1 - beta2^t)
+  float inv_bias_corr2_sqrt;  // 1 / sqrt(1 - beta2^t)
   float decay_factor;     // AdamW: 1 - lr * wd
   bool decoupled;
 };
@@ -115,7 +115,7 @@ NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
   s.weight_decay = static_cast<float>(h.weight_decay);
   const double lr = scheduled_lr(h.lr, h.schedule, t);
   s.step_size = static_cast<float>(lr / bc1);
-  s.bias_corr2_sqrt = static_cast<float>(sqrt(bc2));
+  s.inv_bias_corr2_sqrt = static_cast<float>(1.0 / sqrt(bc2));
   s.decay_factor = static_cast<float>(1.0 - lr * h.weight_decay);
   s.decoupled = h.decoupled;
   return s;
@@ -129,7 +129,7 @@ NOEIRA_HD void adam_update_mode(float& p, float g, float& m, float& v, const Ada
   if constexpr (kL2) g += s.weight_decay * p;
   m = m * s.beta1 + s.one_minus_beta1 * g;
   v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
-  const float denom = sqrtf(v) / s.bias_corr2_sqrt + s.eps;
+  const float denom = sqrtf(v) * s.inv_bias_corr2_sqrt + s.eps;
   p += (-s.step_size * m) / denom;
 }
 
@@ -143,7 +143,7 @@ NOEIRA_HD void adam_update_masked(float& p, float g, float& m, float& v, float m
   if constexpr (kL2) g = mask != 0.0f ? g + s.weight_decay * p : g;
   m = m * s.beta1 + s.one_minus_beta1 * g;
   v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
-  const float denom = sqrtf(v) / s.bias_corr2_sqrt + s.eps;
+  const float denom = sqrtf(v) * s.inv_bias_corr2_sqrt + s.eps;
   p += (-s.step_size * m) / denom;
 }
 
