@@ -84,7 +84,9 @@ NOEIRA_HD double xent_row_loss(float log_sum, float zmax, float z_y, float zsum,
 // ---- derived constant (1 - beta, bias corrections, step size) is computed in double and
 // ---- rounded to fp32 once, as torch.optim does with its Python-float scalars, and the
 // ---- update is written in torch's order of operations, so the twin's parity check
-// ---- compares like with like.
+// ---- compares like with like; except Adam's denominator, which multiplies by the bias
+// ---- correction's reciprocal where torch divides (one division fewer per element:
+// ---- docs/parity.md).
 struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   bool decoupled = false;  // AdamW
@@ -121,6 +123,17 @@ NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
   return s;
 }
 
+// sqrt(v) / sqrt(1 - beta2^t) + eps as a product by the reciprocal, rounded before eps is
+// added: on the GPU __fmul_rn, which nvcc does not contract into a fused multiply-add (the
+// CPU builds with -ffp-contract=off), so both round alike.
+NOEIRA_HD float adam_denominator(float v, const AdamStepScalars& s) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(sqrtf(v), s.inv_bias_corr2_sqrt) + s.eps;
+#else
+  return sqrtf(v) * s.inv_bias_corr2_sqrt + s.eps;
+#endif
+}
+
 // One Adam update with the weight-decay mode fixed at compile time, so a loop over
 // parameters is branch-free and vectorises.
 template <bool kDecoupled, bool kL2>
@@ -129,7 +142,7 @@ NOEIRA_HD void adam_update_mode(float& p, float g, float& m, float& v, const Ada
   if constexpr (kL2) g += s.weight_decay * p;
   m = m * s.beta1 + s.one_minus_beta1 * g;
   v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
-  const float denom = sqrtf(v) * s.inv_bias_corr2_sqrt + s.eps;
+  const float denom = adam_denominator(v, s);
   p += (-s.step_size * m) / denom;
 }
 
@@ -143,7 +156,7 @@ NOEIRA_HD void adam_update_masked(float& p, float g, float& m, float& v, float m
   if constexpr (kL2) g = mask != 0.0f ? g + s.weight_decay * p : g;
   m = m * s.beta1 + s.one_minus_beta1 * g;
   v = v * s.beta2 + (s.one_minus_beta2 * g) * g;
-  const float denom = sqrtf(v) * s.inv_bias_corr2_sqrt + s.eps;
+  const float denom = adam_denominator(v, s);
   p += (-s.step_size * m) / denom;
 }
 

@@ -8,7 +8,7 @@
 // batchnorm_backward_from_stats) run the same per-channel functions below, so a split
 // pass over one rank gives the fused pass's bits. The forwards apply their epilogue
 // (kernels/ops.h BatchNormEpilogue: a residual, an activation) as they write y. No
-// workspace. fp32 outputs of kStreamBytes or more are written with streaming stores
+// workspace. fp32 training outputs (y, dx) of kStreamBytes or more are written with streaming stores
 // (streaming_store.h): x, read twice, cannot stay in a core's cache between the passes,
 // and neither can y or dx before the next op reads them.
 #include <string>

@@ -54,7 +54,7 @@ template <bool kStream, class V>
 inline void store_row(void* at, const V& v) {
 #if defined(__AVX512F__)
   if constexpr (kStream && sizeof(V) == 64) {
-    _mm512_stream_si512(static_cast<__m512i*>(at), reinterpret_cast<const __m512i&>(v));
+    _mm512_stream_si512(static_cast<__m512i*>(at), _mm512_loadu_si512(&v));
     return;
   }
 #endif

@@ -4,8 +4,8 @@
 // and Winograd ones, where winograd_applies below; nhwc for its AMX bf16 ones and, asked
 // for, its fp32 direct stride-1 ones from 16 channels to 16 where each pass gets a JIT
 // kernel), with copies through the workspace (onednn_conv_pass.cpp, channel_blocks.h);
-// activation outputs of kStreamBytes or more leave them by streaming stores
-// (streaming_store.h).
+// activation outputs of kStreamBytes or more leave them by streaming stores where our copies
+// move them and their nchw rows are 64-byte aligned (streaming_store.h).
 // Activations and weights fp32 or bf16 (oneDNN's bf16 kernels: fp32 accumulation, a bf16
 // output rounded once); bias and weight gradients always fp32. bf16 3x3 stride-1 weight
 // gradients run our kernel instead where bf16_wgrad_applies (bf16_conv3x3_wgrad.h), in the

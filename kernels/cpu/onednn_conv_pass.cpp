@@ -177,7 +177,7 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
   for (const ConvOperand& o : operands_)
     if (o.flow == Flow::kOut && o.reordered())
       reorder(o, stream, exec.at(o.arg), dnnl::memory(o.plain, e, find(args, o.arg)), scratch,
-              stream_out && o.scope == Scope::kSlab);
+              stream_out && (o.arg == DNNL_ARG_DST || o.arg == DNNL_ARG_DIFF_SRC));
   stream.wait();
 }
 

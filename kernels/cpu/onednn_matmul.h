@@ -1,4 +1,5 @@
-// fp32 GEMM on the CPU through oneDNN's matmul: CpuOps::gemm's fp32 path (brgemm
+// fp32 GEMM on the CPU through oneDNN's matmul (or, where that runs oneDNN's gemm kernel, the
+// kernel itself: onednn_matmul.cpp DirectGemm): CpuOps::gemm's fp32 path (brgemm
 // AVX-512 kernels on this project's Intel build machines, where Debian's OpenBLAS, used
 // before, ran its SSE3 'Prescott' kernels; DESIGN.md section 7).
 //
@@ -40,6 +41,9 @@ class OnednnGemm {
   int64_t packed_calls() const { return packed_calls_; }
   // Calls so far that cut C by columns (onednn_matmul.cpp, use_column_slabs).
   int64_t column_calls() const { return column_calls_; }
+  // Calls so far whose slabs called oneDNN's GEMM kernel directly (onednn_matmul.cpp,
+  // DirectGemm).
+  int64_t direct_calls() const { return direct_calls_; }
 
   // Row-major C(M,N) = alpha * op(A)(M,K) * op(B)(K,N) + beta * C, as Ops::gemm; with
   // beta == 0, C is not read. The first call with a shape (transposes, sizes, leading
@@ -64,6 +68,7 @@ class OnednnGemm {
   int threads_;
   int64_t packed_calls_ = 0;
   int64_t column_calls_ = 0;
+  int64_t direct_calls_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 

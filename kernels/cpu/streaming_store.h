@@ -30,8 +30,8 @@ bool streaming_stores_available();
 // Whether an output of `bytes` in all is streamed: bytes >= kStreamBytes where available.
 bool streams(size_t bytes);
 
-// dst[0, bytes) = src[0, bytes): 64-byte streaming stores where dst is 64-byte aligned,
-// plain copies for the unaligned head and the tail.
+// dst[0, bytes) = src[0, bytes), the two not overlapping: 64-byte streaming stores where dst
+// is 64-byte aligned, plain copies for the unaligned head and the tail.
 void stream_copy(void* dst, const void* src, size_t bytes);
 // Orders this thread's streamed stores before its later ones (sfence).
 void stream_fence();
@@ -65,7 +65,7 @@ void write_blocks(int threads, T* dst, int64_t n, const F& f) {
   const int64_t blocks = (n + kStageElems - 1) / kStageElems;
 #pragma omp parallel num_threads(threads) if (blocks > 1)
   {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t i0 = b * kStageElems;
       write_staged(dst + i0, std::min(kStageElems, n - i0), stream,

@@ -1,7 +1,7 @@
 // Streaming stores (kernels/cpu/streaming_store.h) change where bytes go, never which: the
 // copy and the block writers give exactly the plain loop's bytes at every alignment and
-// length, and add and act_backward over kStreamBytes give their exact results at 1 and 2
-// threads. BatchNorm's streamed shape is in test_cpu_pool_norm_ops.cpp, the convolutions'
+// length, and add, act_backward and act_forward over kStreamBytes give their exact results
+// at 1 and 2 threads. BatchNorm's streamed shape is in test_cpu_pool_norm_ops.cpp, the convolutions'
 // streamed copies in test_channel_blocks.cpp.
 #include <catch2/catch.hpp>
 
@@ -84,12 +84,34 @@ TEST_CASE("add and act_backward over kStreamBytes: the exact sums and masked gra
     CHECK(same_bits(y, sum_ref));
     CHECK(same_bits(dx, relu_ref));
     // bf16: the same values rounded once.
-    const Bf ab = to_bf16(a), bb = to_bf16(b);
-    Bf yb(a.size());
+    const Bf ab = to_bf16(a), bb = to_bf16(b), pb = to_bf16(post);
+    Bf yb(a.size()), dxb(a.size());
     ops.add(cview(ab), cview(bb), view(yb));
-    Vec want(a.size());
-    const Vec af = to_f32(ab), bf = to_f32(bb);
-    for (size_t i = 0; i < a.size(); ++i) want[i] = af[i] + bf[i];
+    ops.act_backward(cview(ab), ConstView{}, cview(pb), view(dxb), Act::kReLU);
+    Vec want(a.size()), want_relu(a.size());
+    const Vec af = to_f32(ab), bf = to_f32(bb), pf = to_f32(pb);
+    for (size_t i = 0; i < a.size(); ++i) {
+      want[i] = af[i] + bf[i];
+      want_relu[i] = af[i] * (pf[i] > 0.0f ? 1.0f : 0.0f);
+    }
     CHECK(same_bits(yb, to_bf16(want)));
+    CHECK(same_bits(dxb, to_bf16(want_relu)));
+  }
+}
+
+TEST_CASE("act_forward over kStreamBytes: act_forward's values, ReLU and GELU, 1 and 2 threads",
+          "[streaming]") {
+  const int64_t n = static_cast<int64_t>(kStreamBytes / sizeof(float)) + 1001;
+  const Vec x = random_vec(n, 14, -4.0f, 4.0f);
+  for (const Act act : {Act::kReLU, Act::kGELU}) {
+    Vec want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = act_forward(act, x[i]);
+    for (int threads : {1, 2}) {
+      INFO("threads " << threads << " GELU " << (act == Act::kGELU));
+      CpuOps ops(threads);
+      Vec y(x.size());
+      ops.act_forward(cview(x), view(y), act);
+      CHECK(same_bits(y, want));
+    }
   }
 }
