@@ -48,8 +48,9 @@ int64_t conv_slab_images(const ConvShape& shape);
 // before and after the products): rel. error ~1e-6 against a double reference, within the
 // convolution tests' 1e-4. Chosen from the shape alone, like every layout choice; where
 // oneDNN has no such kernel for this CPU the passes run direct (onednn_conv_pass.cpp).
-// Where oneDNN runs AMX (onednn::runs_amx), only images of 64 pixels or fewer: there its
-// direct kernels were faster at 16x16 and 32x32 (onednn_conv_pass.cpp).
+// Where oneDNN runs AMX (onednn::runs_amx), only images of kAmxWinogradMaxPixels or fewer:
+// there its direct kernels were faster at 32x32 (onednn_conv_pass.cpp).
+inline constexpr int64_t kAmxWinogradMaxPixels = 256;
 // NOEIRA_WINOGRAD=0 in the environment turns it off (read when a shape is planned).
 bool winograd_applies(const ConvShape& shape, DType dtype);
 

@@ -283,10 +283,14 @@ bool winograd_applies(const ConvShape& s, DType dtype) {
   // NOEIRA_WINOGRAD=0: direct kernels everywhere (A/B timing, bits of older builds).
   if (const char* v = std::getenv("NOEIRA_WINOGRAD"); v != nullptr && std::string_view(v) == "0")
     return false;
-  // Where oneDNN runs AMX, its direct kernels were the faster ones above 8x8 images: one
+  // Where oneDNN runs AMX, its direct kernels were the faster ones at 32x32 images: one
   // Emerald Rapids core, a ResNet-20 fp32 step's three passes at (16, 32x32) took 107 ms
   // direct against 151 Winograd, at (32, 16x16) 67 against 72, at (64, 8x8) 58 against 45.
-  if (onednn::runs_amx() && s.height * s.width > 64) return false;
+  // Once the convolutions' outputs were streamed (streaming_store.h), Winograd won at 16x16
+  // too: one Xeon model-167 core, (32, 16x16)'s passes in the step, alternated, forward
+  // 19.6-20.2 -> 17.9-18.3 ms, backward 39.0-39.4 -> 36.6 (two threads: forward 9.6-10.4 ->
+  // 9.1-9.4, backward 19.1-20.4 -> 18.9-19.4).
+  if (onednn::runs_amx() && s.height * s.width > kAmxWinogradMaxPixels) return false;
   return dtype == DType::kF32 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride == 1 &&
          s.pad == 1 && s.in_channels % 16 == 0 && s.out_channels % 16 == 0;
 }
