@@ -3,6 +3,7 @@
 // named fcN. The convolutional families reuse these layers for their heads.
 #include "models/layer_list.h"
 #include "nn/activation.h"
+#include "nn/batchnorm.h"
 #include "nn/linear.h"
 
 namespace noeira {
@@ -18,8 +19,16 @@ Result<bool> add_mlp_layer(const nlohmann::json& layer, const std::string& type,
     return true;
   }
   if (type == "relu" || type == "gelu") {
-    seq.add(list.next_name(type),
-            std::make_unique<Activation>(type == "relu" ? Act::kReLU : Act::kGELU));
+    const std::string name = list.next_name(type);
+    // A ReLU right after a BatchNorm2d runs inside it (nn/batchnorm.h): the same bits, two
+    // passes over the activations fewer.
+    if (type == "relu" && seq.size() > 0)
+      if (auto* bn = dynamic_cast<BatchNorm2d*>(seq.children().back().second.get());
+          bn != nullptr && !bn->has_relu()) {
+        bn->with_relu();
+        return true;
+      }
+    seq.add(name, std::make_unique<Activation>(type == "relu" ? Act::kReLU : Act::kGELU));
     return true;
   }
   return false;

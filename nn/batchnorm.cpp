@@ -27,11 +27,12 @@ Shape BatchNorm2d::plan(PlanContext& pc, const Shape& in) {
   y_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
   if (pc.input_needs_grad)
     dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), pc.in_dtype);
+  if (relu_) drelu_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
   return in;
 }
 
 Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
-  return forward(ctx, x, Tensor{}, Act::kNone);
+  return forward(ctx, x, Tensor{}, relu_ ? Act::kReLU : Act::kNone);
 }
 
 Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x, const Tensor& residual, Act act) {
@@ -53,14 +54,22 @@ Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x, const Tensor& residua
   return y;
 }
 
-// Follows a training forward: dgamma, dbeta (C) accumulate; dx only when planned.
+// Follows a training forward: dgamma, dbeta (C) accumulate; dx only when planned. With a
+// fused ReLU, dy is the gradient at the ReLU's output.
 Tensor BatchNorm2d::backward(Context& ctx, const Tensor& dy) {
   Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
+  if (relu_ && fuses_relu_backward(ctx))
+    return backward_through_relu(ctx, dy, ctx.view(y_, x_.rows()));
+  Tensor g = dy;
+  if (relu_) {  // synchronised: ReLU's gradient first, as the separate layer took it
+    g = ctx.view(drelu_, x_.rows());
+    ctx.ops().act_backward(dy, Tensor{}, ctx.view(y_, x_.rows()), g, Act::kReLU);
+  }
   if (ctx.cross_rank_sum()) {
-    backward_synced(ctx, *ctx.cross_rank_sum(), dy, dx);
+    backward_synced(ctx, *ctx.cross_rank_sum(), g, dx);
     return dx;
   }
-  ctx.ops().batchnorm_backward(shape(x_.rows()), dy, x_, ctx.f32(gamma_.value),
+  ctx.ops().batchnorm_backward(shape(x_.rows()), g, x_, ctx.f32(gamma_.value),
                                ctx.f32(save_mean_), ctx.f32(save_invstd_), dx,
                                ctx.f32(gamma_.grad), ctx.f32(beta_.grad), ctx.workspace());
   return dx;

@@ -17,6 +17,12 @@
 // and relu(bn2 + shortcut)). backward() stays BatchNorm's own: dy is the gradient of the
 // normalised value, so the caller takes the activation's and the residual's gradients;
 // behind a ReLU alone, backward_through_relu takes ReLU's too.
+//
+// With a fused ReLU (with_relu(): a recipe's "batchnorm2d" followed by "relu", merged by the
+// model builder, models/convnet.cpp) the module is both layers: forward writes relu(bn(x))
+// in BatchNorm's pass and backward takes ReLU's gradient in BatchNorm's (synchronised:
+// act_backward into its own buffer, then BatchNorm's), the two layers' bits without their
+// two extra passes over the activations.
 #pragma once
 #include "kernels/common/image_shapes.h"
 #include "kernels/common/math.h"
@@ -28,7 +34,10 @@ namespace noeira {
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(float eps = 1e-5f, float momentum = 0.1f) : hyper_{eps, momentum} {}
-  std::string kind() const override { return "BatchNorm2d"; }
+  std::string kind() const override { return relu_ ? "BatchNorm2d+ReLU" : "BatchNorm2d"; }
+  // Takes the ReLU that follows (before plan()).
+  void with_relu() { relu_ = true; }
+  bool has_relu() const { return relu_; }
   Shape plan(PlanContext& pc, const Shape& in) override;
   Tensor forward(Context& ctx, const Tensor& x) override;
   // y = act(bn(x) + residual), residual empty or x's shape and dtype.
@@ -47,11 +56,13 @@ class BatchNorm2d : public Module {
   void backward_synced(Context& ctx, CrossRankSum& ranks, const Tensor& dy, const Tensor& dx);
 
   BatchNormHyper hyper_;
+  bool relu_ = false;  // a fused ReLU after the normalisation
   NormShape shape_;
   ParamRef gamma_, beta_;
   Slot running_mean_, running_var_;  // (C) in kBuffers
   Slot save_mean_, save_invstd_;     // (C): the last training forward's batch statistics
   Slot y_, dx_;                      // (B, C, H, W), in the input's dtype
+  Slot drelu_;  // (B, C, H, W): with relu_, ReLU's gradient where BatchNorm is synchronised
   Tensor x_;
 };
 

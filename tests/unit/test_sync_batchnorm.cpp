@@ -7,7 +7,9 @@
 #include <cstring>
 #include <memory>
 
+#include "nn/activation.h"
 #include "nn/batchnorm.h"
+#include "nn/sequential.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/image_reference.h"
 
@@ -178,4 +180,38 @@ TEST_CASE("BatchNorm2d's synchronised path over one rank: the fused path's bits,
     CHECK(same_bits(Vec(b.buffer(name), b.buffer(name) + 3),
                     Vec(a.buffer(name), a.buffer(name) + 3)));
   check_module(b, 24);
+}
+
+// A recipe's "batchnorm2d" then "relu" build one module (models/mlp.cpp): the two layers'
+// bits, on one process (batchnorm_relu_backward) and synchronised (act_backward, then the
+// split ops), and a backward that passes the gradcheck.
+TEST_CASE("BatchNorm2d with a fused ReLU gives BatchNorm2d then ReLU bit for bit, one "
+          "process and synchronised", "[gradcheck][syncbn]") {
+  OneRank one;
+  for (const bool sync : {false, true}) {
+    INFO("synchronised " << sync);
+    RigOptions opt;
+    if (sync) opt.cross_rank_sum = &one;
+    auto two_layers = std::make_unique<Sequential>();
+    two_layers->add("bn", std::make_unique<BatchNorm2d>());
+    two_layers->add("relu", std::make_unique<Activation>(Act::kReLU));
+    auto fused = std::make_unique<BatchNorm2d>();
+    fused->with_relu();
+    CHECK(fused->kind() == "BatchNorm2d+ReLU");
+    ModuleRig a(std::move(two_layers), Shape{3, 4, 5}, 3, 71, opt);
+    ModuleRig b(std::move(fused), Shape{3, 4, 5}, 3, 71, opt);
+    const std::vector<float> ya = ModuleRig::to_f32(a.forward());
+    const std::vector<float> yb = ModuleRig::to_f32(b.forward());
+    CHECK(same_bits(yb, ya));
+    size_t zeros = 0;
+    for (float v : yb) zeros += v == 0.0f;
+    CHECK(zeros > yb.size() / 4);  // the mask matters
+    CHECK(same_bits(ModuleRig::to_f32(b.backward()), ModuleRig::to_f32(a.backward())));
+    for (size_t i = 0; i < 2; ++i) {  // weight, bias
+      const ParamInfo& pa = a.params().all()[i];
+      const ParamInfo& pb = b.params().all()[i];
+      CHECK(same_bits(Vec(b.grad(pb), b.grad(pb) + 3), Vec(a.grad(pa), a.grad(pa) + 3)));
+    }
+    check_module(b, 24);
+  }
 }
