@@ -27,8 +27,17 @@ Shape BatchNorm2d::plan(PlanContext& pc, const Shape& in) {
   y_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
   if (pc.input_needs_grad)
     dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), pc.in_dtype);
-  if (relu_) drelu_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
+  if (relu_)
+    drelu_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), out_dtype_);
+  planned_ = true;
   return in;
+}
+
+void BatchNorm2d::with_relu() {
+  if (planned_)
+    throw std::logic_error("BatchNorm2d::with_relu: called after plan(), which did not plan "
+                           "the ReLU's buffer");
+  relu_ = true;
 }
 
 Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x) {
@@ -57,9 +66,9 @@ Tensor BatchNorm2d::forward(Context& ctx, const Tensor& x, const Tensor& residua
 // Follows a training forward: dgamma, dbeta (C) accumulate; dx only when planned. With a
 // fused ReLU, dy is the gradient at the ReLU's output.
 Tensor BatchNorm2d::backward(Context& ctx, const Tensor& dy) {
-  Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
   if (relu_ && fuses_relu_backward(ctx))
     return backward_through_relu(ctx, dy, ctx.view(y_, x_.rows()));
+  Tensor dx = dx_.valid() ? ctx.view(dx_, x_.rows()) : Tensor{};
   Tensor g = dy;
   if (relu_) {  // synchronised: ReLU's gradient first, as the separate layer took it
     g = ctx.view(drelu_, x_.rows());

@@ -19,7 +19,7 @@
 // behind a ReLU alone, backward_through_relu takes ReLU's too.
 //
 // With a fused ReLU (with_relu(): a recipe's "batchnorm2d" followed by "relu", merged by the
-// model builder, models/convnet.cpp) the module is both layers: forward writes relu(bn(x))
+// model builder, models/mlp.cpp) the module is both layers: forward writes relu(bn(x))
 // in BatchNorm's pass and backward takes ReLU's gradient in BatchNorm's (synchronised:
 // act_backward into its own buffer, then BatchNorm's), the two layers' bits without their
 // two extra passes over the activations.
@@ -35,8 +35,8 @@ class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(float eps = 1e-5f, float momentum = 0.1f) : hyper_{eps, momentum} {}
   std::string kind() const override { return relu_ ? "BatchNorm2d+ReLU" : "BatchNorm2d"; }
-  // Takes the ReLU that follows (before plan()).
-  void with_relu() { relu_ = true; }
+  // Takes the ReLU that follows; the model builder's, before plan() (which plans for it).
+  void with_relu();
   bool has_relu() const { return relu_; }
   Shape plan(PlanContext& pc, const Shape& in) override;
   Tensor forward(Context& ctx, const Tensor& x) override;
@@ -57,12 +57,15 @@ class BatchNorm2d : public Module {
 
   BatchNormHyper hyper_;
   bool relu_ = false;  // a fused ReLU after the normalisation
+  bool planned_ = false;
   NormShape shape_;
   ParamRef gamma_, beta_;
   Slot running_mean_, running_var_;  // (C) in kBuffers
   Slot save_mean_, save_invstd_;     // (C): the last training forward's batch statistics
   Slot y_, dx_;                      // (B, C, H, W), in the input's dtype
-  Slot drelu_;  // (B, C, H, W): with relu_, ReLU's gradient where BatchNorm is synchronised
+  // (B, C, H, W): with relu_, ReLU's gradient where BatchNorm is synchronised (planned
+  // whenever relu_ is: a plan does not know whether its run will be)
+  Slot drelu_;
   Tensor x_;
 };
 

@@ -124,8 +124,9 @@ NOEIRA_HD AdamStepScalars adam_step_scalars(const AdamHyper& h, int64_t t) {
 }
 
 // sqrt(v) / sqrt(1 - beta2^t) + eps as a product by the reciprocal, rounded before eps is
-// added: on the GPU __fmul_rn, which nvcc does not contract into a fused multiply-add (the
-// CPU builds with -ffp-contract=off), so both round alike.
+// added: on the GPU __fmul_rn, which nvcc does not contract into a fused multiply-add (our
+// x86-64 CPU builds use -ffp-contract=off), so the denominator rounds alike on both. (The
+// moments' updates above may be contracted on the GPU, as they were before.)
 NOEIRA_HD float adam_denominator(float v, const AdamStepScalars& s) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(sqrtf(v), s.inv_bias_corr2_sqrt) + s.eps;

@@ -30,7 +30,7 @@ const dnnl::engine& cpu_engine();
 // Whether oneDNN's effective ISA here includes AMX (Sapphire and Emerald Rapids onwards).
 // On one such CPU (Emerald Rapids) some of its kernels beat the choices made on AMD's
 // AVX-512 cores: its AMX bf16 weight gradients beat ours (bf16_conv3x3_wgrad.h) and its
-// direct fp32 kernels beat its Winograd ones on 16x16 and 32x32 images (onednn_conv.h).
+// direct fp32 kernels beat its Winograd ones on 32x32 images (onednn_conv.h).
 bool runs_amx();
 // Whether it includes AVX-512 (avx512_core: F, BW, DQ, VL), which its brgemm kernels need.
 bool runs_avx512();

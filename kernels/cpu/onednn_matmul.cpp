@@ -258,7 +258,7 @@ Status OnednnGemm::run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float 
     return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
   }
   const bool packed = !full->b_packed.is_zero();  // B packed once for every slab
-  if (full->direct) ++direct_calls_;
+  if (full->direct || last->direct) ++direct_calls_;
   if (packed) {
     try {
       impl_->packed_b.grow(1, full->b_packed.get_size());
@@ -308,7 +308,7 @@ Status OnednnGemm::run_columns(bool tb, int64_t M, int64_t N, int64_t K, float a
     return make_error(std::string("oneDNN gemm: cannot create a matmul: ") + e.what());
   }
   if (dense) impl_->column_c.grow(threads_, static_cast<size_t>(M * cols) * sizeof(float));
-  if (full->direct) ++direct_calls_;
+  if (full->direct || last->direct) ++direct_calls_;
   const auto column = [&](int thread, int64_t n0, int64_t n) {
     const SlabMatmul& s = n == cols ? *full : *last;
     float* out = dense ? reinterpret_cast<float*>(impl_->column_c.of(thread)) : C + n0;

@@ -41,7 +41,7 @@ class OnednnGemm {
   int64_t packed_calls() const { return packed_calls_; }
   // Calls so far that cut C by columns (onednn_matmul.cpp, use_column_slabs).
   int64_t column_calls() const { return column_calls_; }
-  // Calls so far whose slabs called oneDNN's GEMM kernel directly (onednn_matmul.cpp,
+  // Calls so far with a slab that called oneDNN's GEMM kernel directly (onednn_matmul.cpp,
   // DirectGemm).
   int64_t direct_calls() const { return direct_calls_; }
 

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "harness/results/results.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -12,6 +13,7 @@
 #include "models/plan_check.h"
 #include "models/recipe.h"
 #include "nn/json_input.h"
+#include "nn/sequential.h"
 #include "tests/support/temp_dir.h"
 
 using namespace noeira;
@@ -165,4 +167,51 @@ TEST_CASE("recipes at the size limits plan, or are refused by a module or the ba
              Contains("the CPU convolution (oneDNN) takes at most 2^31 - 1"));
   // At the limits but plannable: a plan (terabytes, refused later by the memory check).
   CHECK(planned("batch-2e24-vit.json") == "planned");
+}
+
+TEST_CASE("recipes: a relu right after a batchnorm2d runs inside it; others stay layers",
+          "[json][recipe]") {
+  // The top-level layers' names and kinds of a model built from resnet20's recipe with
+  // `layers` replaced (nothing when layers is null: the recipe as shipped).
+  TempDir dir;
+  auto children = [&](const nlohmann::json& layers) {
+    Result<Recipe> base = load_recipe_for_model("resnet20");
+    REQUIRE(base);
+    nlohmann::json j = base->json;
+    if (!layers.is_null()) j["layers"] = layers;
+    write_text(dir / "r.json", j.dump());
+    Result<Recipe> r = load_recipe(dir / "r.json");
+    REQUIRE(r);
+    auto built = build_model(*r);
+    REQUIRE(built);
+    const auto* seq = dynamic_cast<const Sequential*>(built->get());
+    REQUIRE(seq != nullptr);
+    std::vector<std::string> out;
+    for (const auto& [name, m] : seq->children()) out.push_back(name + ":" + m->kind());
+    return out;
+  };
+  // The shipped stem: conv, then BatchNorm with its ReLU; relu1's name is used up, as the
+  // twin's layer numbering expects.
+  const std::vector<std::string> stem = children(nullptr);
+  REQUIRE(stem.size() >= 3);
+  CHECK(stem[1] == "bn1:BatchNorm2d+ReLU");
+  CHECK(stem[2].rfind("layer1:", 0) == 0);
+  const nlohmann::json conv = {{"type", "conv2d"}, {"out", 16}, {"kernel", 3}, {"pad", 1}};
+  const nlohmann::json bn = {{"type", "batchnorm2d"}}, relu = {{"type", "relu"}};
+  const nlohmann::json head = {{{"type", "global_avgpool"}}, {{"type", "flatten"}},
+                               {{"type", "linear"}, {"out", 10}}};
+  auto with_head = [&](nlohmann::json layers) {
+    for (const auto& l : head) layers.push_back(l);
+    return layers;
+  };
+  // A second relu stays a layer; so does one after a dropout.
+  const std::vector<std::string> twice = children(with_head({conv, bn, relu, relu}));
+  REQUIRE(twice.size() == 6);  // conv1, bn1, relu2, gap1, flatten1, fc1
+  CHECK(twice[1] == "bn1:BatchNorm2d+ReLU");
+  CHECK(twice[2] == "relu2:ReLU");
+  const std::vector<std::string> dropped =
+      children(with_head({conv, bn, {{"type", "dropout"}, {"p", 0.1}}, relu}));
+  REQUIRE(dropped.size() == 7);
+  CHECK(dropped[1] == "bn1:BatchNorm2d");
+  CHECK(dropped[3] == "relu1:ReLU");
 }
