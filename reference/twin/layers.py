@@ -87,7 +87,15 @@ def build_conv2d(spec, b):
 
 def build_batchnorm2d(spec, b):
     c, _, _ = b.image_shape()
-    b.add(b.next_name("bn"), nn.BatchNorm2d(c, eps=1e-5, momentum=0.1))
+    # The recipe's eps and momentum, with the C++ builder's defaults and rules
+    # (models/convnet.cpp).
+    try:
+        eps, momentum = float(spec.get("eps", 1e-5)), float(spec.get("momentum", 0.1))
+    except (TypeError, ValueError):
+        eps = momentum = float("nan")
+    if not eps > 0.0 or not 0.0 <= momentum <= 1.0:
+        raise TwinError(f"recipe: {b.where}: 'eps' must be positive and 'momentum' in [0, 1]")
+    b.add(b.next_name("bn"), nn.BatchNorm2d(c, eps=eps, momentum=momentum))
 
 
 def _pool(spec, b, kind):
