@@ -1,7 +1,7 @@
 // CpuOps' BatchNorm2d (contracts: kernels/op_list.inc; math: kernels/common/norm.h). x is
 // (B, C, S); a channel's values sit in B runs of S. Training sums each channel in double
 // in kLanes partials (value s of each run into lane s % kLanes, runs in b order, the lanes
-// added in lane order at the end); a thread takes a chunk of whole channels, so the bits do
+// added in lane order at the end; bf16 in fp32 spans first, chunk_sums); a thread takes a chunk of whole channels, so the bits do
 // not depend on the thread count. The fused ops (batchnorm_forward_train,
 // batchnorm_backward) and the split ones of synchronised BatchNorm (batchnorm_stats ->
 // a sum over ranks -> batchnorm_forward_from_stats; batchnorm_backward_stats ->
@@ -27,18 +27,32 @@ namespace noeira {
 
 namespace {
 
-// Two sums per channel, term(c, at) giving element at's pair, in kLanes double partials:
-// value s of each (b, c) run into lane s % kLanes, runs in b order, the lanes added in lane
+// Two sums per channel, term(c, at) giving element at's pair, in double lane partials:
+// value s of each (b, c) run into lane s % lanes, runs in b order, the lanes added in lane
 // order at the end. One serial chain of double adds per sum was the cost of BatchNorm on
 // the CPU (a quarter of a resnet20 step, at 7 GB/s); independent lanes vectorise. The
 // order is a function of the shape alone.
+//
+// bf16 terms (FloatSums) are added in fp32 first: each block of kStage values of a run
+// sums into kSpanLanes fp32 partials (lane s % kSpanLanes, kStage / kSpanLanes = 8 values
+// each), which are then added to that lane's double partial. In double, bf16's passes were
+// bound by the conversions and adds (two ports, 8 lanes each), not by memory. The terms
+// are exact in fp32 (x^2 of a bf16 x) or rounded once (dy * xhat), and a sum of 8 has a
+// relative error of at most 7 * 2^-24 of the sum of the terms' magnitudes (resnet20 at one
+// thread: normalisation 38.1-38.9 -> 32.3-33.0 ms per step).
 //
 // A thread takes a chunk of channels and walks the batch outside them: for each b the
 // chunk's runs are one contiguous stretch, which the prefetchers follow (a channel at a
 // time read runs of S values 4-8 KiB apart: at S = 64 every run was a miss). The
 // per-channel order above is unchanged, so the chunking may follow the thread count.
-constexpr int kLanes = 8;
+constexpr int kLanes = 8;       // double lanes of double terms
+constexpr int kSpanLanes = 32;  // fp32 and double lanes of FloatSums terms
 constexpr int64_t kChunk = 16;  // channels per chunk, at most
+
+// A term's pair in fp32 (bf16 storage), summed in spans before the double lanes.
+struct FloatSums {
+  float a, b;
+};
 
 struct Chunk {
   int64_t c0, c1;  // channels [c0, c1)
@@ -58,8 +72,10 @@ void for_chunks(int threads, int64_t C, const F& f) {
 struct NoStage {
   void operator()(int64_t, int64_t, int64_t) const {}
 };
-// Values per staged block: a multiple of kLanes, so value s keeps lane s % kLanes.
+// Values per staged block and per fp32 span block: a multiple of both lane counts, so
+// value s keeps lane s % lanes.
 constexpr int64_t kStage = 256;
+static_assert(kStage % kSpanLanes == 0 && kStage % kLanes == 0);
 
 // out[c - c0] = channel c's two sums, for the chunk's channels. With a Stage, each run is
 // walked in blocks of kStage values: stage(c, at, n) runs first on the block's n values
@@ -70,36 +86,59 @@ constexpr int64_t kStage = 256;
 template <class Term, class Stage = NoStage>
 void chunk_sums(const NormShape& s, Chunk ch, const Term& term, ChannelSums* out,
                 const Stage& stage = {}) {
+  using Pair = decltype(term(int64_t{}, int64_t{}));
+  constexpr bool kSpans = std::is_same_v<Pair, FloatSums>;
+  constexpr int L = kSpans ? kSpanLanes : kLanes;
   const int64_t C = s.channels, S = s.spatial;
-  double u[kChunk][kLanes] = {}, v[kChunk][kLanes] = {};
+  double u[kChunk][L] = {}, v[kChunk][L] = {};
   constexpr bool kStaged = !std::is_same_v<Stage, NoStage>;
-  const int64_t block = kStaged ? kStage : S;
+  const int64_t block = kStaged || kSpans ? kStage : S;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {
       const int64_t at = (b * C + c) * S;
-      double lu[kLanes], lv[kLanes];  // in registers for the run
-      for (int l = 0; l < kLanes; ++l) lu[l] = u[c - ch.c0][l], lv[l] = v[c - ch.c0][l];
+      double lu[L], lv[L];  // in registers for the run
+      for (int l = 0; l < L; ++l) lu[l] = u[c - ch.c0][l], lv[l] = v[c - ch.c0][l];
       for (int64_t i0 = 0; i0 < S; i0 += block) {
         const int64_t i1 = i0 + block < S ? i0 + block : S;
         if constexpr (kStaged) stage(c, at + i0, i1 - i0);
-        int64_t i = i0;
-        for (; i + kLanes <= i1; i += kLanes)
-          for (int l = 0; l < kLanes; ++l) {
-            const ChannelSums t = term(c, at + i + l);
-            lu[l] += t.a;
-            lv[l] += t.b;
+        if constexpr (kSpans) {
+          float fu[L] = {}, fv[L] = {};
+          int64_t i = i0;
+          for (; i + L <= i1; i += L)
+            for (int l = 0; l < L; ++l) {
+              const FloatSums t = term(c, at + i + l);
+              fu[l] += t.a;
+              fv[l] += t.b;
+            }
+          for (; i < i1; ++i) {
+            const FloatSums t = term(c, at + i);
+            fu[i % L] += t.a;
+            fv[i % L] += t.b;
           }
-        for (; i < i1; ++i) {
-          const ChannelSums t = term(c, at + i);
-          lu[i % kLanes] += t.a;
-          lv[i % kLanes] += t.b;
+          for (int l = 0; l < L; ++l) {
+            lu[l] += static_cast<double>(fu[l]);
+            lv[l] += static_cast<double>(fv[l]);
+          }
+        } else {
+          int64_t i = i0;
+          for (; i + L <= i1; i += L)
+            for (int l = 0; l < L; ++l) {
+              const ChannelSums t = term(c, at + i + l);
+              lu[l] += t.a;
+              lv[l] += t.b;
+            }
+          for (; i < i1; ++i) {
+            const ChannelSums t = term(c, at + i);
+            lu[i % L] += t.a;
+            lv[i % L] += t.b;
+          }
         }
       }
-      for (int l = 0; l < kLanes; ++l) u[c - ch.c0][l] = lu[l], v[c - ch.c0][l] = lv[l];
+      for (int l = 0; l < L; ++l) u[c - ch.c0][l] = lu[l], v[c - ch.c0][l] = lv[l];
     }
   for (int64_t c = ch.c0; c < ch.c1; ++c) {
     ChannelSums r{0.0, 0.0};
-    for (int l = 0; l < kLanes; ++l) {
+    for (int l = 0; l < L; ++l) {
       r.a += u[c - ch.c0][l];
       r.b += v[c - ch.c0][l];
     }
@@ -107,16 +146,26 @@ void chunk_sums(const NormShape& s, Chunk ch, const Term& term, ChannelSums* out
   }
 }
 
-// Each channel's sum and sum of squares of x, in double.
+// Each channel's sum and sum of squares of x, in double (bf16: in fp32 spans first).
 template <class T>
 void channel_sums(const NormShape& s, const T* x, Chunk ch, ChannelSums* out) {
-  chunk_sums(
-      s, ch,
-      [x](int64_t, int64_t at) {
-        const double v = load_f32(x[at]);
-        return ChannelSums{v, v * v};
-      },
-      out);
+  if constexpr (std::is_same_v<T, float>) {
+    chunk_sums(
+        s, ch,
+        [x](int64_t, int64_t at) {
+          const double v = x[at];
+          return ChannelSums{v, v * v};
+        },
+        out);
+  } else {
+    chunk_sums(
+        s, ch,
+        [x](int64_t, int64_t at) {
+          const float v = load_f32(x[at]);
+          return FloatSums{v, v * v};  // exact: 8-bit significands
+        },
+        out);
+  }
 }
 
 // A forward's epilogue with its residual and activation as compile-time constants, so the
@@ -146,10 +195,9 @@ void with_epilogue(const BatchNormEpilogue& epi, const F& f) {
   else act(std::true_type{});
 }
 
-// Whether an fp32 output of the shape is streamed (streaming_store.h). Not bf16's: its
-// passes are bound by their arithmetic (the double sums), which hides its stores, and
-// staging them cost time (resnet20 at one thread: its three (16, 32x32) forwards 3.4 ->
-// 4.3 ms per step, its ReLU backwards 5.5 -> 6.3).
+// Whether an fp32 output of the shape is streamed (streaming_store.h). Not bf16's: staging
+// its outputs cost more than the stores' reads of their lines (resnet20 at one thread, its
+// normalisation with the sums in fp32 spans: 32.3, 33.0 -> 36.5, 36.7 ms per step).
 template <class T>
 bool streams_output(const NormShape& s) {
   return std::is_same_v<T, float> && streams(static_cast<size_t>(s.elems()) * sizeof(T));
@@ -202,8 +250,15 @@ inline float grad_at(const T* __restrict dy, int64_t i, float x, float mean, flo
   else return d;
 }
 
-// Each channel's sums of dy and dy * xhat, in double, in the forward's order. kRelu: the
-// masked gradient of each block staged first (chunk_sums).
+// A gradient term (dy, dy * xhat): in double for fp32 storage, in fp32 for bf16 (chunk_sums).
+template <class T>
+inline auto grad_pair(float g, float xhat) {
+  if constexpr (std::is_same_v<T, float>) return ChannelSums{g, static_cast<double>(g) * xhat};
+  else return FloatSums{g, g * xhat};
+}
+
+// Each channel's sums of dy and dy * xhat, in double (bf16: in fp32 spans first), in the
+// forward's order. kRelu: the masked gradient of each block staged first (chunk_sums).
 template <bool kRelu, class T>
 void channel_grad_sums(const NormShape& s, const T* dy, const T* x, Chunk ch,
                        const float* mean, const float* invstd, ReluParams relu,
@@ -212,9 +267,8 @@ void channel_grad_sums(const NormShape& s, const T* dy, const T* x, Chunk ch,
     chunk_sums(
         s, ch,
         [dy, x, mean, invstd](int64_t c, int64_t at) {
-          const float g = load_f32(dy[at]);
-          return ChannelSums{g, static_cast<double>(g) *
-                                    batchnorm_xhat(load_f32(x[at]), mean[c], invstd[c])};
+          return grad_pair<T>(load_f32(dy[at]),
+                              batchnorm_xhat(load_f32(x[at]), mean[c], invstd[c]));
         },
         out);
   } else {
@@ -223,9 +277,8 @@ void channel_grad_sums(const NormShape& s, const T* dy, const T* x, Chunk ch,
     chunk_sums(
         s, ch,
         [&staged, &first, x, mean, invstd](int64_t c, int64_t at) {
-          const float g = staged[at - first];
-          return ChannelSums{g, static_cast<double>(g) *
-                                    batchnorm_xhat(load_f32(x[at]), mean[c], invstd[c])};
+          return grad_pair<T>(staged[at - first],
+                              batchnorm_xhat(load_f32(x[at]), mean[c], invstd[c]));
         },
         out,
         [&staged, &first, dy, x, mean, invstd, relu](int64_t c, int64_t at, int64_t n) {

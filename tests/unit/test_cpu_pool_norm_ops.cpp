@@ -184,6 +184,54 @@ TEST_CASE("batchnorm: training forward, running statistics, backward, eval", "[i
   }
 }
 
+TEST_CASE("batchnorm bf16: statistics and gradient sums as double sums of the bf16 values, "
+          "within the fp32 spans' bound",
+          "[image-ops]") {
+  // bf16 terms are summed in fp32 over spans of 8 values per lane before double
+  // (kernels/cpu/batchnorm.cpp): a relative error of at most 7 * 2^-24 of the sum of the
+  // terms' magnitudes. Shapes: runs of whole 256-value blocks, part blocks and part lanes,
+  // single values; x with a mean of 40 against a spread of 4, where the sum of squares
+  // cancels 99% of itself in the variance.
+  CpuOps ops(2);
+  const BatchNormHyper h;
+  const double bound = 7.0 * 0x1p-24;
+  for (const NormShape& s : {norm_shape(4, 3, 512), norm_shape(3, 5, 299), norm_shape(7, 4, 1)}) {
+    INFO("B=" << s.batch << " C=" << s.channels << " S=" << s.spatial);
+    const Vec x = random_vec(s.elems(), 61, 36.0f, 44.0f), dy = random_vec(s.elems(), 62);
+    const Vec gamma = random_vec(s.channels, 63, 0.5f, 1.5f), beta = random_vec(s.channels, 64);
+    Vec xb(x.size()), dyb(x.size());  // the values as bf16 stores them
+    for (size_t i = 0; i < x.size(); ++i) xb[i] = round_to_bf16(x[i]), dyb[i] = round_to_bf16(dy[i]);
+    const BnOut b = run_bn<bf16_t>(ops, s, x, dy, gamma, beta, h);
+    const Vec dgamma0 = random_vec(s.channels, 93), dbeta0 = random_vec(s.channels, 94);
+    const std::vector<ChannelRef> ch = channels(s, xb);
+    for (size_t c = 0; c < ch.size(); ++c) {
+      const ChannelRef& r = ch[c];
+      const double n = static_cast<double>(r.at.size());
+      double sum_sq = 0.0;
+      for (size_t k : r.at) sum_sq += static_cast<double>(xb[k]) * xb[k];
+      // The variance from sums off by bound * sum_sq (the sum of x has the same bound,
+      // smaller), over n; the mean's error is under one fp32 rounding of it.
+      const double var_err = 3.0 * bound * sum_sq / n;
+      CHECK(b.mean[c] == Approx(r.mean).epsilon(1e-7));
+      const double invstd = 1.0 / std::sqrt(r.var + h.eps);
+      CHECK(std::abs(b.invstd[c] - invstd) <= 0.5 * invstd / (r.var + h.eps) * var_err + 2e-7 * invstd);
+      // The gradient sums with the kernel's own mean and invstd (fp32 xhat).
+      double sum_dy = 0.0, sum_dy_xhat = 0.0, mag = 0.0;
+      for (size_t k : r.at) {
+        const float xhat = (xb[k] - b.mean[c]) * b.invstd[c];
+        sum_dy += dyb[k];
+        sum_dy_xhat += static_cast<double>(dyb[k]) * xhat;
+        mag += std::abs(static_cast<double>(dyb[k]) * xhat);
+      }
+      // + one fp32 rounding of each product and the result's own rounding to fp32.
+      CHECK(std::abs(b.dgamma[c] - (dgamma0[c] + sum_dy_xhat)) <=
+            (bound + 0x1p-24) * mag + 0x1p-24 * std::abs(dgamma0[c] + sum_dy_xhat) + 1e-12);
+      CHECK(std::abs(b.dbeta[c] - (dbeta0[c] + sum_dy)) <=
+            bound * n + 0x1p-24 * std::abs(dbeta0[c] + sum_dy) + 1e-12);
+    }
+  }
+}
+
 TEST_CASE("batchnorm: backward without dx still accumulates dgamma and dbeta", "[image-ops]") {
   CpuOps ops(2);
   const NormShape s = norm_shape(2, 3, 10);
@@ -272,11 +320,14 @@ TEST_CASE("batchnorm: 1 and 2 threads give the same bits", "[image-ops]") {
     INFO("S=" << s.spatial);
     const Vec x = random_vec(s.elems(), 51), dy = random_vec(s.elems(), 52);
     const Vec gamma = random_vec(s.channels, 53), beta = random_vec(s.channels, 54);
-    const BnOut a = run_bn<float>(one, s, x, dy, gamma, beta, {});
-    const BnOut b = run_bn<float>(two, s, x, dy, gamma, beta, {});
-    for (auto m : {&BnOut::y, &BnOut::mean, &BnOut::invstd, &BnOut::rmean, &BnOut::rvar,
-                   &BnOut::dx, &BnOut::dgamma, &BnOut::dbeta})
-      CHECK(same_bits(a.*m, b.*m));
+    const auto same = [&](const BnOut& a, const BnOut& b) {
+      for (auto m : {&BnOut::y, &BnOut::mean, &BnOut::invstd, &BnOut::rmean, &BnOut::rvar,
+                     &BnOut::dx, &BnOut::dgamma, &BnOut::dbeta})
+        CHECK(same_bits(a.*m, b.*m));
+    };
+    same(run_bn<float>(one, s, x, dy, gamma, beta, {}), run_bn<float>(two, s, x, dy, gamma, beta, {}));
+    // bf16: its sums in fp32 spans first.
+    same(run_bn<bf16_t>(one, s, x, dy, gamma, beta, {}), run_bn<bf16_t>(two, s, x, dy, gamma, beta, {}));
   }
 }
 
