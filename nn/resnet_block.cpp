@@ -8,9 +8,19 @@ BasicBlock::BasicBlock(int64_t out_channels, int64_t stride)
       conv2_(std::make_unique<Conv2d>(out_channels, 3, 1, 1, false)),
       bn1_(std::make_unique<BatchNorm2d>()), bn2_(std::make_unique<BatchNorm2d>()) {}
 
+void BasicBlock::chain(BasicBlock& before, BasicBlock& after) {
+  before.dy_through_relu_ = true;
+  after.dx_through_in_relu_ = true;
+}
+
 Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
   const std::string name = pc.where("BasicBlock");
   if (in.rank != 3) throw PlanError(name + ": input " + in.str() + " is not an image (C, H, W)");
+  // A chained block's input is the block before's output: the flow dtype, and a gradient
+  // that block expects (a programming error otherwise).
+  if (dx_through_in_relu_ && (pc.in_dtype != flow_dtype(pc.amp) || !pc.input_needs_grad))
+    throw PlanError(name + ": chained after a BasicBlock, but its input is not that block's "
+                    "output in the flow dtype, or needs no gradient");
   const int64_t cin = in[0];
   identity_ = stride_ == 1 && cin == out_;
   if (!identity_ && (out_ < cin || (out_ - cin) % 2 != 0))
@@ -44,7 +54,7 @@ Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
     sc_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
     if (pc.input_needs_grad) dsc_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
   }
-  dsum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+  if (!dy_through_relu_) dsum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   if (pc.input_needs_grad) {
     dx_ = pc.plan.reserve(MemCategory::kActivations, x, pc.in_dtype);
     if (pc.in_dtype != flow) dxf_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
@@ -79,9 +89,12 @@ Tensor BasicBlock::forward(Context& ctx, const Tensor& x) {
 
 Tensor BasicBlock::backward(Context& ctx, const Tensor& dy) {
   Ops& ops = ctx.ops();
-  // d(sum) reaches both paths unchanged.
-  Tensor dsum = ctx.view(dsum_, rows_);
-  ops.act_backward(dy, Tensor{}, y_, dsum, Act::kReLU);  // ReLU's gradient reads its output
+  // d(sum) reaches both paths unchanged. Chained (chain()): dy is d(sum) already.
+  Tensor dsum = dy;
+  if (!dy_through_relu_) {
+    dsum = ctx.view(dsum_, rows_);
+    ops.act_backward(dy, Tensor{}, y_, dsum, Act::kReLU);  // ReLU's gradient reads its output
+  }
   Tensor g = bn2_->backward(ctx, dsum);
   g = conv2_->backward(ctx, g);
   // ReLU's gradient inside bn1's backward where it can (three passes over the activations
@@ -97,15 +110,16 @@ Tensor BasicBlock::backward(Context& ctx, const Tensor& dy) {
   if (!dx_.valid()) return Tensor{};
   Tensor dx = ctx.view(dx_, rows_);
   Tensor dflow = dxf_.valid() ? ctx.view(dxf_, rows_) : dx;
-  if (identity_) {
-    ops.add(g, dsum, dflow);
-  } else {
-    Tensor dsc = ctx.view(dsc_, rows_);
+  Tensor dshort = dsum;  // d(input) through the shortcut
+  if (!identity_) {
+    dshort = ctx.view(dsc_, rows_);
     ShortcutShape s = shortcut_;
     s.batch = rows_;
-    ops.shortcut_backward(s, dsum, dsc);
-    ops.add(g, dsc, dflow);
+    ops.shortcut_backward(s, dsum, dshort);
   }
+  // Chained: through the ReLU whose output was our input (xf_ is x: no cast, plan()).
+  if (dx_through_in_relu_) ops.add_relu_backward(g, dshort, xf_, dflow);
+  else ops.add(g, dshort, dflow);
   if (dxf_.valid()) ops.cast(dflow, dx);
   return dx;
 }

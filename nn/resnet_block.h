@@ -24,6 +24,13 @@ class BasicBlock : public Module {
   Tensor forward(Context& ctx, const Tensor& x) override;
   Tensor backward(Context& ctx, const Tensor& dy) override;
 
+  // Two blocks in a row: `after`'s input is `before`'s output, a ReLU's. `after` writes its
+  // d(input) through that ReLU (add_relu_backward: the shortcut's add and the ReLU's
+  // gradient in one pass, the two ops' bits), and `before` takes the gradient it receives
+  // as d(its sum) without its own act_backward: two passes over the activations fewer per
+  // pair. Set by the model builder (models/resnet.cpp), before planning.
+  static void chain(BasicBlock& before, BasicBlock& after);
+
  private:
   int64_t out_, stride_;
   std::unique_ptr<Conv2d> conv1_, conv2_;
@@ -38,6 +45,8 @@ class BasicBlock : public Module {
   Tensor xf_;               // input of the last forward, in the flow dtype
   Tensor h1_, y_;           // the last forward's relu(bn1) and output (bn2's buffers)
   int64_t rows_ = 0;
+  bool dy_through_relu_ = false;     // the block after took this block's output ReLU (chain)
+  bool dx_through_in_relu_ = false;  // d(input) leaves through the ReLU that made the input
 };
 
 }  // namespace noeira

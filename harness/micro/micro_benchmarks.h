@@ -24,7 +24,7 @@ struct MicroRegistration {
 //   gather_rows/<recipe>/B=../row=../src=..
 // and the other ops of one traced training step, fp32 and bf16 (harness/micro/
 // op_benchmarks.h: <op>/<recipes>/<dtype>/<shape>):
-//   act_forward, act_backward, bias_act (a Linear layer's activation),
+//   act_forward, act_backward, add_relu_backward, bias_act (a Linear layer's activation),
 //   linear_backward_params (weight and bias gradients), layernorm_forward,
 //   layernorm_backward, batchnorm_forward_train, batchnorm_backward, attention_forward,
 //   attention_backward, maxpool2d_forward, maxpool2d_backward, conv2d_forward,

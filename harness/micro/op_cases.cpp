@@ -52,6 +52,19 @@ OpCase act_backward(int64_t n, DType dt, Act act, bool pre, bool post) {
   return c;
 }
 
+OpCase add_relu_backward(int64_t n, DType dt) {
+  OpCase c{"add_relu_backward", dts(dt) + "/n=" + std::to_string(n), {}, {}, {}, {}};
+  Specs s;
+  const int a = s.add(Shape{n}, dt, Fill::kSigned), b = s.add(Shape{n}, dt, Fill::kSigned);
+  const int post = s.add(Shape{n}, dt, Fill::kSigned), dx = s.add(Shape{n}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& ops, const Ptrs& p) {
+    ops.add_relu_backward(view(p, a, dt, n), view(p, b, dt, n), view(p, post, dt, n), view(p, dx, dt, n));
+  };
+  c.work.bytes = 4 * bytes(n, dt);  // a, b and post read, dx written
+  return c;
+}
+
 OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre) {
   OpCase c{"bias_act", dts(dt) + "/" + act_name(act) + "/M=" + std::to_string(M) + "/N=" + std::to_string(N) +
                            (bias ? "/bias" : ""), {}, {}, {}, {}};

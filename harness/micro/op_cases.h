@@ -32,6 +32,7 @@ namespace op_case {
 
 OpCase act_forward(int64_t n, DType dt, Act act);
 OpCase act_backward(int64_t n, DType dt, Act act, bool pre, bool post);
+OpCase add_relu_backward(int64_t n, DType dt);
 // The activation forward of a Linear layer: the CPU's linear_forward is gemm + bias_act
 // (kernels/composed_ops.h), so act_forward's loop runs there.
 OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre);

@@ -100,6 +100,9 @@ class RecordingOps final : public NoComputeOps {
   void act_backward(ConstView, ConstView pre, ConstView post, View dx, Act act) override {
     record(op_case::act_backward(dx.n, dx.dtype, act, !pre.empty(), !post.empty()));
   }
+  void add_relu_backward(ConstView, ConstView, ConstView, View dx) override {
+    record(op_case::add_relu_backward(dx.n, dx.dtype));
+  }
   // Its GEMM, and a Linear layer's activation: bias_act (kernels/composed_ops.h).
   void linear_forward(ConstView x, ConstView W, const float* b, View y, View pre, float*,
                       int64_t M, int64_t N, int64_t K, Act act) override {

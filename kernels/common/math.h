@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/common/bf16.h"
 #include "kernels/common/exp_approx.h"
 #include "kernels/common/hd.h"
 #include "kernels/common/schedule.h"
@@ -60,6 +61,14 @@ NOEIRA_HD float act_grad(Act a, float pre, float post) {
     case Act::kGELU: return gelu_grad(pre);
     default: return 1.0f;
   }
+}
+
+// add_relu_backward's element in storage type T: the sum as add stores it, then ReLU's
+// gradient from its output post as act_backward takes it (the product is exact: a factor of
+// 0 or 1), so the fused op has the two ops' bits.
+template <class T>
+NOEIRA_HD float add_relu_grad(float a, float b, float post) {
+  return stored_as<T>(a + b) * act_grad(Act::kReLU, 0.0f, post);
 }
 
 // Softmax cross-entropy with label smoothing eps over K classes (torch's

@@ -115,6 +115,19 @@ void add_impl(int threads, const T* a, const T* b, T* y, int64_t n) {
   });
 }
 
+template <class T>
+void add_relu_backward_impl(int threads, const T* a, const T* b, const T* post, T* dx,
+                            int64_t n) {
+  write_blocks(threads, dx, n, [a, b, post](int64_t i0, int64_t k, T* __restrict out) {
+    const T* __restrict p = a + i0;
+    const T* __restrict q = b + i0;
+    const T* __restrict po = post + i0;
+    for (int64_t i = 0; i < k; ++i)
+      store_act_result<T, Act::kReLU>(
+          out[i], add_relu_grad<T>(load_f32(p[i]), load_f32(q[i]), load_f32(po[i])));
+  });
+}
+
 template <class In, class Out>
 void cast_impl(int threads, const In* x, Out* y, int64_t n) {
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -165,6 +178,15 @@ void CpuOps::add(ConstView a, ConstView b, View y) {
   dispatch_float(op, {y, a, b}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     add_impl(threads_, a.as<T>(), b.as<T>(), y.as<T>(), y.n);
+  });
+}
+
+void CpuOps::add_relu_backward(ConstView a, ConstView b, ConstView post, View dx) {
+  const char* op = "add_relu_backward";
+  expect_elems(op, dx.n, {a, b, post});
+  dispatch_float(op, {dx, a, b, post}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    add_relu_backward_impl(threads_, a.as<T>(), b.as<T>(), post.as<T>(), dx.as<T>(), dx.n);
   });
 }
 

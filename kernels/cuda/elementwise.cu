@@ -1,6 +1,7 @@
-// CudaOps' element-wise ops, bias_act, act_forward, act_backward, add and cast (contracts:
-// kernels/op_list.inc). Each element is written by exactly one thread with the shared
-// scalar math of kernels/common/math.h, so results never depend on the launch shape. The
+// CudaOps' element-wise ops, bias_act, act_forward, act_backward, add, add_relu_backward
+// and cast (contracts: kernels/op_list.inc). Each element is written by exactly one thread
+// with the shared scalar math of kernels/common/math.h, so results never depend on the
+// launch shape. The
 // kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32 math, bf16 rounding
 // by kernels/common/bf16.h; the launchers dispatch once on the views' dtype. Both move
 // groups of 8 elements (one 16-byte access per bf16 operand, two per fp32 one) when every
@@ -74,6 +75,15 @@ __global__ void act_backward_kernel(const T* dy, const T* pre, const T* post, T*
 template <class T>
 __global__ void add_kernel(const T* a, const T* b, T* y, int64_t n, bool vec8) {
   map_elements(n, vec8, y, [](float u, float v, float) { return u + v; }, a, b);
+}
+
+// dx = ReLU's gradient from post of a + b as add stores it (math.h add_relu_grad).
+template <class T>
+__global__ void add_relu_backward_kernel(const T* a, const T* b, const T* post, T* dx,
+                                         int64_t n, bool vec8) {
+  map_elements(
+      n, vec8, dx, [](float u, float v, float q) { return add_relu_grad<T>(u, v, q); }, a, b,
+      post);
 }
 
 // y = x converted (fp32 -> bf16 rounds to nearest even, bf16 -> fp32 is exact).
@@ -153,6 +163,21 @@ cudaError_t launch_add(cudaStream_t stream, ConstView a, ConstView b, View y) {
   });
 }
 
+cudaError_t launch_add_relu_backward(cudaStream_t stream, ConstView a, ConstView b,
+                                     ConstView post, View dx) {
+  const char* op = "add_relu_backward";
+  expect_elems(op, dx.n, {a, b, post});
+  const int64_t n = dx.n;
+  if (n == 0) return cudaSuccess;
+  return dispatch_float(op, {dx, a, b, post}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const bool vec8 = use_vec8<T>({a.data, b.data, post.data, dx.data});
+    add_relu_backward_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
+        a.as<T>(), b.as<T>(), post.as<T>(), dx.as<T>(), n, vec8);
+    return cudaGetLastError();
+  });
+}
+
 }  // namespace
 
 // Casts move 16-byte groups whenever both buffers are aligned, whatever the two types.
@@ -192,6 +217,11 @@ void CudaOps::act_backward(ConstView dy, ConstView pre, ConstView post, View dx,
 void CudaOps::add(ConstView a, ConstView b, View y) {
   OpScope scope(*state_, "add");
   check(cuda::launch_add(stream_, a, b, y), "add_kernel");
+}
+
+void CudaOps::add_relu_backward(ConstView a, ConstView b, ConstView post, View dx) {
+  OpScope scope(*state_, "add_relu_backward");
+  check(cuda::launch_add_relu_backward(stream_, a, b, post, dx), "add_relu_backward_kernel");
 }
 
 void CudaOps::cast(ConstView x, View y) {

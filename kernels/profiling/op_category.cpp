@@ -22,6 +22,7 @@ constexpr std::pair<std::string_view, OpCategory> kOps[] = {
     {"act_forward", OpCategory::kActivation},
     {"act_backward", OpCategory::kActivation},
     {"add", OpCategory::kActivation},
+    {"add_relu_backward", OpCategory::kActivation},
     {"cast", OpCategory::kCopy},
     {"bias_grad", OpCategory::kGemm},
     {"softmax_xent", OpCategory::kLoss},

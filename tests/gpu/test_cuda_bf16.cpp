@@ -45,7 +45,8 @@ std::vector<bf16_t> rounded(const std::vector<float>& v) { return to_bf16(v); }
 }  // namespace
 #endif
 
-TEST_CASE("cuda: bf16 casts, bf16 add and the bf16 gather_rows equal the CPU bit for bit",
+TEST_CASE("cuda: bf16 casts, bf16 add and add_relu_backward and the bf16 gather_rows equal the "
+          "CPU bit for bit",
           "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
@@ -89,6 +90,16 @@ TEST_CASE("cuda: bf16 casts, bf16 add and the bf16 gather_rows equal the CPU bit
       DeviceArray<bf16_t> a(gpu, a0), b(gpu, b0), sum(gpu, total);
       gpu.ops->add(a.view(offset), b.view(offset), sum.view(offset));
       CHECK(sum.download() == sum_cpu);
+
+      // add_relu_backward: the bf16 sum rounded as add rounds it, ReLU's mask from post.
+      const std::vector<bf16_t> p0 = random_bf16(total, seed++, -2.0f, 2.0f);
+      std::vector<bf16_t> masked_cpu(total, 0);
+      cpu.add_relu_backward(view_of(a0, offset), view_of(b0, offset), view_of(p0, offset),
+                            view_of(masked_cpu, offset));
+      DeviceArray<bf16_t> p(gpu, p0), masked(gpu, total);
+      gpu.ops->add_relu_backward(a.view(offset), b.view(offset), p.view(offset),
+                                 masked.view(offset));
+      CHECK(masked.download() == masked_cpu);
     }
   }
 

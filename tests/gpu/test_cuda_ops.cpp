@@ -17,7 +17,8 @@
 using namespace noeira;
 using namespace noeira::test;
 
-TEST_CASE("cuda: bias_act, act_forward, act_backward and add match the CPU", "[gpu]") {
+TEST_CASE("cuda: bias_act, act_forward, act_backward, add and add_relu_backward match the CPU",
+          "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
   Backend gpu = gpu_backend();
@@ -58,6 +59,13 @@ TEST_CASE("cuda: bias_act, act_forward, act_backward and add match the CPU", "[g
     DeviceArray<float> a(gpu, a0), b(gpu, b0), sum(gpu, n);
     gpu.ops->add(a.view(), b.view(), sum.view());
     CHECK(same_bytes(sum.download(), sum_cpu));  // one rounding, same on both
+    // The sum through a ReLU whose output was post: add's rounding, an exact mask.
+    const std::vector<float> p0 = random_floats(n, seed++);
+    std::vector<float> masked_cpu(n);
+    cpu.add_relu_backward(view_of(a0), view_of(b0), view_of(p0), view_of(masked_cpu));
+    DeviceArray<float> p(gpu, p0), masked(gpu, n);
+    gpu.ops->add_relu_backward(a.view(), b.view(), p.view(), masked.view());
+    CHECK(same_bytes(masked.download(), masked_cpu));
   }
 #endif
 }

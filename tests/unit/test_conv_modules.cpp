@@ -15,11 +15,13 @@
 #include "nn/pool.h"
 #include "nn/resnet_block.h"
 #include "nn/sequential.h"
+#include "tests/support/image_reference.h"
 #include "tests/support/module_rig.h"
 
 using namespace noeira;
 using noeira::test::ModuleRig;
 using noeira::test::RigOptions;
+using noeira::test::image_ref::same_bits;
 
 namespace {
 
@@ -184,6 +186,38 @@ TEST_CASE("BatchNorm2d: training uses the batch, updates running stats; eval use
         const double want = (x[i] - rm[c]) / std::sqrt(rv[c] + 1e-5) * gamma[c] + beta[c];
         REQUIRE(ye[static_cast<size_t>(i)] == Approx(want).margin(1e-5));
       }
+}
+
+TEST_CASE("Chained BasicBlocks (BasicBlock::chain) give the unchained blocks' bits: output, "
+          "d(input) and every gradient, fp32 and bf16 AMP",
+          "[conv-modules]") {
+  // Three blocks as resnet.cpp chains them across a stage: identity, option A, identity.
+  const auto make = [](bool chained) {
+    auto seq = std::make_unique<Sequential>();
+    std::vector<std::unique_ptr<BasicBlock>> blocks;
+    blocks.push_back(std::make_unique<BasicBlock>(8, 1));
+    blocks.push_back(std::make_unique<BasicBlock>(16, 2));
+    blocks.push_back(std::make_unique<BasicBlock>(16, 1));
+    if (chained)
+      for (size_t i = 0; i + 1 < blocks.size(); ++i) BasicBlock::chain(*blocks[i], *blocks[i + 1]);
+    for (size_t i = 0; i < blocks.size(); ++i) seq->add(std::to_string(i), std::move(blocks[i]));
+    return seq;
+  };
+  for (AmpPolicy amp : {NoAMP, BF16Policy}) {
+    INFO("amp " << (amp == BF16Policy));
+    RigOptions opt;
+    opt.amp = amp;
+    ModuleRig plain(make(false), Shape{8, 8, 8}, 3, 5, opt), chained(make(true), Shape{8, 8, 8}, 3, 5, opt);
+    CHECK(same_bits(ModuleRig::to_f32(chained.forward()), ModuleRig::to_f32(plain.forward())));
+    CHECK(same_bits(ModuleRig::to_f32(chained.backward()), ModuleRig::to_f32(plain.backward())));
+    for (const ParamInfo& p : plain.params().all()) {
+      INFO(p.name);
+      const int64_t n = p.value.shape.numel();
+      CHECK(same_bits(std::vector<float>(chained.grad(chained.param(p.name)),
+                                         chained.grad(chained.param(p.name)) + n),
+                      std::vector<float>(plain.grad(p), plain.grad(p) + n)));
+    }
+  }
 }
 
 TEST_CASE("BasicBlock's option-A shortcut subsamples and pads channels", "[conv-modules]") {

@@ -1,7 +1,7 @@
 // Streaming stores (kernels/cpu/streaming_store.h) change where bytes go, never which: the
 // copy and the block writers give exactly the plain loop's bytes at every alignment and
-// length, and add, act_backward and act_forward over kStreamBytes give their exact results
-// at 1 and 2 threads. BatchNorm's streamed shape is in test_cpu_pool_norm_ops.cpp, the convolutions'
+// length, and add, act_backward, add_relu_backward and act_forward over kStreamBytes give
+// their exact results at 1 and 2 threads. BatchNorm's streamed shape is in test_cpu_pool_norm_ops.cpp, the convolutions'
 // streamed copies in test_channel_blocks.cpp.
 #include <catch2/catch.hpp>
 
@@ -96,6 +96,38 @@ TEST_CASE("add and act_backward over kStreamBytes: the exact sums and masked gra
     }
     CHECK(same_bits(yb, to_bf16(want)));
     CHECK(same_bits(dxb, to_bf16(want_relu)));
+  }
+}
+
+TEST_CASE("add_relu_backward has the bits of add then act_backward(ReLU), fp32 and bf16, "
+          "specials included, over kStreamBytes and below, 1 and 2 threads",
+          "[streaming]") {
+  for (const int64_t n : {int64_t{37}, static_cast<int64_t>(kStreamBytes / 2) + 1001}) {
+    Vec a = random_vec(n, 21), b = random_vec(n, 22), post = random_vec(n, 23);
+    // NaN, infinities and signed zeros in the sum and in ReLU's output; bf16 ties and
+    // subnormals in the sum.
+    const float specials[][3] = {{NAN, 1.0f, 1.0f},      {NAN, 1.0f, -1.0f},
+                                 {INFINITY, 1.0f, 0.5f}, {-INFINITY, 0.0f, 0.0f},
+                                 {1.0f, -1.0f, 2.0f},    {-0.0f, -0.0f, 1.0f},
+                                 {1.0f, 0.0f, NAN},      {0x1p-130f, 0x1p-140f, 3.0f},
+                                 {1.00390625f, 0x1p-9f, 1.0f}, {2.0f, 3.0f, -0.0f}};
+    for (size_t k = 0; k < std::size(specials); ++k)
+      a[k] = specials[k][0], b[k] = specials[k][1], post[k] = specials[k][2];
+    for (int threads : {1, 2}) {
+      INFO("n " << n << " threads " << threads);
+      CpuOps ops(threads);
+      Vec sum(a.size()), want(a.size()), got(a.size());
+      ops.add(cview(a), cview(b), view(sum));
+      ops.act_backward(cview(sum), ConstView{}, cview(post), view(want), Act::kReLU);
+      ops.add_relu_backward(cview(a), cview(b), cview(post), view(got));
+      CHECK(same_bits(got, want));
+      const Bf ab = to_bf16(a), bb = to_bf16(b), pb = to_bf16(post);
+      Bf sumb(a.size()), wantb(a.size()), gotb(a.size());
+      ops.add(cview(ab), cview(bb), view(sumb));
+      ops.act_backward(cview(sumb), ConstView{}, cview(pb), view(wantb), Act::kReLU);
+      ops.add_relu_backward(cview(ab), cview(bb), cview(pb), view(gotb));
+      CHECK(same_bits(gotb, wantb));
+    }
   }
 }
 
