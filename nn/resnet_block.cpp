@@ -1,5 +1,7 @@
 #include "nn/resnet_block.h"
 
+#include <stdexcept>
+
 namespace noeira {
 
 BasicBlock::BasicBlock(int64_t out_channels, int64_t stride)
@@ -9,6 +11,9 @@ BasicBlock::BasicBlock(int64_t out_channels, int64_t stride)
       bn1_(std::make_unique<BatchNorm2d>()), bn2_(std::make_unique<BatchNorm2d>()) {}
 
 void BasicBlock::chain(BasicBlock& before, BasicBlock& after) {
+  if (before.planned_ || after.planned_)
+    throw std::logic_error("BasicBlock::chain: called after plan(), which planned the blocks "
+                           "unchained");
   before.dy_through_relu_ = true;
   after.dx_through_in_relu_ = true;
 }
@@ -55,6 +60,7 @@ Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
     if (pc.input_needs_grad) dsc_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
   }
   if (!dy_through_relu_) dsum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+  planned_ = true;
   if (pc.input_needs_grad) {
     dx_ = pc.plan.reserve(MemCategory::kActivations, x, pc.in_dtype);
     if (pc.in_dtype != flow) dxf_ = pc.plan.reserve(MemCategory::kActivations, x, flow);

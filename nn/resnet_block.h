@@ -38,7 +38,7 @@ class BasicBlock : public Module {
   bool identity_ = true;    // the shortcut is x itself
   ShortcutShape shortcut_;  // option A, when not the identity
   Slot x_cast_;             // (B, Cin, H, W) flow dtype: an input in another dtype, cast
-  Slot sc_, dsum_;          // (B, Cout, Ho, Wo): shortcut, d(bn2 + shortcut)
+  Slot sc_, dsum_;          // (B, Cout, Ho, Wo): shortcut, d(bn2 + shortcut) (not when chained)
   Slot drelu_;              // (B, Cout, Ho, Wo): d(relu(bn1)'s input), synchronised BN only
   Slot dsc_;                // (B, Cin, H, W) flow dtype: d(input) through the shortcut
   Slot dxf_, dx_;           // (B, Cin, H, W): d(input) in the flow dtype (when it differs), input's
@@ -47,6 +47,7 @@ class BasicBlock : public Module {
   int64_t rows_ = 0;
   bool dy_through_relu_ = false;     // the block after took this block's output ReLU (chain)
   bool dx_through_in_relu_ = false;  // d(input) leaves through the ReLU that made the input
+  bool planned_ = false;
 };
 
 }  // namespace noeira

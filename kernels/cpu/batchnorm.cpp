@@ -1,15 +1,15 @@
 // CpuOps' BatchNorm2d (contracts: kernels/op_list.inc; math: kernels/common/norm.h). x is
 // (B, C, S); a channel's values sit in B runs of S. Training sums each channel in double
 // in kLanes partials (value s of each run into lane s % kLanes, runs in b order, the lanes
-// added in lane order at the end; bf16 in fp32 spans first, chunk_sums); a thread takes a chunk of whole channels, so the bits do
-// not depend on the thread count. The fused ops (batchnorm_forward_train,
+// added in lane order at the end; bf16 in fp32 spans first, chunk_sums); a thread takes a
+// chunk of whole channels, so the bits do not depend on the thread count. The fused ops (batchnorm_forward_train,
 // batchnorm_backward) and the split ones of synchronised BatchNorm (batchnorm_stats ->
 // a sum over ranks -> batchnorm_forward_from_stats; batchnorm_backward_stats ->
 // batchnorm_backward_from_stats) run the same per-channel functions below, so a split
 // pass over one rank gives the fused pass's bits. The forwards apply their epilogue
 // (kernels/ops.h BatchNormEpilogue: a residual, an activation) as they write y. No
-// workspace. fp32 training outputs (y, dx) of kStreamBytes or more are written with streaming stores
-// (streaming_store.h): x, read twice, cannot stay in a core's cache between the passes,
+// workspace. fp32 training outputs (y, dx) of kStreamBytes or more are written with
+// streaming stores (streaming_store.h): x, read twice, cannot stay in a core's cache between the passes,
 // and neither can y or dx before the next op reads them.
 #include <string>
 #include <type_traits>
@@ -37,9 +37,11 @@ namespace {
 // sums into kSpanLanes fp32 partials (lane s % kSpanLanes, kStage / kSpanLanes = 8 values
 // each), which are then added to that lane's double partial. In double, bf16's passes were
 // bound by the conversions and adds (two ports, 8 lanes each), not by memory. The terms
-// are exact in fp32 (x^2 of a bf16 x) or rounded once (dy * xhat), and a sum of 8 has a
-// relative error of at most 7 * 2^-24 of the sum of the terms' magnitudes (resnet20 at one
-// thread: normalisation 38.1-38.9 -> 32.3-33.0 ms per step).
+// are exact in fp32 (x^2 of a bf16 x, for 2^-63 <= |x| < 2^64: beyond, it underflows or
+// overflows where double did not) or rounded once (dy * xhat), and a sum of 8 has an error
+// of at most 7 * 2^-24 of the sum of the terms' magnitudes (with dy * xhat's rounding, 8 *
+// 2^-24 against the double sums of before). resnet20 at one thread: normalisation
+// 38.1-38.9 -> 32.3-33.0 ms per step.
 //
 // A thread takes a chunk of channels and walks the batch outside them: for each b the
 // chunk's runs are one contiguous stretch, which the prefetchers follow (a channel at a
@@ -96,7 +98,7 @@ void chunk_sums(const NormShape& s, Chunk ch, const Term& term, ChannelSums* out
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {
       const int64_t at = (b * C + c) * S;
-      double lu[L], lv[L];  // in registers for the run
+      double lu[L], lv[L];  // kept in registers for the run where they fit (AVX-512)
       for (int l = 0; l < L; ++l) lu[l] = u[c - ch.c0][l], lv[l] = v[c - ch.c0][l];
       for (int64_t i0 = 0; i0 < S; i0 += block) {
         const int64_t i1 = i0 + block < S ? i0 + block : S;
@@ -162,7 +164,7 @@ void channel_sums(const NormShape& s, const T* x, Chunk ch, ChannelSums* out) {
         s, ch,
         [x](int64_t, int64_t at) {
           const float v = load_f32(x[at]);
-          return FloatSums{v, v * v};  // exact: 8-bit significands
+          return FloatSums{v, v * v};  // exact (8-bit significands) in x's normal range
         },
         out);
   }

@@ -7,7 +7,9 @@
 #include "tests/support/gpu_guard.h"
 
 #if defined(NOEIRA_WITH_CUDA)
+#include <cmath>
 #include <cstddef>
+#include <iterator>
 #include <numeric>
 
 #include "kernels/common/column_sum.h"
@@ -59,12 +61,20 @@ TEST_CASE("cuda: bias_act, act_forward, act_backward, add and add_relu_backward 
     DeviceArray<float> a(gpu, a0), b(gpu, b0), sum(gpu, n);
     gpu.ops->add(a.view(), b.view(), sum.view());
     CHECK(same_bytes(sum.download(), sum_cpu));  // one rounding, same on both
-    // The sum through a ReLU whose output was post: add's rounding, an exact mask.
-    const std::vector<float> p0 = random_floats(n, seed++);
+    // The sum through a ReLU whose output was post: add's rounding, an exact mask. Specials
+    // (no NaN: its payload is the hardware's): signed zeros, infinity, subnormals, overflow,
+    // post = +-0.
+    std::vector<float> a1 = a0, b1 = b0, p1 = random_floats(n, seed++);
+    const float specials[][3] = {{-0.0f, -0.0f, 1.0f},      {INFINITY, 1.0f, 2.0f},
+                                 {1e-40f, 1e-41f, 1.0f},    {2.0f, 1.0f, -0.0f},
+                                 {2.0f, 1.0f, 0.0f},        {3.4e38f, 3.4e38f, 1.0f},
+                                 {-1e-40f, 1e-40f, 0.5f},   {-INFINITY, -1.0f, 3.0f}};
+    for (size_t k = 0; k < std::size(specials) && k < n; ++k)
+      a1[k] = specials[k][0], b1[k] = specials[k][1], p1[k] = specials[k][2];
     std::vector<float> masked_cpu(n);
-    cpu.add_relu_backward(view_of(a0), view_of(b0), view_of(p0), view_of(masked_cpu));
-    DeviceArray<float> p(gpu, p0), masked(gpu, n);
-    gpu.ops->add_relu_backward(a.view(), b.view(), p.view(), masked.view());
+    cpu.add_relu_backward(view_of(a1), view_of(b1), view_of(p1), view_of(masked_cpu));
+    DeviceArray<float> a1d(gpu, a1), b1d(gpu, b1), p(gpu, p1), masked(gpu, n);
+    gpu.ops->add_relu_backward(a1d.view(), b1d.view(), p.view(), masked.view());
     CHECK(same_bytes(masked.download(), masked_cpu));
   }
 #endif

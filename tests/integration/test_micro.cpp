@@ -86,6 +86,8 @@ TEST_CASE("micro lists the ops of each recipe's training step, fp32 and bf16", "
            // (gpt-tiny, vit-tiny MLPs: forward in bias_act)
            "act_forward/conv2d-mnist/f32/relu/n=2359296/", "act_backward/cifar-cnn/f32/relu/n=1843200/",
            "act_backward/gpt-tiny/f32/gelu/n=393216/", "act_backward/vit-tiny/f32/gelu/n=2129920/",
+           // chained ResNet blocks' d(input) (models/resnet.cpp BasicBlock::chain)
+           "add_relu_backward/resnet20/f32/n=2097152/", "add_relu_backward/resnet20/bf16/n=524288/",
            "bias_act/gpt-tiny/f32/gelu/M=768/N=512/", "bias_act/vit-tiny/f32/gelu/M=8320/N=256/bias/",
            // one benchmark for a shape two recipes share
            "act_backward/cifar-cnn+mlp/f32/relu/n=65536/",

@@ -158,6 +158,7 @@ class ModuleRig {
   int64_t input_size() const { return x_.shape.numel(); }
   const Shape& out_shape() const { return out_; }
   const ParamRegistry& params() const { return params_; }
+  size_t activation_bytes() const { return plan_.bytes(MemCategory::kActivations); }
   const ParamInfo& param(const std::string& name) const {
     for (const ParamInfo& p : params_.all())
       if (p.name == name) return p;

@@ -1,8 +1,8 @@
 // Streaming stores (kernels/cpu/streaming_store.h) change where bytes go, never which: the
 // copy and the block writers give exactly the plain loop's bytes at every alignment and
 // length, and add, act_backward, add_relu_backward and act_forward over kStreamBytes give
-// their exact results at 1 and 2 threads. BatchNorm's streamed shape is in test_cpu_pool_norm_ops.cpp, the convolutions'
-// streamed copies in test_channel_blocks.cpp.
+// their exact results at 1 and 2 threads. BatchNorm's streamed shape is in
+// test_cpu_pool_norm_ops.cpp, the convolutions' streamed copies in test_channel_blocks.cpp.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
