@@ -39,6 +39,18 @@ struct BatchNormEpilogue {
   Act act = Act::kNone;
 };
 
+// How conv2d_backward writes dx (ResNet's chained blocks, nn/resnet_block.h): as the
+// convolution's d(input), or (relu_post not empty) that plus residual taken through the
+// ReLU whose output was relu_post: dx = add_relu_grad(d(input), residual, relu_post)
+// (kernels/common/math.h), the bits of conv2d_backward then add_relu_backward, without
+// their pass over dx. residual and relu_post: both or neither, x's elements and dtype, not
+// overlapping dx.
+struct ConvDxEpilogue {
+  ConstView residual;
+  ConstView relu_post;
+  bool empty() const { return relu_post.empty(); }
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;

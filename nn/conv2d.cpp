@@ -1,5 +1,7 @@
 #include "nn/conv2d.h"
 
+#include <stdexcept>
+
 namespace noeira {
 
 std::string Conv2d::kind() const {
@@ -89,8 +91,12 @@ Tensor Conv2d::forward(Context& ctx, const Tensor& x) {
   return y;
 }
 
-Tensor Conv2d::backward(Context& ctx, const Tensor& dy) {
+Tensor Conv2d::backward(Context& ctx, const Tensor& dy) { return backward(ctx, dy, {}); }
+
+Tensor Conv2d::backward(Context& ctx, const Tensor& dy, const ConvDxEpilogue& epi) {
   Ops& ops = ctx.ops();
+  if (!epi.empty() && (!dx_.valid() || dx_low_.valid()))
+    throw std::logic_error("Conv2d::backward: a dx epilogue needs d(input) in the flow dtype");
   const ConvShape s = shape(rows_);
   Tensor dz = dy;  // (B, Cout, Ho, Wo): the gradient before the activation
   if (act_ != Act::kNone) {
@@ -102,7 +108,7 @@ Tensor Conv2d::backward(Context& ctx, const Tensor& dy) {
   // (one op: the CPU copies dz into its kernels' layout once for both)
   Tensor dx = dx_.valid() ? ctx.view(dx_, rows_) : Tensor{};
   Tensor dflow = dx_low_.valid() ? ctx.view(dx_low_, rows_) : dx;
-  ops.conv2d_backward(s, x_, dz, weight(ctx), dflow, ctx.f32(weight_.grad),
+  ops.conv2d_backward(s, x_, dz, weight(ctx), dflow, epi, ctx.f32(weight_.grad),
                       has_bias_ ? ctx.f32(bias_.grad) : nullptr, ctx.workspace(),
                       ctx.workspace_bytes());
   if (!dx_.valid()) return Tensor{};

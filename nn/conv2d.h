@@ -3,6 +3,7 @@
 #pragma once
 #include "kernels/common/image_shapes.h"
 #include "kernels/common/math.h"
+#include "kernels/ops.h"
 #include "nn/module.h"
 
 namespace noeira {
@@ -17,6 +18,11 @@ class Conv2d : public Module {
   Shape plan(PlanContext& pc, const Shape& in) override;
   Tensor forward(Context& ctx, const Tensor& x) override;
   Tensor backward(Context& ctx, const Tensor& dy) override;
+  // backward with d(input) written through `epi` (kernels/ops.h ConvDxEpilogue: the
+  // gradient of a sum through a ReLU, ResNet's chained blocks), in the convolution's own
+  // pass over it. Needs a d(input) in the flow dtype (an input that needs its gradient and
+  // was not cast).
+  Tensor backward(Context& ctx, const Tensor& dy, const ConvDxEpilogue& epi);
 
  private:
   ConvShape shape(int64_t rows) const;

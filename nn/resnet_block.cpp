@@ -61,7 +61,8 @@ Shape BasicBlock::plan(PlanContext& pc, const Shape& in) {
   }
   if (!dy_through_relu_) dsum_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   planned_ = true;
-  if (pc.input_needs_grad) {
+  // Chained, conv1 writes d(input) through the ReLU into its own buffer (backward()).
+  if (pc.input_needs_grad && !dx_through_in_relu_) {
     dx_ = pc.plan.reserve(MemCategory::kActivations, x, pc.in_dtype);
     if (pc.in_dtype != flow) dxf_ = pc.plan.reserve(MemCategory::kActivations, x, flow);
   }
@@ -112,20 +113,22 @@ Tensor BasicBlock::backward(Context& ctx, const Tensor& dy) {
     ops.act_backward(g, Tensor{}, h1_, drelu, Act::kReLU);
     g = bn1_->backward(ctx, drelu);
   }
-  g = conv1_->backward(ctx, g);  // (B, Cin, H, W), empty when no one needs d(input)
-  if (!dx_.valid()) return Tensor{};
-  Tensor dx = ctx.view(dx_, rows_);
-  Tensor dflow = dxf_.valid() ? ctx.view(dxf_, rows_) : dx;
-  Tensor dshort = dsum;  // d(input) through the shortcut
-  if (!identity_) {
+  // d(input) through the shortcut: dsum itself, or option A's subsample of it.
+  Tensor dshort = dsum;
+  if (!identity_ && dsc_.valid()) {
     dshort = ctx.view(dsc_, rows_);
     ShortcutShape s = shortcut_;
     s.batch = rows_;
     ops.shortcut_backward(s, dsum, dshort);
   }
-  // Chained: through the ReLU whose output was our input (xf_ is x: no cast, plan()).
-  if (dx_through_in_relu_) ops.add_relu_backward(g, dshort, xf_, dflow);
-  else ops.add(g, dshort, dflow);
+  // Chained (chain()): conv1's d(input) plus the shortcut's, through the ReLU whose output
+  // was our input (xf_ is x: no cast, plan()), in conv1's pass over d(input), into its buffer.
+  if (dx_through_in_relu_) return conv1_->backward(ctx, g, ConvDxEpilogue{dshort, xf_});
+  g = conv1_->backward(ctx, g);  // (B, Cin, H, W), empty when no one needs d(input)
+  if (!dx_.valid()) return Tensor{};
+  Tensor dx = ctx.view(dx_, rows_);
+  Tensor dflow = dxf_.valid() ? ctx.view(dxf_, rows_) : dx;
+  ops.add(g, dshort, dflow);
   if (dxf_.valid()) ops.cast(dflow, dx);
   return dx;
 }

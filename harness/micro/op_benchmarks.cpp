@@ -17,7 +17,7 @@ constexpr const char* kOpOrder[] = {
     "batchnorm_backward",   "batchnorm_relu_backward", "attention_forward",  "attention_backward",
     "maxpool2d_forward",    "maxpool2d_backward", "avgpool2d_forward",
     "avgpool2d_backward",   "shortcut_forward",   "shortcut_backward",  "conv2d_forward",
-    "conv2d_backward_data", "conv2d_backward_weights", "cast"};
+    "conv2d_backward_data", "conv2d_backward_weights", "conv2d_backward", "cast"};
 
 size_t op_rank(const std::string& op) {
   const auto* it = std::find(std::begin(kOpOrder), std::end(kOpOrder), op);

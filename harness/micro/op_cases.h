@@ -66,6 +66,9 @@ OpCase shortcut_backward(const ShortcutShape& s, DType dt);
 // conv2d_plan (idempotent) sizes the workspace: an Error for a shape the backend cannot run.
 Result<OpCase> conv2d_forward(Ops& ops, const ConvShape& s, DType dt);
 Result<OpCase> conv2d_backward_data(Ops& ops, const ConvShape& s, DType dt);
+// Both backward passes with dx written through a ConvDxEpilogue (kernels/ops.h): ResNet's
+// chained blocks' conv1, timed as the one op it is.
+Result<OpCase> conv2d_backward_relu_grad(Ops& ops, const ConvShape& s, DType dt);
 Result<OpCase> conv2d_backward_weights(Ops& ops, const ConvShape& s, DType dt);
 
 }  // namespace op_case

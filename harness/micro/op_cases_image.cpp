@@ -222,6 +222,34 @@ Result<OpCase> conv2d_backward_data(Ops& ops, const ConvShape& cs, DType dt) {
   return c;
 }
 
+Result<OpCase> conv2d_backward_relu_grad(Ops& ops, const ConvShape& cs, DType dt) {
+  Result<size_t> wsb = ops.conv2d_plan(cs, dt);
+  if (!wsb) return wsb.error();
+  OpCase c{"conv2d_backward", conv_shape(cs, dt) + "/dx_relu_grad", {}, {}, {}, {}};
+  Specs s;
+  const int64_t nx = cs.x_elems(), ny = cs.y_elems(), nw = cs.w_elems();
+  const int x = s.add(Shape{nx}, dt, Fill::kSigned), dy = s.add(Shape{ny}, dt, Fill::kSigned);
+  const int w = s.add(Shape{nw}, dt, Fill::kSigned), dx = s.add(Shape{nx}, dt, Fill::kZero);
+  const int res = s.add(Shape{nx}, dt, Fill::kSigned), post = s.add(Shape{nx}, dt, Fill::kSigned);
+  const int dw = s.add(Shape{nw}, DType::kF32, Fill::kZero);
+  const int db = s.add_if(cs.has_bias, Shape{cs.out_channels}, DType::kF32, Fill::kZero);
+  const int ws = s.workspace(*wsb);
+  const size_t ws_bytes = *wsb;
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.conv2d_backward(cs, view(p, x, dt, nx), view(p, dy, dt, ny), view(p, w, dt, nw),
+                      view(p, dx, dt, nx), ConvDxEpilogue{view(p, res, dt, nx), view(p, post, dt, nx)},
+                      f32(p, dw), f32(p, db), at(p, ws), ws_bytes);
+  };
+  // Both passes' FLOPs; x, dy, w, the epilogue's two operands read, dx written, dw (and db)
+  // read and written.
+  c.work.flops = 2 * op_cost::conv_flops(cs);
+  c.work.bytes = bytes(4 * nx + ny + nw, dt) +
+                 2 * bytes(nw + (cs.has_bias ? cs.out_channels : 0), DType::kF32);
+  c.work.bf16_matrix = dt == DType::kBF16;
+  return c;
+}
+
 Result<OpCase> conv2d_backward_weights(Ops& ops, const ConvShape& cs, DType dt) {
   Result<size_t> wsb = ops.conv2d_plan(cs, dt);
   if (!wsb) return wsb.error();

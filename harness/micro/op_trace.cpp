@@ -196,8 +196,10 @@ class RecordingOps final : public NoComputeOps {
     record(op_case::conv2d_backward_weights(inner_, s, x.dtype));
   }
   // Timed as its two passes (their cases), which the fused op runs with one copy of dy less.
-  void conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView, View dx, float*,
-                       float*, void*, size_t) override {
+  // With a dx epilogue, as the one op (its case).
+  void conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView, View dx,
+                       const ConvDxEpilogue& epi, float*, float*, void*, size_t) override {
+    if (!epi.empty() && !dx.empty()) return record(op_case::conv2d_backward_relu_grad(inner_, s, x.dtype));
     record(op_case::conv2d_backward_weights(inner_, s, x.dtype));
     if (!dx.empty()) record(op_case::conv2d_backward_data(inner_, s, dy.dtype));
   }

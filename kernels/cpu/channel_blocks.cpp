@@ -1,5 +1,7 @@
 #include "kernels/cpu/channel_blocks.h"
 
+#include "kernels/common/bf16.h"
+#include "kernels/common/math.h"
 #include "kernels/cpu/streaming_store.h"
 
 #include <cstdint>
@@ -207,6 +209,55 @@ void copy_all(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
   if constexpr (kStream) stream_fence();
 }
 
+// Pixels per piece of a block that the epilogue's copy transposes into its buffer: a
+// multiple of the 32-pixel tiles, 16 KiB of fp32 rows.
+constexpr int64_t kEpiloguePixels = 256;
+
+// T: the element type (float, bf16_t); U: the bits the transposes move.
+template <class T, class U>
+void copy_all_relu_grad(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
+                        ChannelLayout layout, bool stream, const ReluGradOut& out) {
+  static_assert(sizeof(T) == sizeof(U));
+  const U* pixels_all = static_cast<const U*>(src);
+  T* plain = static_cast<T*>(dst);
+  const T* res = static_cast<const T*>(out.residual);
+  const T* post = static_cast<const T*>(out.relu_post);
+  const int64_t blocks = C / kBlock;
+  const bool last = layout == ChannelLayout::kChannelsLast;
+  const int64_t ld = last ? C : kBlock;
+  alignas(64) U rows[kBlock * kEpiloguePixels];  // (16, piece) of the block's channels
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      const U* block = pixels_all + n * C * HW + (last ? cb * kBlock : cb * kBlock * HW);
+      for (int64_t s0 = 0; s0 < HW; s0 += kEpiloguePixels) {
+        const int64_t piece = HW - s0 < kEpiloguePixels ? HW - s0 : kEpiloguePixels;
+        transpose_block<U, false>(rows, const_cast<U*>(block + s0 * ld), piece, ld);
+        for (int64_t c = 0; c < kBlock; ++c) {
+          const int64_t at = (n * C + cb * kBlock + c) * HW + s0;
+          const U* r = rows + c * piece;
+          write_staged(plain + at, piece, stream, [&](int64_t i0, int64_t k, T* __restrict o) {
+            const T* __restrict rs = res + at + i0;
+            const T* __restrict po = post + at + i0;
+            for (int64_t i = 0; i < k; ++i) {
+              T v;
+              std::memcpy(&v, r + i0 + i, sizeof(T));
+              store_exact(o[i], add_relu_grad<T>(load_f32(v), load_f32(rs[i]), load_f32(po[i])));
+            }
+          });
+        }
+      }
+    }
+  if (stream) stream_fence();
+}
+
+template <class T>
+void relu_grad_in_place_impl(T* dst, int64_t n, const ReluGradOut& out) {
+  const T* res = static_cast<const T*>(out.residual);
+  const T* post = static_cast<const T*>(out.relu_post);
+  for (int64_t i = 0; i < n; ++i)
+    store_exact(dst[i], add_relu_grad<T>(load_f32(dst[i]), load_f32(res[i]), load_f32(post[i])));
+}
+
 // Whether the nchw rows at `plain` can take whole streamed 64-byte rows: aligned, with each
 // 16-pixel (fp32) or 32-pixel (bf16) piece 64 bytes from the last, HW such pieces whole.
 bool streamable(const void* plain, int64_t HW, size_t elem_bytes) {
@@ -235,6 +286,19 @@ void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, in
   }
   if (elem_bytes == 2) copy_all<uint16_t, false>(src, dst, N, C, HW, layout);
   else copy_all<uint32_t, false>(src, dst, N, C, HW, layout);
+}
+
+void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
+                            size_t elem_bytes, ChannelLayout layout, bool stream,
+                            const ReluGradOut& out) {
+  stream = stream && streaming_stores_available();
+  if (elem_bytes == 2) copy_all_relu_grad<bf16_t, uint16_t>(src, dst, N, C, HW, layout, stream, out);
+  else copy_all_relu_grad<float, uint32_t>(src, dst, N, C, HW, layout, stream, out);
+}
+
+void relu_grad_in_place(void* dst, int64_t n, size_t elem_bytes, const ReluGradOut& out) {
+  if (elem_bytes == 2) relu_grad_in_place_impl(static_cast<bf16_t*>(dst), n, out);
+  else relu_grad_in_place_impl(static_cast<float*>(dst), n, out);
 }
 
 }  // namespace noeira

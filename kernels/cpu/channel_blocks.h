@@ -32,4 +32,22 @@ void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, in
                             ChannelLayout layout = ChannelLayout::kBlocks16,
                             bool stream = false);
 
+// A gradient's way out through a ReLU (kernels/ops.h ConvDxEpilogue): each value v of dst
+// written as add_relu_grad(v, residual, relu_post) at its element (kernels/common/math.h),
+// residual and relu_post nchw like dst (N, C, HW) and of its element type.
+struct ReluGradOut {
+  const void* residual;
+  const void* relu_post;
+};
+// channel_blocks_to_nchw with `out` applied as the values are written (the bits of the copy
+// then add_relu_backward): 256 pixels of a block of 16 channels at a time transposed into
+// a buffer on the stack, then each channel's run written from it (streamed with `stream`
+// where the build has streaming stores).
+void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
+                            size_t elem_bytes, ChannelLayout layout, bool stream,
+                            const ReluGradOut& out);
+// dst[i] = add_relu_grad(dst[i], residual[i], relu_post[i]) for i < n, in place (where an
+// output leaves without our copies).
+void relu_grad_in_place(void* dst, int64_t n, size_t elem_bytes, const ReluGradOut& out);
+
 }  // namespace noeira

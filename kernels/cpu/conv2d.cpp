@@ -3,6 +3,10 @@
 // its workspace; the passes find the plan and stop the process when there is none.
 // bf16 runs oneDNN's bf16 kernels (fp32 accumulation, bf16 outputs rounded once, fp32
 // weight gradients), so nothing is converted through the workspace.
+#include <string>
+#include <utility>
+
+#include "kernels/conv_dx_epilogue_check.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/onednn_conv.h"
 #include "kernels/dispatch.h"
@@ -63,15 +67,19 @@ void CpuOps::conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView 
 }
 
 void CpuOps::conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView w, View dx,
-                             float* dw, float* db, void* workspace, size_t workspace_bytes) {
+                             const ConvDxEpilogue& dx_epi, float* dw, float* db, void* workspace,
+                             size_t workspace_bytes) {
   const char* op = "conv2d_backward";
   expect_conv_views(op, s, x, w, dy);
   expect_elems(op, s.x_elems(), {dx});
-  dispatch_float(op, {x, dy, w, dx}, [&](auto storage) {
+  if (std::string p = conv_dx_epilogue_problem(s, dx, dx_epi); !p.empty())
+    cpu_op_failed(op, Error{std::move(p)});
+  dispatch_float(op, {x, dy, w, dx, dx_epi.residual, dx_epi.relu_post}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     check(op, conv_->backward(s, x.as<T>(), dy.as<T>(), w.as<T>(),
                               dx.empty() ? nullptr : dx.as<T>(), dw, db, workspace,
-                              workspace_bytes));
+                              workspace_bytes, dx_epi.residual.as<T>(),
+                              dx_epi.relu_post.as<T>()));
   });
 }
 

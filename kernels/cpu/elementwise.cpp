@@ -55,19 +55,11 @@ void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, Out* p
   });
 }
 
-// ReLU's results are exact in the storage type (x, 0, dy * 1, dy * 0), so for bf16 storage
-// the round-to-nearest of store_f32 only drops zero bits: a truncation that still quiets
-// NaNs (the compiler may fold dy * 1 to dy, keeping a signalling NaN) gives its bits with
-// fewer instructions (ReLU was a compute-bound 26 GB/s in bf16 against 60-90 in fp32).
-// tests/unit/test_bf16.cpp checks every bf16 pattern against store_f32.
+// ReLU's results are exact in the storage type: store_exact (kernels/common/bf16.h).
 template <class T, Act kAct>
 void store_act_result(T& dst, float v) {
-  if constexpr (std::is_same_v<T, bf16_t> && kAct == Act::kReLU) {
-    const uint32_t u = f32_bits(v);
-    dst = static_cast<bf16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : u >> 16);
-  } else {
-    store_f32(dst, v);
-  }
+  if constexpr (kAct == Act::kReLU) store_exact(dst, v);
+  else store_f32(dst, v);
 }
 
 template <class T>

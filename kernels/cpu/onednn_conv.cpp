@@ -107,6 +107,15 @@ ConvSizes sizes_of(const ConvShape& s) {
           s.out_channels * s.in_channels * s.kernel_h * s.kernel_w};
 }
 
+// dx's way out for the slab at image b0 (the images' pointers moved), or null without one.
+template <class T>
+const ReluGradOut* slab_out(const ConvSizes& z, const T* res, const T* post, int64_t b0,
+                            ReluGradOut& at) {
+  if (!post) return nullptr;
+  at = ReluGradOut{res + b0 * z.x_image, post + b0 * z.x_image};
+  return &at;
+}
+
 // The plain operands of backward-data's slab from image b0.
 template <class T>
 std::array<ConvArg, 3> data_args(const ConvSizes& z, const T* dy, const T* w, T* dx, int64_t b0) {
@@ -226,19 +235,27 @@ struct OnednnConv::Impl {
 
   // Runs one pass over the batch: the shared inputs (weights) reordered once per slab
   // size, then the slabs spread over the threads. args(b0) names the plain operands of
-  // the slab starting at image b0; `stream_out`: see ConvPass::run.
-  template <class Args>
+  // the slab starting at image b0; `stream_out`: see ConvPass::run; out(b0, at): the
+  // slab's dx_out for ConvPass::run, or null.
+  template <class Args, class Out>
   Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args,
-             bool stream_out = false) {
+             bool stream_out, const Out& out) {
     NOEIRA_TRY(prepare(plan, p, ws, args(0)));
     return onednn::for_each_slab(threads, batch, plan.full_images,
                                  [&](int thread, int64_t b0, int64_t images) {
                                    const int k = plan.kind(images);
+                                   ReluGradOut at;
                                    pass_of(plan.slab[k], p)
                                        .run(streams[static_cast<size_t>(thread)],
                                             plan.shared(ws, k, p), plan.area(ws, thread), args(b0),
-                                            nullptr, stream_out);
+                                            nullptr, stream_out, out(b0, at));
                                  });
+  }
+  template <class Args>
+  Status run(const ConvPlan& plan, PassKind p, int64_t batch, void* ws, const Args& args,
+             bool stream_out = false) {
+    return run(plan, p, batch, ws, args, stream_out,
+               [](int64_t, ReluGradOut&) -> const ReluGradOut* { return nullptr; });
   }
 };
 
@@ -280,14 +297,16 @@ Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const flo
 
 template <class T>
 Status OnednnConv::backward_data(const ConvShape& s, const T* dy, const T* w, T* dx,
-                                 void* workspace, size_t workspace_size) {
+                                 void* workspace, size_t workspace_size, const T* residual,
+                                 const T* relu_post) {
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const ConvSizes z = sizes_of(s);
   return impl_->run(
       **found, PassKind::kBackwardData, s.batch, workspace,
       [&](int64_t b0) { return data_args(z, dy, w, dx, b0); },
-      streams(bytes_of<T>(s.batch * z.x_image)));
+      streams(bytes_of<T>(s.batch * z.x_image)),
+      [&](int64_t b0, ReluGradOut& at) { return slab_out(z, residual, relu_post, b0, at); });
 }
 
 template <class T>
@@ -322,13 +341,15 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
 
 template <class T>
 Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T* w, T* dx,
-                            float* dw, float* db, void* workspace, size_t workspace_size) {
+                            float* dw, float* db, void* workspace, size_t workspace_size,
+                            const T* residual, const T* relu_post) {
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const ConvPlan& plan = **found;
   if (!dx || !plan.fused_backward) {
     NOEIRA_TRY(backward_weights(s, x, dy, dw, db, workspace, workspace_size));
-    return dx ? backward_data(s, dy, w, dx, workspace, workspace_size) : Status{};
+    return dx ? backward_data(s, dy, w, dx, workspace, workspace_size, residual, relu_post)
+              : Status{};
   }
   if (db && !s.has_bias)
     return make_error("backward: a db pointer for a shape without bias in " + describe_conv(s));
@@ -342,8 +363,10 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
         const onednn::SlabConv& c = plan.slab[k];
         dnnl::stream& stream = impl_->streams[static_cast<size_t>(thread)];
         std::byte* area = plan.area(workspace, thread);
+        ReluGradOut at;
         c.backward_data.run(stream, plan.shared(workspace, k, PassKind::kBackwardData), area,
-                            data_args(z, dy, w, dx, b0), nullptr, stream_dx);
+                            data_args(z, dy, w, dx, b0), nullptr, stream_dx,
+                            slab_out(z, residual, relu_post, b0, at));
         // dy in the kernels' layout, as backward-data left it in its area.
         const ConvArg dy_inner{DNNL_ARG_DIFF_DST,
                                c.backward_data.inner_copy(DNNL_ARG_DIFF_DST, area)};
@@ -362,11 +385,11 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
   template Status OnednnConv::forward<T>(const ConvShape&, const T*, const T*, const float*, T*, \
                                          void*, size_t);                                        \
   template Status OnednnConv::backward_data<T>(const ConvShape&, const T*, const T*, T*, void*,  \
-                                               size_t);                                         \
+                                               size_t, const T*, const T*);                     \
   template Status OnednnConv::backward_weights<T>(const ConvShape&, const T*, const T*, float*,  \
                                                   float*, void*, size_t);                       \
   template Status OnednnConv::backward<T>(const ConvShape&, const T*, const T*, const T*, T*,    \
-                                          float*, float*, void*, size_t);
+                                          float*, float*, void*, size_t, const T*, const T*);
 NOEIRA_CONV_PASSES(float)
 NOEIRA_CONV_PASSES(bf16_t)
 #undef NOEIRA_CONV_PASSES

@@ -86,9 +86,12 @@ class OnednnConv {
   Status forward(const ConvShape& shape, const T* x, const T* w, const float* bias, T* y,
                  void* workspace, size_t workspace_size);
   // dx = conv-transpose(dy, w), overwriting dx.  dy (B, Cout, Ho, Wo), dx (B, Cin, H, W).
+  // With relu_post (and residual, both dx's shape): dx = add_relu_grad(conv-transpose,
+  // residual, relu_post) as it is written (kernels/ops.h ConvDxEpilogue).
   template <class T>
   Status backward_data(const ConvShape& shape, const T* dy, const T* w, T* dx, void* workspace,
-                       size_t workspace_size);
+                       size_t workspace_size, const T* residual = nullptr,
+                       const T* relu_post = nullptr);
   // dw += sum over images of x correlated with dy; db += sums of dy over (B, Ho, Wo).
   // Accumulates, so a parameter used twice gets both gradients. dw (Cout, Cin, kh, kw),
   // db (Cout) or null (always null without shape.has_bias; with it, null skips the bias
@@ -102,7 +105,8 @@ class OnednnConv {
   // (one of the six activation copies a convolution's three passes make).
   template <class T>
   Status backward(const ConvShape& shape, const T* x, const T* dy, const T* w, T* dx, float* dw,
-                  float* db, void* workspace, size_t workspace_size);
+                  float* db, void* workspace, size_t workspace_size, const T* residual = nullptr,
+                  const T* relu_post = nullptr);
   // Whether backward() copies dy once for both passes at a planned shape (false unplanned).
   bool fuses_backward(const ConvShape& shape, DType dtype) const;
 

@@ -90,14 +90,19 @@ void* find(std::span<const ConvArg> args, int arg) {
   return nullptr;
 }
 
+// `out`: an output's way out (ConvPass::run's dx_out), or null.
 void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& from,
-             const dnnl::memory& to, std::byte* scratch, bool stream_out = false) {
+             const dnnl::memory& to, std::byte* scratch, bool stream_out = false,
+             const ReluGradOut* out = nullptr) {
+  const dims d = o.plain.dims();  // (N, C, H, W)
+  const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
   if (o.channel_blocks) {
-    const dims d = o.plain.dims();  // (N, C, H, W)
-    const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
     if (o.flow == Flow::kIn)
       nchw_to_channel_blocks(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
                              d[2] * d[3], bytes, *o.channel_blocks);
+    else if (out)
+      channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
+                             d[2] * d[3], bytes, *o.channel_blocks, stream_out, *out);
     else
       channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
                              d[2] * d[3], bytes, *o.channel_blocks, stream_out);
@@ -107,6 +112,10 @@ void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& fro
       stream, {{DNNL_ARG_FROM, from},
                {DNNL_ARG_TO, to},
                {DNNL_ARG_SCRATCHPAD, dnnl::memory(o.reorder_scratch, cpu_engine(), scratch)}});
+  if (out) {
+    stream.wait();
+    relu_grad_in_place(to.get_data_handle(), d[0] * d[1] * d[2] * d[3], bytes, *out);
+  }
 }
 
 }  // namespace
@@ -152,8 +161,8 @@ std::byte* ConvPass::inner_copy(int arg, std::byte* area) const {
 }
 
 void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
-                   std::span<const ConvArg> args, const ConvArg* given,
-                   bool stream_out) const {
+                   std::span<const ConvArg> args, const ConvArg* given, bool stream_out,
+                   const ReluGradOut* dx_out) const {
   OneThread one;
   const dnnl::engine& e = cpu_engine();
   std::byte* scratch = area + scratch_at_;
@@ -174,10 +183,18 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
   }
   exec.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_, e, scratch));
   primitive_.execute(stream, exec);
-  for (const ConvOperand& o : operands_)
-    if (o.flow == Flow::kOut && o.reordered())
+  for (const ConvOperand& o : operands_) {
+    const ReluGradOut* out = o.arg == DNNL_ARG_DIFF_SRC ? dx_out : nullptr;
+    if (o.flow == Flow::kOut && o.reordered()) {
       reorder(o, stream, exec.at(o.arg), dnnl::memory(o.plain, e, find(args, o.arg)), scratch,
-              stream_out && (o.arg == DNNL_ARG_DST || o.arg == DNNL_ARG_DIFF_SRC));
+              stream_out && (o.arg == DNNL_ARG_DST || o.arg == DNNL_ARG_DIFF_SRC), out);
+    } else if (o.flow == Flow::kOut && out) {  // oneDNN wrote dx in place
+      stream.wait();
+      const dims d = o.plain.dims();
+      relu_grad_in_place(find(args, o.arg), d[0] * d[1] * d[2] * d[3],
+                         dnnl::memory::data_type_size(o.plain.data_type()), *out);
+    }
+  }
   stream.wait();
 }
 

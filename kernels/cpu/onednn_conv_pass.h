@@ -59,9 +59,12 @@ class ConvPass {
   // `given`, when not null, names an input already in its inner layout (at given->data),
   // which is then read there instead of reordered. `stream_out`: the activation outputs
   // (y, dx) copied out with streaming stores (streaming_store.h) where our copies apply.
+  // `dx_out`, when not null: dx (DNNL_ARG_DIFF_SRC) leaves through it (channel_blocks.h
+  // ReluGradOut, pointers at the slab's first image), in our copy out where there is one,
+  // else in place after the primitive.
   void run(dnnl::stream& stream, std::byte* shared, std::byte* area,
            std::span<const ConvArg> args, const ConvArg* given = nullptr,
-           bool stream_out = false) const;
+           bool stream_out = false, const ReluGradOut* dx_out = nullptr) const;
   // The operand for DNNL_ARG_* `arg`, or null.
   const ConvOperand* operand(int arg) const;
   // Where run() leaves slab operand `arg`'s inner copy in `area` (it stays there until the

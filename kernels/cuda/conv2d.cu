@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/common/bf16.h"
+#include "kernels/conv_dx_epilogue_check.h"
 #include "kernels/cuda/channel_sum.cuh"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cudnn_conv.h"
@@ -120,11 +121,22 @@ void CudaOps::conv2d_backward_weights(const ConvShape& s, ConstView x, ConstView
     fail(st.error().message);
 }
 
-// The two ops, each in its own scope (cuDNN has no shared layout copy to save).
+// The two ops, each in its own scope (cuDNN has no shared layout copy to save), then the dx
+// epilogue in place over dx: add_relu_backward's kernel, in its own scope.
 void CudaOps::conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView w, View dx,
-                              float* dw, float* db, void* workspace, size_t workspace_bytes) {
+                              const ConvDxEpilogue& dx_epi, float* dw, float* db,
+                              void* workspace, size_t workspace_bytes) {
+  if (std::string p = conv_dx_epilogue_problem(s, dx, dx_epi); !p.empty()) {
+    OpScope scope(*state_, "conv2d_backward");
+    return fail(p);
+  }
   conv2d_backward_weights(s, x, dy, dw, db, workspace, workspace_bytes);
-  if (!dx.empty()) conv2d_backward_data(s, dy, w, dx, workspace, workspace_bytes);
+  if (dx.empty()) return;
+  conv2d_backward_data(s, dy, w, dx, workspace, workspace_bytes);
+  if (dx_epi.empty()) return;
+  OpScope scope(*state_, "add_relu_backward");
+  check(cuda::launch_add_relu_backward(stream_, dx, dx_epi.residual, dx_epi.relu_post, dx),
+        "add_relu_backward_kernel");
 }
 
 }  // namespace noeira

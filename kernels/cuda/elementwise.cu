@@ -163,6 +163,8 @@ cudaError_t launch_add(cudaStream_t stream, ConstView a, ConstView b, View y) {
   });
 }
 
+}  // namespace
+
 cudaError_t launch_add_relu_backward(cudaStream_t stream, ConstView a, ConstView b,
                                      ConstView post, View dx) {
   const char* op = "add_relu_backward";
@@ -177,8 +179,6 @@ cudaError_t launch_add_relu_backward(cudaStream_t stream, ConstView a, ConstView
     return cudaGetLastError();
   });
 }
-
-}  // namespace
 
 // Casts move 16-byte groups whenever both buffers are aligned, whatever the two types.
 cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y) {

@@ -13,6 +13,11 @@ namespace noeira::cuda {
 // elementwise.cu: Ops::cast's kernel (contract there), for cuDNN's widening casts
 // (cudnn_conv.cpp). 16-byte groups whenever both buffers are aligned.
 cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y);
+// elementwise.cu: Ops::add_relu_backward's kernel, for conv2d_backward's dx epilogue
+// (conv2d.cu). In place too: dx may be a itself (each thread reads its elements before
+// writing them); dx must not overlap b or post.
+cudaError_t launch_add_relu_backward(cudaStream_t stream, ConstView a, ConstView b,
+                                     ConstView post, View dx);
 
 // conv2d.cu: the convolution's own kernels around cuDNN (cudnn_conv.cpp).
 // y (B, C, S) = in + bias[c], rounded once to y's dtype. `in` is fp32 (B, C, S); it may

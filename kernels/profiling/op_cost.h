@@ -30,6 +30,8 @@ double arg_bytes(const T& a) {
     return view_bytes(a);
   else if constexpr (std::is_same_v<T, BatchNormEpilogue>)
     return view_bytes(a.residual);
+  else if constexpr (std::is_same_v<T, ConvDxEpilogue>)
+    return view_bytes(a.residual) + view_bytes(a.relu_post);
   else
     return 0.0;
 }
@@ -84,13 +86,13 @@ OpCost of(conv2d_backward_weights_tag, const ConvShape& s, const ConstView& x, c
           const Rest&...) {
   return OpCost{conv_flops(s), view_bytes(x) + view_bytes(dy) + 4.0 * s.w_elems()};
 }
-// Both passes (dx empty: backward-weights alone).
+// Both passes (dx empty: backward-weights alone), with dx's epilogue operands.
 template <class... Rest>
 OpCost of(conv2d_backward_tag, const ConvShape& s, const ConstView& x, const ConstView& dy,
-          const ConstView& w, const View& dx, const Rest&...) {
+          const ConstView& w, const View& dx, const ConvDxEpilogue& epi, const Rest&...) {
   return OpCost{(dx.empty() ? 1.0 : 2.0) * conv_flops(s),
                 view_bytes(x) + view_bytes(dy) + view_bytes(w) + view_bytes(dx) +
-                    4.0 * s.w_elems()};
+                    arg_bytes(epi) + 4.0 * s.w_elems()};
 }
 
 // Q K^T and P V, each 2 B T T C (nh heads of C / nh); backward: four such products (bf16
@@ -163,6 +165,9 @@ void append_arg(std::string& out, std::string_view name, const T& v) {
     append_arg(out, "residual", v.residual);
     if (v.act == Act::kReLU) sep(), out += "+relu";
     if (v.act == Act::kGELU) sep(), out += "+gelu";
+  } else if constexpr (std::is_same_v<T, ConvDxEpilogue>) {
+    append_arg(out, "residual", v.residual);
+    append_arg(out, "relu_post", v.relu_post);
   } else if constexpr (std::is_same_v<T, int64_t>) {
     sep();
     out.append(name).append("=").append(std::to_string(v));

@@ -175,3 +175,43 @@ TEST_CASE("cuda: a captured conv + batchnorm + maxpool step replays the eager bi
   }
 #endif
 }
+
+TEST_CASE("cuda: conv2d_backward's dx epilogue has the bits of conv2d_backward then "
+          "add_relu_backward, fp32 and bf16",
+          "[gpu]") {
+  if (!gpu_or_skip(current_test_name().c_str())) return;
+#if defined(NOEIRA_WITH_CUDA)
+  for (bool bf16 : {false, true}) {
+    INFO("bf16 " << bf16);
+    Backend gpu = gpu_backend();
+    const DType dt = bf16 ? DType::kBF16 : DType::kF32;
+    const ConvShape cs = conv_shape(6, 16, 12, 12, 16, 3, 3, 1, 1, false);
+    Result<size_t> conv_bytes = gpu.ops->conv2d_plan(cs, dt);
+    REQUIRE(conv_bytes.ok());
+    const size_t ny = static_cast<size_t>(cs.y_elems()), nx = static_cast<size_t>(cs.x_elems()),
+                 nw = static_cast<size_t>(cs.w_elems());
+    const auto run = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      DeviceArray<float> ws(gpu, floats_for(*conv_bytes)), dw(gpu, nw), dw2(gpu, nw);
+      DeviceArray<T> x(gpu, stored<T>(random_floats(nx, 11))),
+          w(gpu, stored<T>(random_floats(nw, 12))), dy(gpu, stored<T>(random_floats(ny, 13))),
+          res(gpu, stored<T>(random_floats(nx, 14))), post(gpu, stored<T>(random_floats(nx, 15))),
+          dx(gpu, nx), want(gpu, nx), got(gpu, nx);
+      gpu.stream->fill_zero(dw.get(), nw * 4);
+      gpu.stream->fill_zero(dw2.get(), nw * 4);
+      gpu.ops->conv2d_backward(cs, x.view(), dy.view(), w.view(), dx.view(), {}, dw.get(),
+                               nullptr, ws.get(), *conv_bytes);
+      gpu.ops->add_relu_backward(dx.view(), res.view(), post.view(), want.view());
+      gpu.ops->conv2d_backward(cs, x.view(), dy.view(), w.view(), got.view(),
+                               ConvDxEpilogue{res.view(), post.view()}, dw2.get(), nullptr,
+                               ws.get(), *conv_bytes);
+      CHECK(same_bytes(to_f32(got.download()), to_f32(want.download())));
+      CHECK(same_bytes(dw2.download(), dw.download()));
+    };
+    if (bf16)
+      run(StorageTag<bf16_t>{});
+    else
+      run(StorageTag<float>{});
+  }
+#endif
+}

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "harness/env/host_info.h"
+#include "kernels/conv_dx_epilogue_check.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "tests/support/image_reference.h"
@@ -169,13 +170,18 @@ TEST_CASE("conv2d: 1 and 2 threads give the same bits in every pass, fp32 and bf
   }
 }
 
-TEST_CASE("conv2d_backward has the bits of conv2d_backward_weights then conv2d_backward_data, "
-          "fp32 and bf16, with and without dx, at 1 and 2 threads",
+TEST_CASE("conv2d_backward has the bits of conv2d_backward_weights then conv2d_backward_data "
+          "(then add_relu_backward with a dx epilogue), fp32 and bf16, with and without dx, at "
+          "1 and 2 threads",
           "[image-ops]") {
   std::vector<ConvShape> shapes = conv_shapes();
   shapes.push_back(conv_shape(10, 16, 8, 8, 16, 3, 1, 1, false));  // fp32 Winograd, a short slab
   shapes.push_back(conv_shape(5, 32, 6, 6, 16, 3, 2, 1, true));    // channel blocks, stride 2
   shapes.push_back(conv_shape(9, 16, 9, 9, 16, 3, 1, 0, false));   // fp32 on nhwc (AVX-512)
+  // The epilogue's copy out: 300-pixel planes (a 256-pixel piece, then 32-pixel tiles and
+  // single pixels); an fp32 dx over kStreamBytes (streamed).
+  shapes.push_back(conv_shape(3, 16, 15, 20, 32, 3, 1, 1, false));
+  shapes.push_back(conv_shape(9, 16, 64, 64, 16, 3, 1, 1, false));
   uint32_t seed = 400;
   for (const ConvShape& s : shapes) {
     CONV_INFO(s);
@@ -200,12 +206,24 @@ TEST_CASE("conv2d_backward has the bits of conv2d_backward_weights then conv2d_b
                                     ws.size());
         if (with_dx)
           ops.conv2d_backward_data(s, cview(dy), cview(w), view(dx_ref), ws.data(), ws.size());
-        ops.conv2d_backward(s, cview(x), cview(dy), cview(w), with_dx ? view(dx) : View{},
+        ops.conv2d_backward(s, cview(x), cview(dy), cview(w), with_dx ? view(dx) : View{}, {},
                             dw.data(), s.has_bias ? db.data() : nullptr, ws.data(), ws.size());
         if (with_dx) CHECK(same_bits(dx, dx_ref));
         CHECK(same_bits(dw, dw_ref));
         CHECK(same_bits(db, db_ref));
       }
+      // The dx epilogue: conv2d_backward then add_relu_backward, in one pass.
+      std::vector<T> res(c.x.size()), post(c.x.size()), want(c.x.size()), got(c.x.size());
+      const Vec r = random_vec(static_cast<int64_t>(c.x.size()), seed + 1);
+      const Vec p = random_vec(static_cast<int64_t>(c.x.size()), seed + 2);
+      for (size_t i = 0; i < res.size(); ++i) store_f32(res[i], r[i]), store_f32(post[i], p[i]);
+      ops.add_relu_backward(cview(dx_ref), cview(res), cview(post), view(want));
+      Vec dw = c.dw0, db = c.db0;
+      ops.conv2d_backward(s, cview(x), cview(dy), cview(w), view(got),
+                          ConvDxEpilogue{cview(res), cview(post)}, dw.data(),
+                          s.has_bias ? db.data() : nullptr, ws.data(), ws.size());
+      INFO("bf16 " << (sizeof(T) == 2) << " threads " << threads << " dx epilogue");
+      CHECK(same_bits(got, want));
     };
     for (int threads : {1, 2}) {
       check(0.0f, threads);
@@ -303,4 +321,22 @@ TEST_CASE("sgd: the scheduled rate of step counters->step + 1, Nesterov", "[imag
   for (size_t i = 0; i < p.size(); ++i) sgd_update(p_ref[i], g[i], buf_ref[i], s);
   CHECK(same_bits(p, p_ref));
   CHECK(same_bits(buf, buf_ref));
+}
+
+TEST_CASE("conv2d_backward's dx epilogue: both operands or neither, x's size and dx's dtype, "
+          "a dx to write",
+          "[image-ops]") {
+  const ConvShape s = conv_shape(2, 3, 4, 4, 5, 3, 1, 1, false);
+  Vec dx(static_cast<size_t>(s.x_elems())), r(dx.size()), p(dx.size()), short_one(dx.size() - 1);
+  Bf pb(dx.size());
+  CHECK(conv_dx_epilogue_problem(s, view(dx), {}).empty());
+  CHECK(conv_dx_epilogue_problem(s, view(dx), {cview(r), cview(p)}).empty());
+  CHECK(conv_dx_epilogue_problem(s, view(dx), {cview(r), ConstView{}}).find("both") !=
+        std::string::npos);
+  CHECK(conv_dx_epilogue_problem(s, View{}, {cview(r), cview(p)}).find("without a dx") !=
+        std::string::npos);
+  CHECK(conv_dx_epilogue_problem(s, view(dx), {cview(r), cview(short_one)}).find("95") !=
+        std::string::npos);
+  CHECK(conv_dx_epilogue_problem(s, view(dx), {cview(r), cview(pb)}).find("bf16") !=
+        std::string::npos);
 }
