@@ -24,11 +24,12 @@ class BasicBlock : public Module {
   Tensor forward(Context& ctx, const Tensor& x) override;
   Tensor backward(Context& ctx, const Tensor& dy) override;
 
-  // Two blocks in a row: `after`'s input is `before`'s output, a ReLU's. `after` writes its
-  // d(input) through that ReLU (add_relu_backward: the shortcut's add and the ReLU's
-  // gradient in one pass, the two ops' bits), and `before` takes the gradient it receives
-  // as d(its sum) without its own act_backward: two passes over the activations fewer per
-  // pair. Set by the model builder (models/resnet.cpp), before planning.
+  // Two blocks in a row: `after`'s input is `before`'s output, a ReLU's. `after`'s conv1
+  // writes the block's d(input) through that ReLU (conv2d_backward's dx epilogue: the
+  // shortcut's add and the ReLU's gradient in its copy of d(input), add then act_backward's
+  // bits), and `before` takes the gradient it receives as d(its sum) without its own
+  // act_backward: the add's and the ReLU gradient's passes over the activations saved. Set
+  // by the model builder (models/resnet.cpp), before planning.
   static void chain(BasicBlock& before, BasicBlock& after);
 
  private:
@@ -41,7 +42,8 @@ class BasicBlock : public Module {
   Slot sc_, dsum_;          // (B, Cout, Ho, Wo): shortcut, d(bn2 + shortcut) (not when chained)
   Slot drelu_;              // (B, Cout, Ho, Wo): d(relu(bn1)'s input), synchronised BN only
   Slot dsc_;                // (B, Cin, H, W) flow dtype: d(input) through the shortcut
-  Slot dxf_, dx_;           // (B, Cin, H, W): d(input) in the flow dtype (when it differs), input's
+  Slot dxf_, dx_;           // (B, Cin, H, W): d(input) in the flow dtype (when it differs),
+                            // input's (not when chained: conv1's)
   Tensor xf_;               // input of the last forward, in the flow dtype
   Tensor h1_, y_;           // the last forward's relu(bn1) and output (bn2's buffers)
   int64_t rows_ = 0;

@@ -40,6 +40,7 @@ std::function<int()> add_micro_command(CLI::App& app) {
       "  <op>/<recipes>/<dtype>/<shape>, one per distinct shape, fp32 and bf16, for act_forward,\n"
       "  act_backward, add_relu_backward, bias_act, linear_backward_params, layernorm_*,\n"
       "  batchnorm_*, attention_*, maxpool2d_*, conv2d_forward|backward_data|backward_weights,\n"
+      "  conv2d_backward (.../dx_relu_grad: both passes, dx through a ReLU),\n"
       "  cast (.../weights: the bf16 weight copy)\n"
       "Before the table: this CPU's roofline on --threads threads (peak: the larger of the\n"
       "per-core estimate, from the nominal clock, x threads and a GEMM measured now; bandwidth:\n"

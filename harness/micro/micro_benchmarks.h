@@ -28,7 +28,8 @@ struct MicroRegistration {
 //   linear_backward_params (weight and bias gradients), layernorm_forward,
 //   layernorm_backward, batchnorm_forward_train, batchnorm_backward, attention_forward,
 //   attention_backward, maxpool2d_forward, maxpool2d_backward, conv2d_forward,
-//   conv2d_backward_data, conv2d_backward_weights, cast (the bf16 weight refresh too)
+//   conv2d_backward_data, conv2d_backward_weights, conv2d_backward (with a dx epilogue:
+//   .../dx_relu_grad), cast (the bf16 weight refresh too)
 // all on one CpuOps with `threads` threads (0 = every core this process may use), each
 // reporting bytes_per_second, FLOP/s (matrix work) and roofline_pct against `roofline`
 // (harness/micro/micro_roofline.h). Buffers are planned and allocated once per benchmark,

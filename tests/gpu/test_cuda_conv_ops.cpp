@@ -181,11 +181,13 @@ TEST_CASE("cuda: conv2d_backward's dx epilogue has the bits of conv2d_backward t
           "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
+  // 16-byte groups; a 735-element dx (groups and a scalar tail, in place).
+  for (const ConvShape& cs : {conv_shape(6, 16, 12, 12, 16, 3, 3, 1, 1, false),
+                              conv_shape(5, 3, 7, 7, 16, 3, 3, 1, 1, false)})
   for (bool bf16 : {false, true}) {
-    INFO("bf16 " << bf16);
+    INFO("bf16 " << bf16 << " Cin " << cs.in_channels);
     Backend gpu = gpu_backend();
     const DType dt = bf16 ? DType::kBF16 : DType::kF32;
-    const ConvShape cs = conv_shape(6, 16, 12, 12, 16, 3, 3, 1, 1, false);
     Result<size_t> conv_bytes = gpu.ops->conv2d_plan(cs, dt);
     REQUIRE(conv_bytes.ok());
     const size_t ny = static_cast<size_t>(cs.y_elems()), nx = static_cast<size_t>(cs.x_elems()),
