@@ -199,7 +199,8 @@ class RecordingOps final : public NoComputeOps {
   // With a dx epilogue, as the one op (its case).
   void conv2d_backward(const ConvShape& s, ConstView x, ConstView dy, ConstView, View dx,
                        const ConvDxEpilogue& epi, float*, float*, void*, size_t) override {
-    if (!epi.empty() && !dx.empty()) return record(op_case::conv2d_backward_relu_grad(inner_, s, x.dtype));
+    if (!epi.empty() && !dx.empty())
+      return record(op_case::conv2d_backward_relu_grad(inner_, s, x.dtype));
     record(op_case::conv2d_backward_weights(inner_, s, x.dtype));
     if (!dx.empty()) record(op_case::conv2d_backward_data(inner_, s, dy.dtype));
   }

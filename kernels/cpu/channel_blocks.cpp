@@ -278,7 +278,16 @@ void nchw_to_channel_blocks(const void* src, void* dst, int64_t N, int64_t C, in
 }
 
 void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes, ChannelLayout layout, bool stream) {
+                            size_t elem_bytes, ChannelLayout layout, bool stream,
+                            const ReluGradOut* out) {
+  if (out) {
+    stream = stream && streaming_stores_available();
+    if (elem_bytes == 2)
+      copy_all_relu_grad<bf16_t, uint16_t>(src, dst, N, C, HW, layout, stream, *out);
+    else
+      copy_all_relu_grad<float, uint32_t>(src, dst, N, C, HW, layout, stream, *out);
+    return;
+  }
   if (stream && streamable(dst, HW, elem_bytes)) {
     if (elem_bytes == 2) copy_all<uint16_t, false, true>(src, dst, N, C, HW, layout);
     else copy_all<uint32_t, false, true>(src, dst, N, C, HW, layout);
@@ -286,14 +295,6 @@ void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, in
   }
   if (elem_bytes == 2) copy_all<uint16_t, false>(src, dst, N, C, HW, layout);
   else copy_all<uint32_t, false>(src, dst, N, C, HW, layout);
-}
-
-void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes, ChannelLayout layout, bool stream,
-                            const ReluGradOut& out) {
-  stream = stream && streaming_stores_available();
-  if (elem_bytes == 2) copy_all_relu_grad<bf16_t, uint16_t>(src, dst, N, C, HW, layout, stream, out);
-  else copy_all_relu_grad<float, uint32_t>(src, dst, N, C, HW, layout, stream, out);
 }
 
 void relu_grad_in_place(void* dst, int64_t n, size_t elem_bytes, const ReluGradOut& out) {

@@ -24,14 +24,6 @@ enum class ChannelLayout { kBlocks16, kChannelsLast };
 void nchw_to_channel_blocks(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
                             size_t elem_bytes,
                             ChannelLayout layout = ChannelLayout::kBlocks16);
-// The inverse: dst (N, C, HW) <- src in `layout`. `stream`: dst written with streaming
-// stores (streaming_store.h; an output far larger than the caches) where the build has
-// them, dst is 64-byte aligned and HW * elem_bytes a multiple of 64; plain ones otherwise.
-void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes,
-                            ChannelLayout layout = ChannelLayout::kBlocks16,
-                            bool stream = false);
-
 // A gradient's way out through a ReLU (kernels/ops.h ConvDxEpilogue): each value v of dst
 // written as add_relu_grad(v, residual, relu_post) at its element (kernels/common/math.h),
 // residual and relu_post nchw like dst (N, C, HW) and of its element type.
@@ -39,13 +31,17 @@ struct ReluGradOut {
   const void* residual;
   const void* relu_post;
 };
-// channel_blocks_to_nchw with `out` applied as the values are written (the bits of the copy
-// then add_relu_backward): 256 pixels of a block of 16 channels at a time transposed into
-// a buffer on the stack, then each channel's run written from it (streamed with `stream`
-// where the build has streaming stores).
+
+// The inverse: dst (N, C, HW) <- src in `layout`. `stream`: dst written with streaming
+// stores (streaming_store.h; an output far larger than the caches) where the build has
+// them (plain copies: where dst is 64-byte aligned and HW * elem_bytes a multiple of 64).
+// `out`, when not null, applied as the values are written (the bits of the copy then
+// add_relu_backward): 256 pixels of a block of 16 channels at a time transposed into a
+// buffer on the stack, then each channel's run written from it.
 void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, int64_t HW,
-                            size_t elem_bytes, ChannelLayout layout, bool stream,
-                            const ReluGradOut& out);
+                            size_t elem_bytes,
+                            ChannelLayout layout = ChannelLayout::kBlocks16,
+                            bool stream = false, const ReluGradOut* out = nullptr);
 // dst[i] = add_relu_grad(dst[i], residual[i], relu_post[i]) for i < n, in place (where an
 // output leaves without our copies).
 void relu_grad_in_place(void* dst, int64_t n, size_t elem_bytes, const ReluGradOut& out);

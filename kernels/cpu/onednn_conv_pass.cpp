@@ -90,32 +90,36 @@ void* find(std::span<const ConvArg> args, int arg) {
   return nullptr;
 }
 
+// Output operand o's plain memory at `plain` through `out` in place, once oneDNN (its
+// primitive or its reorder) has written it.
+void relu_grad_after(const ConvOperand& o, dnnl::stream& stream, void* plain,
+                     const ReluGradOut& out) {
+  stream.wait();
+  const dims d = o.plain.dims();  // (N, C, H, W)
+  relu_grad_in_place(plain, d[0] * d[1] * d[2] * d[3],
+                     dnnl::memory::data_type_size(o.plain.data_type()), out);
+}
+
 // `out`: an output's way out (ConvPass::run's dx_out), or null.
 void reorder(const ConvOperand& o, dnnl::stream& stream, const dnnl::memory& from,
              const dnnl::memory& to, std::byte* scratch, bool stream_out = false,
              const ReluGradOut* out = nullptr) {
-  const dims d = o.plain.dims();  // (N, C, H, W)
-  const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
   if (o.channel_blocks) {
+    const dims d = o.plain.dims();  // (N, C, H, W)
+    const size_t bytes = dnnl::memory::data_type_size(o.plain.data_type());
     if (o.flow == Flow::kIn)
       nchw_to_channel_blocks(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
                              d[2] * d[3], bytes, *o.channel_blocks);
-    else if (out)
-      channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes, *o.channel_blocks, stream_out, *out);
     else
       channel_blocks_to_nchw(from.get_data_handle(), to.get_data_handle(), d[0], d[1],
-                             d[2] * d[3], bytes, *o.channel_blocks, stream_out);
+                             d[2] * d[3], bytes, *o.channel_blocks, stream_out, out);
     return;
   }
   o.reorder.execute(
       stream, {{DNNL_ARG_FROM, from},
                {DNNL_ARG_TO, to},
                {DNNL_ARG_SCRATCHPAD, dnnl::memory(o.reorder_scratch, cpu_engine(), scratch)}});
-  if (out) {
-    stream.wait();
-    relu_grad_in_place(to.get_data_handle(), d[0] * d[1] * d[2] * d[3], bytes, *out);
-  }
+  if (out) relu_grad_after(o, stream, to.get_data_handle(), *out);
 }
 
 }  // namespace
@@ -189,10 +193,7 @@ void ConvPass::run(dnnl::stream& stream, std::byte* shared, std::byte* area,
       reorder(o, stream, exec.at(o.arg), dnnl::memory(o.plain, e, find(args, o.arg)), scratch,
               stream_out && (o.arg == DNNL_ARG_DST || o.arg == DNNL_ARG_DIFF_SRC), out);
     } else if (o.flow == Flow::kOut && out) {  // oneDNN wrote dx in place
-      stream.wait();
-      const dims d = o.plain.dims();
-      relu_grad_in_place(find(args, o.arg), d[0] * d[1] * d[2] * d[3],
-                         dnnl::memory::data_type_size(o.plain.data_type()), *out);
+      relu_grad_after(o, stream, find(args, o.arg), *out);
     }
   }
   stream.wait();

@@ -3,10 +3,9 @@
 // with the shared scalar math of kernels/common/math.h, so results never depend on the
 // launch shape. The kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32
 // math, bf16 rounding by kernels/common/bf16.h; the launchers dispatch once on the views'
-// dtype. Both move
-// groups of 8 elements (one 16-byte access per bf16 operand, two per fp32 one) when every
-// buffer is 16-byte aligned, and the same bits either way. bias_act's column index takes
-// 32-bit math below 2^31 elements (index.cuh).
+// dtype. Both move groups of 8 elements (one 16-byte access per bf16 operand, two per fp32
+// one) when every buffer is 16-byte aligned, and the same bits either way. bias_act's
+// column index takes 32-bit math below 2^31 elements (index.cuh).
 #include <initializer_list>
 #include <type_traits>
 
