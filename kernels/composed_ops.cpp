@@ -3,11 +3,12 @@
 namespace noeira {
 
 void composed_linear_forward(Ops& ops, ConstView x, ConstView W, const float* b, View y,
-                             View pre, float* acc, int64_t M, int64_t N, int64_t K, Act act) {
+                             View dact, float* acc, int64_t M, int64_t N, int64_t K, Act act) {
   float* product = y.dtype == DType::kF32 ? y.as<float>() : acc;
   ops.gemm(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, product, N);
   // In place for fp32 y, where there is nothing else to do without a bias or activation.
-  if (product != y.data || b || act != Act::kNone) ops.bias_act(product, b, y, pre, M, N, act);
+  if (product != y.data || b || act != Act::kNone || !dact.empty())
+    ops.bias_act(product, b, y, dact, M, N, act);
 }
 
 void composed_linear_backward_data(Ops& ops, ConstView dz, ConstView W, View dx, float* acc,

@@ -11,7 +11,7 @@ namespace noeira {
 // linear_forward as gemm into y (fp32) or acc, then bias_act where a bias, an activation
 // or a dtype change is left to do.
 void composed_linear_forward(Ops& ops, ConstView x, ConstView W, const float* b, View y,
-                             View pre, float* acc, int64_t M, int64_t N, int64_t K, Act act);
+                             View dact, float* acc, int64_t M, int64_t N, int64_t K, Act act);
 
 // linear_backward_data as gemm into dx (fp32) or acc, then cast into a dx that is not fp32.
 void composed_linear_backward_data(Ops& ops, ConstView dz, ConstView W, View dx, float* acc,

@@ -12,7 +12,22 @@ std::string Linear::kind() const {
   }
 }
 
+void Linear::chain(Linear& before, Linear& after) {
+  if (before.in_ != 0 || after.in_ != 0)
+    throw std::logic_error("Linear::chain: called after plan(), which planned the layers "
+                           "unchained");
+  if (before.act_ != Act::kGELU)
+    throw std::logic_error("Linear::chain: the layer before keeps no derivative (GELU only)");
+  before.dy_is_dz_ = true;
+  after.before_ = &before;
+}
+
 Shape Linear::plan(PlanContext& pc, const Shape& in) {
+  // A chained layer's input is the layer before's output, whose gradient it writes.
+  if (before_ && (!pc.input_needs_grad || pc.in_dtype != before_->out_dtype_ ||
+                  in[in.rank - 1] != before_->out_))
+    throw PlanError(pc.where(kind()) + ": chained after a Linear, but its input is not that "
+                    "layer's output, or needs no gradient");
   // Applies to the last dimension; leading dimensions (e.g. sequence) are rows.
   in_ = in[in.rank - 1];
   Shape out = in;
@@ -28,8 +43,9 @@ Shape Linear::plan(PlanContext& pc, const Shape& in) {
                static_cast<double>(out_));
   const Shape y = out.with_batch(pc.batch);
   y_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
-  if (act_ == Act::kGELU) pre_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
-  if (act_ != Act::kNone) dz_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
+  if (act_ == Act::kGELU) dact_ = pc.plan.reserve(MemCategory::kActivations, y, DType::kF32);
+  if (act_ != Act::kNone && !dy_is_dz_)
+    dz_ = pc.plan.reserve(MemCategory::kActivations, y, out_dtype_);
   if (pc.input_needs_grad)
     dx_ = pc.plan.reserve(MemCategory::kActivations, in.with_batch(pc.batch), in_dtype_);
   // The weight gradient's scratch, where the backend takes one (dz is in out_dtype_).
@@ -58,9 +74,9 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
   }
   // y (M, out) = act(x (M, in) . W^T (in, out) + b); under BF16Policy rounded once to
   // bf16: by cuBLASLt's epilogue on CUDA, else by bias_act from the fp32 product in the
-  // scratch (kernels/op_list.inc).
+  // scratch (kernels/op_list.inc). GELU: dact (M, out) = GELU'(pre-activation).
   ctx.ops().linear_forward(x_, weight(ctx), has_bias_ ? ctx.f32(bias_.value) : nullptr, y,
-                           pre_.valid() ? ctx.view(pre_, x.rows()) : Tensor{},
+                           dact_.valid() ? ctx.view(dact_, x.rows()) : Tensor{},
                            bf16_ ? ctx.scratch_f32() : nullptr, M, out_, in_, act_);
   return y;
 }
@@ -70,11 +86,13 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
 Tensor Linear::backward(Context& ctx, const Tensor& dy) {
   Ops& ops = ctx.ops();
   const int64_t M = x_.numel() / in_;
-  Tensor dz = dy;  // (M, out): the gradient before the activation
-  if (act_ != Act::kNone) {
+  Tensor dz = dy;  // (M, out): the gradient before the activation (chained: dy already)
+  if (act_ != Act::kNone && !dy_is_dz_) {
     dz = ctx.view(dz_, x_.rows());
-    ops.act_backward(dy, pre_.valid() ? ctx.view(pre_, x_.rows()) : Tensor{},
-                     ctx.view(y_, x_.rows()), dz, act_);
+    if (dact_.valid())
+      ops.act_backward_saved(dy, ctx.view(dact_, x_.rows()), dz);
+    else  // ReLU: from its output
+      ops.act_backward(dy, Tensor{}, ctx.view(y_, x_.rows()), dz, act_);
   }
   // dW(out, in) += dz^T (out, M) . x (M, in);  db(out) += sum over rows of dz
   ops.linear_backward_params(dz, x_, ctx.f32(weight_.grad),
@@ -85,7 +103,8 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy) {
   // (on CUDA by cuBLASLt itself; the scratch is for the backends that round after)
   Tensor dx = ctx.view(dx_, x_.rows());
   ops.linear_backward_data(dz, weight(ctx), dx,
-                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, out_, in_);
+                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, out_, in_,
+                           before_ ? ctx.view(before_->dact_, x_.rows()) : Tensor{});
   return dx;
 }
 

@@ -61,7 +61,8 @@ Tensor TiedLmHead::backward(Context& ctx, const Tensor& dy) {
   // dx (M, C) = dy (M, V) . wte (V, C), rounded once when dx is bf16
   Tensor dx = ctx.view(dx_, x_.rows());
   ops.linear_backward_data(dy, weight(ctx), dx,
-                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, V_, C_);
+                           dx.dtype != DType::kF32 ? ctx.scratch_f32() : nullptr, M, V_, C_,
+                           ConstView{});
   return dx;
 }
 

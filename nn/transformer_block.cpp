@@ -19,8 +19,13 @@ Shape TransformerBlock::plan(PlanContext& pc, const Shape& in) {
   const int64_t C = in[1];
   if (mlp_ratio_ <= 0) throw PlanError(name + ": the MLP ratio must be positive");
   mlp_ = std::make_unique<Sequential>();
-  mlp_->add("c_fc", std::make_unique<LinearAct>(mlp_ratio_ * C, Act::kGELU, bias_));
-  mlp_->add("c_proj", std::make_unique<Linear>(C, Act::kNone, bias_));
+  auto c_fc = std::make_unique<LinearAct>(mlp_ratio_ * C, Act::kGELU, bias_);
+  auto c_proj = std::make_unique<Linear>(C, Act::kNone, bias_);
+  // c_proj multiplies its d(input) by c_fc's saved GELU derivative as the GEMM writes it
+  // (Linear::chain): one pass over the activations less.
+  Linear::chain(*c_fc, *c_proj);
+  mlp_->add("c_fc", std::move(c_fc));
+  mlp_->add("c_proj", std::move(c_proj));
   // Registration order: ln_1, attn, ln_2, mlp (nanoGPT's state dict order).
   PlanContext c1 = pc.child("ln_1", pc.input_needs_grad, flow);
   ln_1_.plan(c1, in);

@@ -24,8 +24,10 @@ struct MicroRegistration {
 //   gather_rows/<recipe>/B=../row=../src=..
 // and the other ops of one traced training step, fp32 and bf16 (harness/micro/
 // op_benchmarks.h: <op>/<recipes>/<dtype>/<shape>):
-//   act_forward, act_backward, add_relu_backward, bias_act (a Linear layer's activation),
-//   linear_backward_params (weight and bias gradients), layernorm_forward,
+//   act_forward, act_backward, act_backward_saved, add_relu_backward, bias_act (a Linear
+//   layer's activation; .../dact: its derivative saved too),
+//   linear_backward_params (weight and bias gradients), linear_backward_data (times the
+//   layer before's saved derivative: .../dact), layernorm_forward,
 //   layernorm_backward, batchnorm_forward_train, batchnorm_backward, attention_forward,
 //   attention_backward, maxpool2d_forward, maxpool2d_backward, conv2d_forward,
 //   conv2d_backward_data, conv2d_backward_weights, conv2d_backward (with a dx epilogue:

@@ -52,6 +52,20 @@ OpCase act_backward(int64_t n, DType dt, Act act, bool pre, bool post) {
   return c;
 }
 
+OpCase act_backward_saved(int64_t n, DType dt) {
+  OpCase c{"act_backward_saved", dts(dt) + "/n=" + std::to_string(n), {}, {}, {}, {}};
+  Specs s;
+  const int dy = s.add(Shape{n}, dt, Fill::kSigned);
+  const int dact = s.add(Shape{n}, DType::kF32, Fill::kSigned);
+  const int dx = s.add(Shape{n}, dt, Fill::kZero);
+  c.buffers = s.v;
+  c.call = [=](Ops& ops, const Ptrs& p) {
+    ops.act_backward_saved(view(p, dy, dt, n), view(p, dact, DType::kF32, n), view(p, dx, dt, n));
+  };
+  c.work.bytes = 2 * bytes(n, dt) + bytes(n, DType::kF32);  // dy and dact read, dx written
+  return c;
+}
+
 OpCase add_relu_backward(int64_t n, DType dt) {
   OpCase c{"add_relu_backward", dts(dt) + "/n=" + std::to_string(n), {}, {}, {}, {}};
   Specs s;
@@ -65,22 +79,23 @@ OpCase add_relu_backward(int64_t n, DType dt) {
   return c;
 }
 
-OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre) {
+OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool dact) {
   OpCase c{"bias_act", dts(dt) + "/" + act_name(act) + "/M=" + std::to_string(M) + "/N=" + std::to_string(N) +
-                           (bias ? "/bias" : ""), {}, {}, {}, {}};
+                           (bias ? "/bias" : "") + (dact ? "/dact" : ""), {}, {}, {}, {}};
   Specs s;
   // acc apart from y even where the step runs fp32 in place: the same bytes move, and
   // every call reads the same inputs.
   const int acc = s.add(Shape{M, N}, DType::kF32, Fill::kSigned);
   const int b = s.add_if(bias, Shape{N}, DType::kF32, Fill::kSigned);
   const int y = s.add(Shape{M, N}, dt, Fill::kZero);
-  const int pr = s.add_if(pre, Shape{M, N}, dt, Fill::kZero);
+  const int da = s.add_if(dact, Shape{M, N}, DType::kF32, Fill::kZero);
   c.buffers = s.v;
   c.call = [=](Ops& ops, const Ptrs& p) {
-    ops.bias_act(f32(p, acc), f32(p, b), view(p, y, dt, M * N), view(p, pr, dt, M * N), M, N, act);
+    ops.bias_act(f32(p, acc), f32(p, b), view(p, y, dt, M * N), view(p, da, DType::kF32, M * N), M,
+                 N, act);
   };
   c.work.bytes = bytes(M * N, DType::kF32) + (bias ? bytes(N, DType::kF32) : 0) +
-                 (pre ? 2 : 1) * bytes(M * N, dt);
+                 bytes(M * N, dt) + (dact ? bytes(M * N, DType::kF32) : 0);
   return c;
 }
 
@@ -102,6 +117,27 @@ OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, D
   };
   c.work.flops = 2.0 * static_cast<double>(M * N * K);
   c.work.bytes = bytes(M * N + M * K, dt) + 2 * bytes(N * K + (bias ? N : 0), DType::kF32);
+  c.work.bf16_matrix = dt == DType::kBF16;
+  return c;
+}
+
+OpCase linear_backward_data_dact(int64_t M, int64_t N, int64_t K, DType dt) {
+  OpCase c{"linear_backward_data", dts(dt) + "/M=" + std::to_string(M) + "/N=" + std::to_string(N) +
+                                       "/K=" + std::to_string(K) + "/dact",
+           {}, {}, {}, {}};
+  Specs s;
+  const int dz = s.add(Shape{M, N}, dt, Fill::kSigned), W = s.add(Shape{N, K}, dt, Fill::kSigned);
+  const int dx = s.add(Shape{M, K}, dt, Fill::kZero);
+  const int acc = s.add_if(dt != DType::kF32, Shape{M, K}, DType::kF32, Fill::kZero);
+  const int dact = s.add(Shape{M, K}, DType::kF32, Fill::kSigned);
+  c.buffers = s.v;
+  c.call = [=](Ops& o, const Ptrs& p) {
+    o.linear_backward_data(view(p, dz, dt, M * N), view(p, W, dt, N * K), view(p, dx, dt, M * K),
+                           f32(p, acc), M, N, K, view(p, dact, DType::kF32, M * K));
+  };
+  // dz, W and dact read, dx written.
+  c.work.flops = 2.0 * static_cast<double>(M * N * K);
+  c.work.bytes = bytes(M * N + N * K + M * K, dt) + bytes(M * K, DType::kF32);
   c.work.bf16_matrix = dt == DType::kBF16;
   return c;
 }

@@ -32,14 +32,20 @@ namespace op_case {
 
 OpCase act_forward(int64_t n, DType dt, Act act);
 OpCase act_backward(int64_t n, DType dt, Act act, bool pre, bool post);
+// dy * dact, the derivative a Linear's GELU saved (fp32).
+OpCase act_backward_saved(int64_t n, DType dt);
 OpCase add_relu_backward(int64_t n, DType dt);
 // The activation forward of a Linear layer: the CPU's linear_forward is gemm + bias_act
-// (kernels/composed_ops.h), so act_forward's loop runs there.
-OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool pre);
+// (kernels/composed_ops.h), so act_forward's loop runs there. dact: the derivative saved
+// too (.../dact).
+OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool dact);
 // A Linear layer's weight and bias gradients (the GEMM alone is also gemm/.../weight_grad_TN,
 // as dz^T x; the CPU takes fp32 layers with N > K >= 128 as x^T dz: kernels/cpu/linear.cpp).
 OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, DType dt,
                               bool bias);
+// A chained Linear layer's input gradient times the layer before's saved GELU derivative
+// (linear_backward_data's dact): .../dact.
+OpCase linear_backward_data_dact(int64_t M, int64_t N, int64_t K, DType dt);
 // `weights`: the trainer's bf16 weight refresh (named .../weights), not a boundary cast.
 OpCase cast(int64_t n, DType from, DType to, bool weights = false);
 OpCase layernorm_forward(int64_t N, int64_t C, DType dt, bool beta, float eps);

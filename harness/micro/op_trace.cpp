@@ -100,22 +100,28 @@ class RecordingOps final : public NoComputeOps {
   void act_backward(ConstView, ConstView pre, ConstView post, View dx, Act act) override {
     record(op_case::act_backward(dx.n, dx.dtype, act, !pre.empty(), !post.empty()));
   }
+  void act_backward_saved(ConstView, ConstView, View dx) override {
+    record(op_case::act_backward_saved(dx.n, dx.dtype));
+  }
   void add_relu_backward(ConstView, ConstView, ConstView, View dx) override {
     record(op_case::add_relu_backward(dx.n, dx.dtype));
   }
   // Its GEMM, and a Linear layer's activation: bias_act (kernels/composed_ops.h).
-  void linear_forward(ConstView x, ConstView W, const float* b, View y, View pre, float*,
+  void linear_forward(ConstView x, ConstView W, const float* b, View y, View dact, float*,
                       int64_t M, int64_t N, int64_t K, Act act) override {
     add_gemm(W.data, "forward_NT", false, true, M, N, K, 0.0f, x.dtype);
     if (act != Act::kNone)
-      record(op_case::bias_act(M, N, y.dtype, act, b != nullptr, !pre.empty()));
+      record(op_case::bias_act(M, N, y.dtype, act, b != nullptr, !dact.empty()));
   }
   // Its GEMM, dx = dz W (NN), and on the CPU the rounding cast into a bf16 dx
-  // (kernels/composed_ops.h).
+  // (kernels/composed_ops.h); with a dact, the whole op (its case).
   void linear_backward_data(ConstView dz, ConstView W, View dx, float*, int64_t M, int64_t N,
-                            int64_t K) override {
+                            int64_t K, ConstView dact) override {
     add_gemm(W.data, "input_grad_NN", false, false, M, K, N, 0.0f, dz.dtype);
-    if (dx.dtype != DType::kF32) record(op_case::cast(dx.n, DType::kF32, dx.dtype));
+    if (!dact.empty())
+      record(op_case::linear_backward_data_dact(M, N, K, dz.dtype));
+    else if (dx.dtype != DType::kF32)
+      record(op_case::cast(dx.n, DType::kF32, dx.dtype));
   }
   // Its GEMM (as dz^T x; the CPU runs fp32 layers with N > K >= 128 as x^T dz), and the
   // whole op with the bias sums (over many rows the CPU runs the two together, chunk by

@@ -2,6 +2,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/exp_approx.h"
@@ -30,19 +31,23 @@ NOEIRA_HD float two_u(float x) {
 }
 // gelu and gelu_grad call exp_approx_in_domain on -2u, which this clamp keeps in its domain.
 static_assert(kClamp <= -exp_detail::kUnderflow && kClamp <= exp_detail::kOverflow);
+
+// d/dx x s(2u) = s + 2 x u' s (1 - s), with 1 - s = e s for e = exp(-2u): no cancellation.
+// Given e = exp_approx_in_domain(-2u) and s = 1 / (1 + e) at x.
+NOEIRA_HD float grad_from(float x, float e, float s) {
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return s + 2.0f * x * du * (e * s) * s;
+}
 }  // namespace gelu_detail
 
 // two_u's clamp keeps -2u inside exp_approx's domain, where its own clamps and select
 // change nothing: the _in_domain forms give the same bits with fewer operations.
 NOEIRA_HD float gelu(float x) { return x * logistic_in_domain(gelu_detail::two_u(x)); }
 
-// d/dx x s(2u) = s + 2 x u' s (1 - s), with 1 - s = e s for e = exp(-2u): no cancellation.
 NOEIRA_HD float gelu_grad(float x) {
   using namespace gelu_detail;
   const float e = exp_approx_in_domain(-two_u(x));  // in its domain, as in gelu
-  const float s = 1.0f / (1.0f + e);
-  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-  return s + 2.0f * x * du * (e * s) * s;
+  return grad_from(x, e, 1.0f / (1.0f + e));
 }
 
 NOEIRA_HD float act_forward(Act a, float x) {
@@ -61,6 +66,35 @@ NOEIRA_HD float act_grad(Act a, float pre, float post) {
     case Act::kGELU: return gelu_grad(pre);
     default: return 1.0f;
   }
+}
+
+// d act / d pre at the pre-activation z alone: act_grad's value (ReLU's 1 exactly where
+// relu(z) > 0, as act_grad reads it from post). What bias_act saves for a backward that
+// only multiplies (its dact; act_backward_saved).
+NOEIRA_HD float act_grad_at(Act a, float z) {
+  switch (a) {
+    case Act::kReLU: return z > 0.0f ? 1.0f : 0.0f;
+    case Act::kGELU: return gelu_grad(z);
+    default: return 1.0f;
+  }
+}
+
+// act(z), and in *dact act_grad_at(a, z as T stores it): the value act_backward computes from
+// a pre-activation kept in T, so a backward from dact has act_backward's bits. In fp32 the
+// GELU's two share their exp_approx and division (gelu's and gelu_grad's operations).
+template <class T>
+NOEIRA_HD float act_forward_with_grad(Act a, float z, float* dact) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (a == Act::kGELU) {
+      using namespace gelu_detail;
+      const float e = exp_approx_in_domain(-two_u(z));
+      const float s = 1.0f / (1.0f + e);
+      *dact = grad_from(z, e, s);
+      return z * s;
+    }
+  }
+  *dact = act_grad_at(a, stored_as<T>(z));
+  return act_forward(a, z);
 }
 
 // add_relu_backward's element in storage type T: the sum as add stores it, then ReLU's

@@ -60,10 +60,16 @@ inline constexpr int64_t kCpuGemmSlabRows = 64;
 void add_column_sums(int threads, ConstView dy, int64_t rows, int64_t N, float* sums);
 
 // bias_act's math on the calling thread alone, for `rows` rows of N (Out = float or
-// bf16_t; pre null when not kept): linear_forward's epilogue on each GEMM slab.
+// bf16_t; dact null when not kept): linear_forward's epilogue on each GEMM slab.
 template <class Out>
-void bias_act_rows(const float* acc, const float* bias, Out* y, Out* pre, int64_t rows,
+void bias_act_rows(const float* acc, const float* bias, Out* y, float* dact, int64_t rows,
                    int64_t N, Act act);
+
+// act_backward_saved's math on the calling thread alone, for n elements of an fp32 product
+// rounded to T as linear_backward_data stores it (product may be dx's own memory when T is
+// float): linear_backward_data's dact epilogue on each GEMM slab.
+template <class T>
+void act_backward_saved_rows(const float* product, const float* dact, T* dx, int64_t n);
 
 // A oneDNN call that failed inside an op (an unplanned shape, a short workspace): the
 // contract says the op stops the process; prints "noeira: internal error: <op>: ...".

@@ -32,22 +32,25 @@ void with_flag(bool on, const F& f) {
 }
 
 template <class In, class Out>
-void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, Out* pre, int64_t M,
+void bias_act_impl(int threads, const In* acc, const float* bias, Out* y, float* dact, int64_t M,
                    int64_t N, Act act) {
   with_act(act, [&](auto a) {
-    with_flag(pre != nullptr, [&](auto has_pre) {
+    constexpr Act kAct = decltype(a)::value;
+    with_flag(dact != nullptr, [&](auto has_dact) {
       with_flag(bias != nullptr, [&](auto has_bias) {
         const In* ac = acc;  // local copies: see act_backward_impl
         const float* b = bias;
         Out* out = y;
-        Out* pr = pre;
+        float* da = dact;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
         for (int64_t i = 0; i < M; ++i) {
 #pragma omp simd
           for (int64_t j = 0; j < N; ++j) {
             const float z = load_f32(ac[i * N + j]) + (has_bias ? b[j] : 0.0f);
-            if constexpr (decltype(has_pre)::value) store_f32(pr[i * N + j], z);
-            store_f32(out[i * N + j], act_forward(decltype(a)::value, z));
+            if constexpr (decltype(has_dact)::value)
+              store_f32(out[i * N + j], act_forward_with_grad<Out>(kAct, z, &da[i * N + j]));
+            else
+              store_f32(out[i * N + j], act_forward(kAct, z));
           }
         }
       });
@@ -99,6 +102,15 @@ void act_backward_impl(int threads, const T* dy, const T* pre, const T* post, T*
 }
 
 template <class T>
+void act_backward_saved_impl(int threads, const T* dy, const float* dact, T* dx, int64_t n) {
+  write_blocks(threads, dx, n, [dy, dact](int64_t i0, int64_t k, T* __restrict out) {
+    const T* __restrict d = dy + i0;
+    const float* __restrict g = dact + i0;
+    for (int64_t i = 0; i < k; ++i) store_f32(out[i], load_f32(d[i]) * g[i]);
+  });
+}
+
+template <class T>
 void add_impl(int threads, const T* a, const T* b, T* y, int64_t n) {
   write_blocks(threads, y, n, [a, b](int64_t i0, int64_t k, T* __restrict out) {
     const T* __restrict p = a + i0;
@@ -129,20 +141,41 @@ void cast_impl(int threads, const In* x, Out* y, int64_t n) {
 }  // namespace
 
 template <class Out>
-void bias_act_rows(const float* acc, const float* bias, Out* y, Out* pre, int64_t rows,
+void bias_act_rows(const float* acc, const float* bias, Out* y, float* dact, int64_t rows,
                    int64_t N, Act act) {
-  bias_act_impl(1, acc, bias, y, pre, rows, N, act);
+  bias_act_impl(1, acc, bias, y, dact, rows, N, act);
 }
 template void bias_act_rows(const float*, const float*, float*, float*, int64_t, int64_t, Act);
-template void bias_act_rows(const float*, const float*, bf16_t*, bf16_t*, int64_t, int64_t, Act);
+template void bias_act_rows(const float*, const float*, bf16_t*, float*, int64_t, int64_t, Act);
 
-void CpuOps::bias_act(const float* acc, const float* bias, View y, View pre, int64_t M,
+// dx = dy * dact for dy, the product as dx's dtype stores it: act_backward_saved's element.
+// In place for fp32 (product == dx): the one pointer, read before it is written.
+template <class T>
+void act_backward_saved_rows(const float* product, const float* dact, T* dx, int64_t n) {
+  const float* __restrict g = dact;
+  if constexpr (std::is_same_v<T, float>) {
+    if (product == dx) {
+      float* __restrict d = dx;
+      for (int64_t i = 0; i < n; ++i) d[i] = d[i] * g[i];
+      return;
+    }
+  }
+  const float* __restrict in = product;
+  T* __restrict out = dx;
+  for (int64_t i = 0; i < n; ++i) store_f32(out[i], stored_as<T>(in[i]) * g[i]);
+}
+template void act_backward_saved_rows(const float*, const float*, float*, int64_t);
+template void act_backward_saved_rows(const float*, const float*, bf16_t*, int64_t);
+
+void CpuOps::bias_act(const float* acc, const float* bias, View y, View dact, int64_t M,
                       int64_t N, Act act) {
   const char* op = "bias_act";
-  expect_elems(op, M * N, {y, pre});
-  dispatch_float(op, {y, pre}, [&](auto storage) {
+  expect_elems(op, M * N, {y, dact});
+  if (!dact.empty()) expect_dtype(op, DType::kF32, {dact});
+  dispatch_float(op, {y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    bias_act_impl(threads_, acc, bias, y.as<T>(), pre.as<T>(), M, N, act);
+    bias_act_impl(threads_, acc, bias, y.as<T>(), dact.empty() ? nullptr : dact.as<float>(), M,
+                  N, act);
   });
 }
 
@@ -161,6 +194,16 @@ void CpuOps::act_backward(ConstView dy, ConstView pre, ConstView post, View dx, 
   dispatch_float(op, {dx, dy, pre, post}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     act_backward_impl(threads_, dy.as<T>(), pre.as<T>(), post.as<T>(), dx.as<T>(), dx.n, act);
+  });
+}
+
+void CpuOps::act_backward_saved(ConstView dy, ConstView dact, View dx) {
+  const char* op = "act_backward_saved";
+  expect_elems(op, dx.n, {dy, dact});
+  expect_dtype(op, DType::kF32, {dact});
+  dispatch_float(op, {dx, dy}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    act_backward_saved_impl(threads_, dy.as<T>(), dact.as<float>(), dx.as<T>(), dx.n);
   });
 }
 

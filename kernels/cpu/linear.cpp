@@ -56,29 +56,52 @@ void CpuOps::gemm_slabs(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
 // vit-tiny's bias-only 8320 x 384 layers gained ~4%; its GELU layer, bound by the GELU's
 // arithmetic, did not). The same slabs and element-wise math as composed_linear_forward,
 // so the same bits.
-void CpuOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
+void CpuOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View dact,
                             float* acc, int64_t M, int64_t N, int64_t K, Act act) {
   float* product = y.dtype == DType::kF32 ? y.as<float>() : acc;
-  if (product == y.data && !b && act == Act::kNone) {
+  if (product == y.data && !b && act == Act::kNone && dact.empty()) {
     gemm(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, product, N);
     return;
   }
   const char* op = "linear_forward";
-  expect_elems(op, M * N, {y});
+  expect_elems(op, M * N, {y, dact});
+  if (!dact.empty()) expect_dtype(op, DType::kF32, {dact});
   dispatch_float(op, {y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
     T* yt = y.as<T>();
-    T* pt = pre.empty() ? nullptr : pre.as<T>();
+    float* da = dact.empty() ? nullptr : dact.as<float>();
     const SlabEpilogue after = [&](int64_t m0, int64_t rows) {
-      bias_act_rows(product + m0 * N, b, yt + m0 * N, pt ? pt + m0 * N : nullptr, rows, N, act);
+      bias_act_rows(product + m0 * N, b, yt + m0 * N, da ? da + m0 * N : nullptr, rows, N, act);
     };
     gemm_slabs(false, true, M, N, K, 1.0f, x, K, W, K, 0.0f, product, N, &after);
   });
 }
 
+// With a dact, the multiply on each GEMM slab of dx as soon as the GEMM has written it,
+// while it is in cache (gemm, then act_backward_saved reading dx back: docs/cpu-runs/
+// 2026-12-07-xeon-m167-gelu-grad.md). The same slabs as composed_linear_backward_data and
+// act_backward_saved's element, so the same bits.
 void CpuOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
-                                  int64_t N, int64_t K) {
-  composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);
+                                  int64_t N, int64_t K, ConstView dact) {
+  if (dact.empty()) {
+    composed_linear_backward_data(*this, dz, W, dx, acc, M, N, K);
+    return;
+  }
+  const char* op = "linear_backward_data";
+  expect_elems(op, M * K, {dx, dact});
+  expect_dtype(op, DType::kF32, {dact});
+  float* product = dx.dtype == DType::kF32 ? dx.as<float>() : acc;
+  if (!product) cpu_op_failed(op, Error{"no fp32 scratch (acc) for a dx that is not fp32"});
+  dispatch_float(op, {dx}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    T* out = dx.as<T>();
+    const float* g = dact.as<float>();
+    const SlabEpilogue after = [&](int64_t m0, int64_t rows) {
+      act_backward_saved_rows(product + m0 * K, g + m0 * K, out + m0 * K, rows * K);
+    };
+    // dx (M, K) = dz (M, N) . W (N, K)
+    gemm_slabs(false, false, M, K, N, 1.0f, dz, N, W, K, 0.0f, product, K, &after);
+  });
 }
 
 namespace {

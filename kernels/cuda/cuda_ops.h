@@ -46,10 +46,11 @@ struct CudaOptions {
   // bf16 attention through the fused flash-style kernels (CUDA cores, no T x T buffer) at
   // every T, rather than the tensor-core GEMM path up to kGemmAttentionMaxT (attention.cu).
   bool flash_attention = false;
-  // A GELU into bf16 (Linear under BF16Policy) through cuBLASLt's GELU epilogue, written
-  // by the GEMM in one rounding, rather than the GEMM into fp32 and our bias_act. Not the
-  // CPU's bits (its GELU is its own code); off until the [gpu] test's bf16 bound holds
-  // for it on the machine (kernels/cuda/gemm_lt_choice.h).
+  // A GELU into bf16 through cuBLASLt's GELU epilogue, written by the GEMM in one
+  // rounding, rather than the GEMM into fp32 and our bias_act, where no derivative is kept
+  // (a training LinearAct keeps it, so takes bias_act either way). Not the CPU's bits (its
+  // GELU is its own code); off until the [gpu] test's bf16 bound holds for it on the
+  // machine (kernels/cuda/gemm_lt_choice.h).
   bool lt_gelu_bf16 = false;
 };
 
@@ -91,6 +92,9 @@ class CudaOps final : public Ops {
   float* bias_grad_partials(int64_t M);
   // Runs a GEMM; false when cuBLASLt has no algorithm for the requested epilogue.
   bool run_gemm(const cuda::GemmCall& call);
+  // linear_backward_data's product dx = dz W, without dact's multiply (linear.cu).
+  void linear_product_into_dx(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
+                              int64_t N, int64_t K);
 
   std::shared_ptr<cuda::StreamState> state_;
   cudaStream_t stream_ = nullptr;               // state_'s, for the launchers

@@ -1,5 +1,5 @@
-// CudaOps' element-wise ops, bias_act, act_forward, act_backward, add, add_relu_backward
-// and cast (contracts: kernels/op_list.inc). Each element is written by exactly one thread
+// CudaOps' element-wise ops, bias_act, act_forward, act_backward, act_backward_saved, add,
+// add_relu_backward and cast (contracts: kernels/op_list.inc). Each element is written by exactly one thread
 // with the shared scalar math of kernels/common/math.h, so results never depend on the
 // launch shape. The kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32
 // math, bf16 rounding by kernels/common/bf16.h; the launchers dispatch once on the views'
@@ -21,38 +21,39 @@ namespace cuda {
 
 namespace {
 
-// y(M,N) = act(acc + bias), pre (may be null) = acc + bias: fp32 math, In / Out storage.
+// y(M,N) = act(acc + bias), dact (fp32, may be null) = act' at acc + bias as Out stores it
+// (math.h act_forward_with_grad): fp32 math, In / Out storage.
 // fp32 runs it in place (acc == y: each thread reads its group before writing it); bf16
 // reads the fp32 GEMM result and stores bf16; 8 elements per thread when the buffers are
 // 16-byte aligned. I: the index type (index.cuh), n = M * N.
 template <class In, class Out, class I>
-__global__ void bias_act_kernel(const In* acc, const float* bias, Out* y, Out* pre, I n,
+__global__ void bias_act_kernel(const In* acc, const float* bias, Out* y, float* dact, I n,
                                 Divider<I> N, Act act, bool vec8) {
-  // Element math, once for both paths: z = acc + bias[j], out = act(z).
-  auto bias_act_at = [bias, act](float a, I j, float& z, float& out) {
-    z = a + (bias ? bias[j] : 0.0f);
-    out = act_forward(act, z);
+  // Element math, once for both paths: z = acc + bias[j], out = act(z), g = act'(z).
+  auto bias_act_at = [bias, act, dact](float a, I j, float& g, float& out) {
+    const float z = a + (bias ? bias[j] : 0.0f);
+    out = dact ? act_forward_with_grad<Out>(act, z, &g) : act_forward(act, z);
   };
   I done = 0;
   if (vec8) {
     const I groups = n / kVec;
     for (I g = first_index<I>(); g < groups; g += index_stride<I>()) {
-      float va[kVec], vz[kVec], vy[kVec];
+      float va[kVec], vg[kVec], vy[kVec];
       load8(acc, g, va);
       I j = N.mod(g * kVec);  // column of the group's first element
       for (int k = 0; k < kVec; ++k) {
-        bias_act_at(va[k], j, vz[k], vy[k]);
+        bias_act_at(va[k], j, vg[k], vy[k]);
         if (++j == N.value()) j = 0;
       }
-      if (pre) store8(pre, g, vz);
+      if (dact) store8(dact, g, vg);
       store8(y, g, vy);
     }
     done = groups * kVec;
   }
   for (I i = done + first_index<I>(); i < n; i += index_stride<I>()) {
-    float z, out;
-    bias_act_at(load_f32(acc[i]), N.mod(i), z, out);  // acc[i] is read before y[i] is written
-    if (pre) store_f32(pre[i], z);
+    float g, out;
+    bias_act_at(load_f32(acc[i]), N.mod(i), g, out);  // acc[i] is read before y[i] is written
+    if (dact) dact[i] = g;
     store_f32(y[i], out);
   }
 }
@@ -69,6 +70,27 @@ __global__ void act_backward_kernel(const T* dy, const T* pre, const T* post, T*
   map_elements(
       n, vec8, dx, [act](float g, float p, float q) { return g * act_grad(act, p, q); }, dy,
       pre, post);
+}
+
+// dx = dy * dact (fp32), rounded once to T. In place too (dx == dy): each thread reads its
+// elements before writing them.
+template <class T>
+__global__ void act_backward_saved_kernel(const T* dy, const float* dact, T* dx, int64_t n,
+                                          bool vec8) {
+  int64_t done = 0;
+  if (vec8) {
+    const int64_t groups = n / kVec;
+    for (int64_t g = global_thread(); g < groups; g += grid_stride()) {
+      float vd[kVec], vg[kVec], vx[kVec];
+      load8(dy, g, vd);
+      load8(dact, g, vg);
+      for (int k = 0; k < kVec; ++k) vx[k] = vd[k] * vg[k];
+      store8(dx, g, vx);
+    }
+    done = groups * kVec;
+  }
+  for (int64_t i = done + global_thread(); i < n; i += grid_stride())
+    store_f32(dx[i], load_f32(dy[i]) * dact[i]);
 }
 
 template <class T>
@@ -102,18 +124,20 @@ bool use_vec8(std::initializer_list<const void*> buffers) {
 }
 
 cudaError_t launch_bias_act(cudaStream_t stream, const float* acc, const float* bias, View y,
-                            View pre, int64_t M, int64_t N, Act act) {
+                            View dact, int64_t M, int64_t N, Act act) {
   const char* op = "bias_act";
-  expect_elems(op, M * N, {y, pre});
+  expect_elems(op, M * N, {y, dact});
+  if (!dact.empty()) expect_dtype(op, DType::kF32, {dact});
   const int64_t n = M * N;
   if (n == 0) return cudaSuccess;
-  return dispatch_float(op, {y, pre}, [&](auto storage) {
+  return dispatch_float(op, {y}, [&](auto storage) {
     using T = typename decltype(storage)::type;
-    const bool vec8 = use_vec8<T>({acc, y.data, pre.data});
+    const bool vec8 = use_vec8<T>({acc, y.data, dact.data});
+    float* da = dact.empty() ? nullptr : dact.as<float>();
     return with_index(n, [&](auto index) {
       using I = typename decltype(index)::type;
       bias_act_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
-          acc, bias, y.as<T>(), pre.as<T>(), static_cast<I>(n), Divider<I>(N), act, vec8);
+          acc, bias, y.as<T>(), da, static_cast<I>(n), Divider<I>(N), act, vec8);
       return cudaGetLastError();
     });
   });
@@ -164,6 +188,22 @@ cudaError_t launch_add(cudaStream_t stream, ConstView a, ConstView b, View y) {
 
 }  // namespace
 
+cudaError_t launch_act_backward_saved(cudaStream_t stream, ConstView dy, ConstView dact,
+                                      View dx) {
+  const char* op = "act_backward_saved";
+  expect_elems(op, dx.n, {dy, dact});
+  expect_dtype(op, DType::kF32, {dact});
+  const int64_t n = dx.n;
+  if (n == 0) return cudaSuccess;
+  return dispatch_float(op, {dx, dy}, [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const bool vec8 = use_vec8<T>({dy.data, dact.data, dx.data});
+    act_backward_saved_kernel<<<grid_for(map_work(n, vec8)), kBlock, 0, stream>>>(
+        dy.as<T>(), dact.as<float>(), dx.as<T>(), n, vec8);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t launch_add_relu_backward(cudaStream_t stream, ConstView a, ConstView b,
                                      ConstView post, View dx) {
   const char* op = "add_relu_backward";
@@ -197,10 +237,10 @@ cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y) {
 
 }  // namespace cuda
 
-void CudaOps::bias_act(const float* acc, const float* bias, View y, View pre, int64_t M,
+void CudaOps::bias_act(const float* acc, const float* bias, View y, View dact, int64_t M,
                        int64_t N, Act act) {
   OpScope scope(*state_, "bias_act");
-  check(cuda::launch_bias_act(stream_, acc, bias, y, pre, M, N, act), "bias_act_kernel");
+  check(cuda::launch_bias_act(stream_, acc, bias, y, dact, M, N, act), "bias_act_kernel");
 }
 
 void CudaOps::act_forward(ConstView x, View y, Act act) {
@@ -211,6 +251,11 @@ void CudaOps::act_forward(ConstView x, View y, Act act) {
 void CudaOps::act_backward(ConstView dy, ConstView pre, ConstView post, View dx, Act act) {
   OpScope scope(*state_, "act_backward");
   check(cuda::launch_act_backward(stream_, dy, pre, post, dx, act), "act_backward_kernel");
+}
+
+void CudaOps::act_backward_saved(ConstView dy, ConstView dact, View dx) {
+  OpScope scope(*state_, "act_backward_saved");
+  check(cuda::launch_act_backward_saved(stream_, dy, dact, dx), "act_backward_saved_kernel");
 }
 
 void CudaOps::add(ConstView a, ConstView b, View y) {

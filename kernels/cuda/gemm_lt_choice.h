@@ -95,22 +95,21 @@ inline uint32_t lt_alignment(const void* p) {
   return align;
 }
 
-// Linear's act(x W^T + b), with or without the pre-activation, as one epilogue. fits is
-// false where none does: pre is asked of ReLU or identity (cuBLASLt's aux output is the
-// GELU input only; our pre for them would be a second output).
+// Linear's act(x W^T + b) as one epilogue. fits is false where a dact is asked for: no
+// epilogue writes the activation's derivative (GELU_AUX's aux is the GELU input), so those
+// take the GEMM and our bias_act. The GELU_AUX epilogues stay available to GemmLt callers.
 struct LinearEpilogue {
   bool fits = false;
   LtEpilogue epilogue = LtEpilogue::kDefault;
 };
-inline LinearEpilogue linear_epilogue(Act act, bool bias, bool pre) {
+inline LinearEpilogue linear_epilogue(Act act, bool bias, bool dact) {
   switch (act) {
     case Act::kNone:
-      return {!pre, bias ? LtEpilogue::kBias : LtEpilogue::kDefault};
+      return {!dact, bias ? LtEpilogue::kBias : LtEpilogue::kDefault};
     case Act::kReLU:
-      return {!pre, bias ? LtEpilogue::kReLUBias : LtEpilogue::kReLU};
+      return {!dact, bias ? LtEpilogue::kReLUBias : LtEpilogue::kReLU};
     case Act::kGELU:
-      if (pre) return {true, bias ? LtEpilogue::kGELUAuxBias : LtEpilogue::kGELUAux};
-      return {true, bias ? LtEpilogue::kGELUBias : LtEpilogue::kGELU};
+      return {!dact, bias ? LtEpilogue::kGELUBias : LtEpilogue::kGELU};
   }
   return {};
 }

@@ -18,6 +18,11 @@ cudaError_t launch_cast(cudaStream_t stream, ConstView x, View y);
 // writing them); dx must not overlap b or post.
 cudaError_t launch_add_relu_backward(cudaStream_t stream, ConstView a, ConstView b,
                                      ConstView post, View dx);
+// elementwise.cu: Ops::act_backward_saved's kernel, for linear_backward_data's dact
+// (linear.cu). In place too: dx may be dy itself (each thread reads its elements before
+// writing them); dx must not overlap dact.
+cudaError_t launch_act_backward_saved(cudaStream_t stream, ConstView dy, ConstView dact,
+                                      View dx);
 
 // conv2d.cu: the convolution's own kernels around cuDNN (cudnn_conv.cpp).
 // y (B, C, S) = in + bias[c], rounded once to y's dtype. `in` is fp32 (B, C, S); it may

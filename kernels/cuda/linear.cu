@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/launchers.h"
 #include "kernels/dispatch.h"
 
 namespace noeira {
@@ -78,21 +79,20 @@ cudaDataType_t cuda_type(cuda::LtType t) {
 }  // namespace
 
 // y(M,N) = act(x(M,K) W(N,K)^T + b) in one cuBLASLt call where gemm_lt_choice.h says so:
-// the epilogue BIAS, RELU[_BIAS] or GELU[_AUX][_BIAS] (the GELU input lands in `pre`),
-// into fp32 y, or into bf16 y straight from the fp32 accumulator with one rounding (bias
-// in fp32; a GELU into bf16 only with CudaOptions::lt_gelu_bf16, cuBLASLt's GELU being
-// its own code: gemm_lt_choice.h). Elsewhere (pre asked of ReLU/identity, a GELU pre row
-// stride N not a multiple of 8, a bf16 buffer not 16-byte aligned, a GELU into bf16 by
-// default, or no algorithm for the combination) it is the GEMM into fp32 (y or acc)
-// followed by our bias_act kernel, as on the CPU.
-void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View pre,
+// the epilogue BIAS, RELU[_BIAS] or GELU[_BIAS] into fp32 y, or into bf16 y straight from
+// the fp32 accumulator with one rounding (bias in fp32; a GELU into bf16 only with
+// CudaOptions::lt_gelu_bf16, cuBLASLt's GELU being its own code: gemm_lt_choice.h).
+// Elsewhere (a dact asked for, which cuBLASLt's epilogues do not write; a bf16 buffer not
+// 16-byte aligned, a GELU into bf16 by default, or no algorithm for the combination) it is
+// the GEMM into fp32 (y or acc) followed by our bias_act kernel, as on the CPU.
+void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, View dact,
                              float* acc, int64_t M, int64_t N, int64_t K, Act act) {
   OpScope scope(*state_, "linear_forward");
   if (M == 0 || N == 0) return;
-  const cuda::LinearEpilogue e = cuda::linear_epilogue(act, b != nullptr, !pre.empty());
+  const cuda::LinearEpilogue e = cuda::linear_epilogue(act, b != nullptr, !dact.empty());
   cuda::LtRequest r;
-  const bool types = x.dtype == W.dtype && lt_type_of(x.dtype, &r.ab) &&
-                     lt_type_of(y.dtype, &r.d) && (pre.empty() || pre.dtype == y.dtype);
+  const bool types =
+      x.dtype == W.dtype && lt_type_of(x.dtype, &r.ab) && lt_type_of(y.dtype, &r.d);
   if (e.fits && types) {
     r.tf32 = gemm_->tf32();
     r.epilogue = e.epilogue;
@@ -100,30 +100,43 @@ void CudaOps::linear_forward(ConstView x, ConstView W, const float* b, View y, V
     r.K = K;
     r.align_d = cuda::lt_alignment(y.data);
     r.align_bias = cuda::lt_alignment(b);
-    r.align_aux = cuda::lt_alignment(pre.data);
-    r.ld_aux = N;
     const cuda::LtLayoutChoice choice = cuda::choose_lt_types(r);
     if (choice.direct) {
-      expect_elems("linear_forward", M * N, {y, pre});
+      expect_elems("linear_forward", M * N, {y});
       // (M, N) = (M, K) x (N, K)^T, epilogue on the (M, N) result
       const cuda::GemmCall c{.trans_a = false, .trans_b = true, .M = M, .N = N, .K = K,
                              .alpha = 1.0f, .A = x.data, .lda = K, .B = W.data, .ldb = K,
                              .beta = 0.0f, .C = y.data, .ldc = N,
                              .epilogue = cuda::cublas_epilogue(choice.epilogue), .bias = b,
-                             .aux = pre.data, .ab_type = cuda_type(choice.ab),
+                             .ab_type = cuda_type(choice.ab),
                              .cd_type = cuda_type(choice.cd)};
       if (run_gemm(c)) return;
     }
   }
-  composed_linear_forward(*this, x, W, b, y, pre, acc, M, N, K, act);  // gemm + bias_act
+  composed_linear_forward(*this, x, W, b, y, dact, acc, M, N, K, act);  // gemm + bias_act
 }
 
 // dx(M,K) = dz(M,N) W(N,K). A bf16 dx (bf16 dz, W) straight from cuBLASLt: fp32
 // accumulation, one rounding on the store, no fp32 product in memory and no cast kernel.
 // fp32 dx, a dx not 16-byte aligned, or a refusal: the GEMM into fp32 (dx or acc), then
 // our cast.
+// The product (below), then dact's multiply by act_backward_saved's kernel in place, in
+// its own scope.
 void CudaOps::linear_backward_data(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
-                                   int64_t N, int64_t K) {
+                                   int64_t N, int64_t K, ConstView dact) {
+  if (!dact.empty() && (dact.n != M * K || dact.dtype != DType::kF32)) {
+    OpScope scope(*state_, "linear_backward_data");
+    return fail("dact needs " + std::to_string(M * K) + " fp32 elements (dx's); it has " +
+                std::to_string(dact.n) + " " + dtype_name(dact.dtype));
+  }
+  linear_product_into_dx(dz, W, dx, acc, M, N, K);
+  if (dact.empty() || M == 0 || K == 0) return;
+  OpScope scope(*state_, "act_backward_saved");
+  check(cuda::launch_act_backward_saved(stream_, dx, dact, dx), "act_backward_saved_kernel");
+}
+
+void CudaOps::linear_product_into_dx(ConstView dz, ConstView W, View dx, float* acc, int64_t M,
+                                     int64_t N, int64_t K) {
   OpScope scope(*state_, "linear_backward_data");
   if (M == 0 || K == 0) return;
   cuda::LtRequest r;

@@ -21,6 +21,7 @@ constexpr std::pair<std::string_view, OpCategory> kOps[] = {
     {"bias_act", OpCategory::kActivation},
     {"act_forward", OpCategory::kActivation},
     {"act_backward", OpCategory::kActivation},
+    {"act_backward_saved", OpCategory::kActivation},
     {"add", OpCategory::kActivation},
     {"add_relu_backward", OpCategory::kActivation},
     {"cast", OpCategory::kCopy},

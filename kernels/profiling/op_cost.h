@@ -55,13 +55,15 @@ OpCost of(gemm_tag, bool, bool, int64_t M, int64_t N, int64_t K, float, const Co
 }
 template <class... Rest>
 OpCost of(linear_forward_tag, const ConstView& x, const ConstView& W, const float*, const View& y,
-          const View& pre, float*, int64_t M, int64_t N, int64_t K, const Rest&...) {
-  return OpCost{2.0 * M * N * K, view_bytes(x) + view_bytes(W) + view_bytes(y) + view_bytes(pre)};
+          const View& dact, float*, int64_t M, int64_t N, int64_t K, const Rest&...) {
+  return OpCost{2.0 * M * N * K, view_bytes(x) + view_bytes(W) + view_bytes(y) + view_bytes(dact)};
 }
 template <class... Rest>
 OpCost of(linear_backward_data_tag, const ConstView& dz, const ConstView& W, const View& dx,
-          float*, int64_t M, int64_t N, int64_t K, const Rest&...) {
-  return OpCost{2.0 * M * N * K, view_bytes(dz) + view_bytes(W) + view_bytes(dx)};
+          float*, int64_t M, int64_t N, int64_t K, const ConstView& dact,
+          const Rest&...) {
+  return OpCost{2.0 * M * N * K,
+                view_bytes(dz) + view_bytes(W) + view_bytes(dx) + view_bytes(dact)};
 }
 template <class... Rest>
 OpCost of(linear_backward_params_tag, const ConstView& dz, const ConstView& x, float*, float*,

@@ -19,7 +19,8 @@
 using namespace noeira;
 using namespace noeira::test;
 
-TEST_CASE("cuda: bias_act, act_forward, act_backward, add and add_relu_backward match the CPU",
+TEST_CASE("cuda: bias_act, act_forward, act_backward(_saved), add and add_relu_backward match "
+          "the CPU",
           "[gpu]") {
   if (!gpu_or_skip(current_test_name().c_str())) return;
 #if defined(NOEIRA_WITH_CUDA)
@@ -34,14 +35,14 @@ TEST_CASE("cuda: bias_act, act_forward, act_backward, add and add_relu_backward 
         INFO("M " << M << " N " << N << " act " << int(act) << " bias " << with_bias);
         const std::vector<float> y0 = random_floats(n, seed++, -3.0f, 3.0f);
         const std::vector<float> bias = random_floats(static_cast<size_t>(N), seed++);
-        std::vector<float> y_cpu = y0, pre_cpu(n);
+        std::vector<float> y_cpu = y0, dact_cpu(n);
         cpu.bias_act(y_cpu.data(), with_bias ? bias.data() : nullptr, view_of(y_cpu),
-                     view_of(pre_cpu), M, N, act);
-        DeviceArray<float> y(gpu, y0), pre(gpu, n), b(gpu, bias);
-        gpu.ops->bias_act(y.get(), with_bias ? b.get() : nullptr, y.view(), pre.view(), M, N,
+                     view_of(dact_cpu), M, N, act);
+        DeviceArray<float> y(gpu, y0), dact(gpu, n), b(gpu, bias);
+        gpu.ops->bias_act(y.get(), with_bias ? b.get() : nullptr, y.view(), dact.view(), M, N,
                           act);
         CHECK(rel_error(y.download(), y_cpu) < 1e-5);
-        CHECK(rel_error(pre.download(), pre_cpu) < 1e-5);
+        CHECK(rel_error(dact.download(), dact_cpu) < 1e-5);
       }
       const std::vector<float> x0 = random_floats(n, seed++, -3.0f, 3.0f);
       const std::vector<float> dy0 = random_floats(n, seed++);
@@ -54,6 +55,13 @@ TEST_CASE("cuda: bias_act, act_forward, act_backward, add and add_relu_backward 
       INFO("act " << int(act) << " n " << n);
       CHECK(rel_error(post.download(), post_cpu) < 1e-5);
       CHECK(rel_error(dx.download(), dx_cpu) < 1e-5);
+      // From a saved derivative: one multiply, one rounding, the same on both.
+      const std::vector<float> dact0 = random_floats(n, seed++, -0.2f, 1.2f);
+      std::vector<float> saved_cpu(n);
+      cpu.act_backward_saved(view_of(dy0), view_of(dact0), view_of(saved_cpu));
+      DeviceArray<float> dact(gpu, dact0), saved(gpu, n);
+      gpu.ops->act_backward_saved(dy.view(), dact.view(), saved.view());
+      CHECK(same_bytes(saved.download(), saved_cpu));
     }
     const std::vector<float> a0 = random_floats(n, seed++), b0 = random_floats(n, seed++);
     std::vector<float> sum_cpu(n);
@@ -133,7 +141,7 @@ TEST_CASE("cuda: linear_forward epilogues, linear_backward_data and _params matc
   struct Dims {
     int64_t M, N, K;
   };
-  // N = 13: the GELU aux row stride is not a multiple of 8 (the unfused fallback).
+  // N = 13: an odd row stride.
   const Dims dims[] = {{1, 1, 1}, {7, 13, 5}, {33, 64, 100}, {128, 512, 784}};
   uint32_t seed = 200;
   for (bool tf32 : {false, true}) {
@@ -148,20 +156,26 @@ TEST_CASE("cuda: linear_forward epilogues, linear_backward_data and _params matc
         for (bool with_bias : {false, true}) {
           INFO("tf32 " << tf32 << " M " << M << " N " << N << " K " << K << " act " << int(act)
                        << " bias " << with_bias);
-          // cuBLASLt's GELU epilogue is the same tanh formula as ours but its own code
-          // (its tanh is not libm's), hence the looser bound without TF32.
+          // GELU with its derivative kept (as LinearAct asks): the GEMM, then our bias_act
+          // kernel (cuBLASLt's epilogues write no derivative); GELU without: cuBLASLt's GELU
+          // epilogue, the same tanh formula as ours but its own code, hence the looser bound.
           const double tol = tf32 ? tf32_tolerance(K) : (act == Act::kGELU ? 1e-4 : 1e-5);
           const bool gelu = act == Act::kGELU;
-          std::vector<float> y_cpu(M * N), pre_cpu(gelu ? M * N : 0);
-          cpu.linear_forward(view_of(x0), view_of(W0), with_bias ? b0.data() : nullptr,
-                             view_of(y_cpu), gelu ? view_of(pre_cpu) : View{}, nullptr, M, N, K,
-                             act);
-          DeviceArray<float> y(gpu, M * N), pre(gpu, gelu ? M * N : 0);
-          gpu.ops->linear_forward(x.view(), W.view(), with_bias ? b.get() : nullptr, y.view(),
-                                  gelu ? pre.view() : View{}, nullptr, M, N, K, act);
-          CHECK(rel_error(y.download(), y_cpu) < tol);
-          const double pre_tol = tf32 ? tf32_tolerance(K) : 1e-5;  // GEMM + bias only
-          if (gelu) CHECK(rel_error(pre.download(), pre_cpu) < pre_tol);
+          for (bool with_dact : {false, true}) {
+            if (with_dact && !gelu) continue;  // only GELU layers keep it
+            INFO("dact " << with_dact);
+            std::vector<float> y_cpu(M * N), dact_cpu(with_dact ? M * N : 0);
+            cpu.linear_forward(view_of(x0), view_of(W0), with_bias ? b0.data() : nullptr,
+                               view_of(y_cpu), with_dact ? view_of(dact_cpu) : View{}, nullptr, M,
+                               N, K, act);
+            DeviceArray<float> y(gpu, M * N), dact(gpu, with_dact ? M * N : 0);
+            gpu.ops->linear_forward(x.view(), W.view(), with_bias ? b.get() : nullptr, y.view(),
+                                    with_dact ? dact.view() : View{}, nullptr, M, N, K, act);
+            CHECK(rel_error(y.download(), y_cpu) < tol);
+            // GELU' moves at most ~0.8 per unit of its input: the GEMM's bound, a little looser.
+            if (with_dact)
+              CHECK(rel_error(dact.download(), dact_cpu) < (tf32 ? 4 * tf32_tolerance(K) : 1e-5));
+          }
         }
       }
       // Backward: dW and db accumulate into what is there.
@@ -178,10 +192,19 @@ TEST_CASE("cuda: linear_forward epilogues, linear_backward_data and _params matc
       CHECK(rel_error(db.download(), db_cpu) < 1e-5);
       // dx = dz W, overwriting what is there: fp32, gemm's product.
       std::vector<float> dx_cpu(M * K);
-      cpu.linear_backward_data(view_of(dz0), view_of(W0), view_of(dx_cpu), nullptr, M, N, K);
+      cpu.linear_backward_data(view_of(dz0), view_of(W0), view_of(dx_cpu), nullptr, M, N, K, {});
       DeviceArray<float> dx(gpu, random_floats(M * K, seed++));
-      gpu.ops->linear_backward_data(dz.view(), W.view(), dx.view(), nullptr, M, N, K);
+      gpu.ops->linear_backward_data(dz.view(), W.view(), dx.view(), nullptr, M, N, K, {});
       CHECK(rel_error(dx.download(), dx_cpu) < (tf32 ? tf32_tolerance(N) : 1e-5));
+      // Times a saved derivative (a chained Linear's dx): the product, then one multiply.
+      const std::vector<float> dact0 = random_floats(M * K, seed++, -0.2f, 1.2f);
+      std::vector<float> dxs_cpu(M * K);
+      cpu.linear_backward_data(view_of(dz0), view_of(W0), view_of(dxs_cpu), nullptr, M, N, K,
+                               view_of(dact0));
+      DeviceArray<float> dact(gpu, dact0), dxs(gpu, random_floats(M * K, seed++));
+      gpu.ops->linear_backward_data(dz.view(), W.view(), dxs.view(), nullptr, M, N, K,
+                                    dact.view());
+      CHECK(rel_error(dxs.download(), dxs_cpu) < (tf32 ? tf32_tolerance(N) : 1e-5));
     }
   }
 #endif

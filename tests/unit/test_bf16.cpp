@@ -120,7 +120,7 @@ TEST_CASE("CPU linear_backward_data is the gemm into dx, or into acc and one rou
   // fp32: exactly gemm's bits.
   std::vector<float> want(M * K), dx(M * K, 7.0f);
   ops.gemm(false, false, M, K, N, 1.0f, view_of(dz), N, view_of(W), K, 0.0f, want.data(), K);
-  ops.linear_backward_data(view_of(dz), view_of(W), view_of(dx), nullptr, M, N, K);
+  ops.linear_backward_data(view_of(dz), view_of(W), view_of(dx), nullptr, M, N, K, {});
   CHECK(dx == want);
   // bf16 inputs into a bf16 dx: the fp32 product rounded once (what cuBLASLt stores on
   // the GPU), through the caller's scratch.
@@ -129,11 +129,11 @@ TEST_CASE("CPU linear_backward_data is the gemm into dx, or into acc and one rou
   ops.gemm(false, false, M, K, N, 1.0f, view_of(dzb), N, view_of(Wb), K, 0.0f, product.data(),
            K);
   std::vector<bf16_t> dxb(M * K, 0);
-  ops.linear_backward_data(view_of(dzb), view_of(Wb), view_of(dxb), acc.data(), M, N, K);
+  ops.linear_backward_data(view_of(dzb), view_of(Wb), view_of(dxb), acc.data(), M, N, K, {});
   CHECK(dxb == to_bf16(product));
   // bf16 inputs into an fp32 dx (an fp32 input cast at the boundary): no rounding.
   std::vector<float> dxf(M * K);
-  ops.linear_backward_data(view_of(dzb), view_of(Wb), view_of(dxf), nullptr, M, N, K);
+  ops.linear_backward_data(view_of(dzb), view_of(Wb), view_of(dxf), nullptr, M, N, K, {});
   CHECK(dxf == product);
 }
 
@@ -194,19 +194,20 @@ TEST_CASE("bf16 element-wise ops and losses against fp32", "[bf16]") {
   const int64_t M = 32, N = 48, n = M * N;
   const auto acc = random_vec(n, 6, 3.0f), bias = random_vec(N, 7);
   for (Act act : {Act::kReLU, Act::kGELU}) {
-    std::vector<float> y(acc), pre(n);
-    ops.bias_act(y.data(), bias.data(), view_of(y), view_of(pre), M, N, act);
-    std::vector<bf16_t> yb(n), preb(n);
-    ops.bias_act(acc.data(), bias.data(), view_of(yb), view_of(preb), M, N, act);
+    std::vector<float> y(acc), dact(n);
+    ops.bias_act(y.data(), bias.data(), view_of(y), view_of(dact), M, N, act);
+    std::vector<bf16_t> yb(n);
+    std::vector<float> dactb(n);
+    ops.bias_act(acc.data(), bias.data(), view_of(yb), view_of(dactb), M, N, act);
     check_bf16_error(to_f32(yb), y, "bf16 bias_act");
 
     const auto dy = random_vec(n, 8);
     std::vector<float> dx(n);
-    ops.act_backward(view_of(dy), view_of(pre), view_of(y), view_of(dx), act);
+    ops.act_backward_saved(view_of(dy), view_of(dact), view_of(dx));
     std::vector<bf16_t> dxb(n);
     const auto dyb = to_bf16(dy);
-    ops.act_backward(view_of(dyb), view_of(preb), view_of(yb), view_of(dxb), act);
-    check_bf16_error(to_f32(dxb), dx, "bf16 act_backward");
+    ops.act_backward_saved(view_of(dyb), view_of(dactb), view_of(dxb));
+    check_bf16_error(to_f32(dxb), dx, "bf16 act_backward_saved");
   }
   const auto dy = random_vec(n, 9);
   std::vector<float> db(N, 0.0f), dbb(N, 0.0f);

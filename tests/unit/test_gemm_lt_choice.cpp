@@ -14,14 +14,18 @@ using namespace noeira::cuda;
 
 namespace {
 
-// A linear forward's request as linear.cu builds it, with aligned buffers.
-LtRequest linear_request(LtType ab, LtType d, Act act, bool bias, bool pre, int64_t N = 64) {
-  const LinearEpilogue e = linear_epilogue(act, bias, pre);
+// A linear forward's request as linear.cu builds it, with aligned buffers; with `aux`, a
+// GELU's epilogue is the one that also stores its input (GELU_AUX[_BIAS]: linear.cu no
+// longer asks for it, GemmLt still takes it).
+LtRequest linear_request(LtType ab, LtType d, Act act, bool bias, bool aux, int64_t N = 64) {
+  const LinearEpilogue e = linear_epilogue(act, bias, false);
   REQUIRE(e.fits);
   LtRequest r;
   r.ab = ab;
   r.d = d;
   r.epilogue = e.epilogue;
+  if (aux && act == Act::kGELU)
+    r.epilogue = bias ? LtEpilogue::kGELUAuxBias : LtEpilogue::kGELUAux;
   r.K = 32;
   r.ld_aux = N;
   return r;
@@ -42,11 +46,11 @@ TEST_CASE("lt_alignment is the largest power of two dividing the address, up to 
   CHECK(lt_alignment(buf + 1) == 1);
 }
 
-TEST_CASE("linear_epilogue maps act, bias and pre onto one cuBLASLt epilogue",
+TEST_CASE("linear_epilogue maps act and bias onto one cuBLASLt epilogue, none with a dact",
           "[gemm_lt_choice]") {
   struct Case {
     Act act;
-    bool bias, pre, fits;
+    bool bias, dact, fits;
     LtEpilogue e;
   };
   const Case cases[] = {
@@ -56,15 +60,15 @@ TEST_CASE("linear_epilogue maps act, bias and pre onto one cuBLASLt epilogue",
       {Act::kReLU, true, false, true, LtEpilogue::kReLUBias},
       {Act::kGELU, false, false, true, LtEpilogue::kGELU},
       {Act::kGELU, true, false, true, LtEpilogue::kGELUBias},
-      {Act::kGELU, false, true, true, LtEpilogue::kGELUAux},
-      {Act::kGELU, true, true, true, LtEpilogue::kGELUAuxBias},
-      // cuBLASLt's aux output is the GELU input only
+      // No epilogue writes the activation's derivative (GELU_AUX's aux is its input).
+      {Act::kGELU, false, true, false, LtEpilogue::kDefault},
+      {Act::kGELU, true, true, false, LtEpilogue::kDefault},
       {Act::kNone, true, true, false, LtEpilogue::kDefault},
       {Act::kReLU, false, true, false, LtEpilogue::kDefault},
   };
   for (const Case& c : cases) {
-    INFO("act " << int(c.act) << " bias " << c.bias << " pre " << c.pre);
-    const LinearEpilogue got = linear_epilogue(c.act, c.bias, c.pre);
+    INFO("act " << int(c.act) << " bias " << c.bias << " dact " << c.dact);
+    const LinearEpilogue got = linear_epilogue(c.act, c.bias, c.dact);
     CHECK(got.fits == c.fits);
     if (c.fits) CHECK(got.epilogue == c.e);
   }
@@ -105,7 +109,7 @@ TEST_CASE("fp32 in, fp32 out: as before, every epilogue fused, TF32 by the switc
       choose_lt_types(linear_request(LtType::kF32, LtType::kF32, Act::kGELU, true, true, 13));
   CHECK_FALSE(odd.direct);
   CHECK_THAT(std::string(odd.why), Catch::Contains("multiple of 8"));
-  // Without pre, no aux: N = 13 is fine.
+  // Without aux, no ld rule: N = 13 is fine.
   CHECK(choose_lt_types(linear_request(LtType::kF32, LtType::kF32, Act::kGELU, true, false, 13))
             .direct);
 }
