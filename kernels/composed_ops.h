@@ -8,8 +8,8 @@
 
 namespace noeira {
 
-// linear_forward as gemm into y (fp32) or acc, then bias_act where a bias, an activation
-// or a dtype change is left to do.
+// linear_forward as gemm into y (fp32) or acc, then bias_act where a bias, an activation,
+// a dact or a dtype change is left to do.
 void composed_linear_forward(Ops& ops, ConstView x, ConstView W, const float* b, View y,
                              View dact, float* acc, int64_t M, int64_t N, int64_t K, Act act);
 

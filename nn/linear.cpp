@@ -65,6 +65,10 @@ ConstView Linear::weight(const Context& ctx) const {
 }
 
 Tensor Linear::forward(Context& ctx, const Tensor& x) {
+  // Chained (chain()): the backward multiplies by the layer before's saved derivative, which
+  // is only right when that layer's output is this input (plan() checked width and dtype).
+  if (before_ && x.data != ctx.view(before_->y_, x.rows()).data)
+    throw std::logic_error(kind() + ": chained after a Linear whose output is not its input");
   const int64_t M = x.numel() / in_;  // (M, in) rows
   Tensor y = ctx.view(y_, x.rows());  // (M, out)
   x_ = x;

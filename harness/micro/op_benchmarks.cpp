@@ -13,8 +13,8 @@ namespace {
 // Benchmarks run grouped by op, in this order (then by first appearance).
 constexpr const char* kOpOrder[] = {
     "act_forward",          "act_backward",       "act_backward_saved", "add_relu_backward",
-    "bias_act",
-    "linear_backward_params", "linear_backward_data", "layernorm_forward",    "layernorm_backward", "batchnorm_forward_train",
+    "bias_act",             "linear_backward_params", "linear_backward_data",
+    "layernorm_forward",    "layernorm_backward", "batchnorm_forward_train",
     "batchnorm_backward",   "batchnorm_relu_backward", "attention_forward",  "attention_backward",
     "maxpool2d_forward",    "maxpool2d_backward", "avgpool2d_forward",
     "avgpool2d_backward",   "shortcut_forward",   "shortcut_backward",  "conv2d_forward",

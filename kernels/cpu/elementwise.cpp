@@ -199,6 +199,8 @@ void CpuOps::act_backward(ConstView dy, ConstView pre, ConstView post, View dx, 
 
 void CpuOps::act_backward_saved(ConstView dy, ConstView dact, View dx) {
   const char* op = "act_backward_saved";
+  if (dx.n > 0 && (dy.empty() || dact.empty()))
+    cpu_op_failed(op, make_error("needs both dy and dact"));
   expect_elems(op, dx.n, {dy, dact});
   expect_dtype(op, DType::kF32, {dact});
   dispatch_float(op, {dx, dy}, [&](auto storage) {

@@ -47,8 +47,9 @@ struct CudaOptions {
   // every T, rather than the tensor-core GEMM path up to kGemmAttentionMaxT (attention.cu).
   bool flash_attention = false;
   // A GELU into bf16 through cuBLASLt's GELU epilogue, written by the GEMM in one
-  // rounding, rather than the GEMM into fp32 and our bias_act, where no derivative is kept
-  // (a training LinearAct keeps it, so takes bias_act either way). Not the CPU's bits (its
+  // rounding, rather than the GEMM into fp32 and our bias_act, where no derivative is kept.
+  // No model takes it now: every GELU Linear keeps its derivative (nn/linear.h), which no
+  // epilogue writes; kept for linear_forward callers without one. Not the CPU's bits (its
   // GELU is its own code); off until the [gpu] test's bf16 bound holds for it on the
   // machine (kernels/cuda/gemm_lt_choice.h).
   bool lt_gelu_bf16 = false;

@@ -1,11 +1,12 @@
-// CudaOps' element-wise ops, bias_act, act_forward, act_backward, act_backward_saved, add,
-// add_relu_backward and cast (contracts: kernels/op_list.inc). Each element is written by exactly one thread
-// with the shared scalar math of kernels/common/math.h, so results never depend on the
-// launch shape. The kernels are written once for fp32 and bf16 storage (vec8.cuh): fp32
-// math, bf16 rounding by kernels/common/bf16.h; the launchers dispatch once on the views'
-// dtype. Both move groups of 8 elements (one 16-byte access per bf16 operand, two per fp32
-// one) when every buffer is 16-byte aligned, and the same bits either way. bias_act's
-// column index takes 32-bit math below 2^31 elements (index.cuh).
+// CudaOps' element-wise ops, bias_act, act_forward, act_backward, act_backward_saved,
+// add, add_relu_backward and cast (contracts: kernels/op_list.inc). Each element is
+// written by exactly one thread with the shared scalar math of kernels/common/math.h, so
+// results never depend on the launch shape. The kernels are written once for fp32 and
+// bf16 storage (vec8.cuh): fp32 math, bf16 rounding by kernels/common/bf16.h; the
+// launchers dispatch once on the views' dtype. Both move groups of 8 elements (one
+// 16-byte access per bf16 operand, two per fp32 one) when every buffer is 16-byte aligned,
+// and the same bits either way. bias_act's column index takes 32-bit math below 2^31
+// elements (index.cuh).
 #include <initializer_list>
 #include <type_traits>
 
@@ -191,6 +192,7 @@ cudaError_t launch_add(cudaStream_t stream, ConstView a, ConstView b, View y) {
 cudaError_t launch_act_backward_saved(cudaStream_t stream, ConstView dy, ConstView dact,
                                       View dx) {
   const char* op = "act_backward_saved";
+  if (dx.n > 0 && (dy.empty() || dact.empty())) wrong_elems(op, dx.n, 0);
   expect_elems(op, dx.n, {dy, dact});
   expect_dtype(op, DType::kF32, {dact});
   const int64_t n = dx.n;

@@ -8,7 +8,7 @@
 //  - fp32 (every fp32 GEMM; bf16 A/B into fp32: the gemm op, the parameter gradients):
 //    as before, fp32 C/D, compute CUBLAS_COMPUTE_32F (_FAST_TF32 for fp32 A/B with the
 //    TF32 switch on), any epilogue, the bias fp32 (cuBLASLt's default for fp32 D).
-//  - bf16 (BF16Policy's activations: Linear's y and pre, TiedLmHead's logits, the dx of
+//  - bf16 (BF16Policy's activations: Linear's y, TiedLmHead's logits, the dx of
 //    both): bf16 A/B, compute CUBLAS_COMPUTE_32F, C/D CUDA_R_16BF. cuBLASLt accumulates
 //    in fp32, adds the fp32 bias in fp32, applies the activation and rounds once, to
 //    nearest even, on the store: the ops' contract (one rounding of the fp32 result),
@@ -28,8 +28,9 @@
 //    "Must be divisible by 8 and be no less than the number of rows in the output matrix"
 //    (cuBLASLt's rows are our N: ld N, so N % 8 == 0).
 //  - 1483-1501, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: unset, "GELU input matrix
-//    elements type is the same as the type of elements of the output matrix": bf16 pre
-//    for a bf16 D, fp32 for fp32 (what Linear plans: pre in y's dtype). Left unset.
+//    elements type is the same as the type of elements of the output matrix": a bf16 GELU
+//    input for a bf16 D, fp32 for fp32. Left unset. (Linear no longer asks for it: it keeps
+//    GELU's derivative, which no epilogue writes: linear_epilogue below.)
 //  - 1924-1926, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: split-K "Intermediate results are
 //    stored in output type in the workspace": with a bf16 D each partial sum would be
 //    rounded to bf16 before the sum. A bf16-D plan allows NONE and COMPUTE_TYPE (fp32

@@ -38,7 +38,7 @@ std::unique_ptr<DatasetTrainer> trainer_on(Device device, uint64_t seed, bool gr
 }
 
 // Classification: every bf16 op of a step — gather + cast, bf16 GEMMs, bias + GELU with
-// its pre-activation, ReLU, a residual add, a stand-alone GELU, softmax cross-entropy,
+// its derivative kept (dact), ReLU, a residual add, a stand-alone GELU, softmax cross-entropy,
 // bias gradients, the weight-copy cast. Regression: the small MLP with the MSE loss.
 std::unique_ptr<Module> bf16_model(Task task) {
   if (task == Task::kRegression) return small_mlp(32, 2);

@@ -100,8 +100,10 @@ TEMPLATE_TEST_CASE("linear_forward with dact: y and dact with bias_act's bits af
                    "product",
                    "[cpu][bf16]", float, bf16_t) {
   using T = TestType;
-  for (const auto [M, N, K] : {std::array<int64_t, 3>{768, 512, 128}, {300, 96, 40}, {5, 33, 7}}) {
-    const std::vector<T> x = stored<T>(random_vec(M * K, 11)), W = stored<T>(random_vec(N * K, 12));
+  using Dims = std::array<int64_t, 3>;
+  for (const auto [M, N, K] : {Dims{768, 512, 128}, Dims{300, 96, 40}, Dims{5, 33, 7}}) {
+    const std::vector<T> x = stored<T>(random_vec(M * K, 11));
+    const std::vector<T> W = stored<T>(random_vec(N * K, 12));
     const Vec b = random_vec(N, 13);
     for (int threads : {1, 2}) {
       INFO("M " << M << " N " << N << " K " << K << ", threads " << threads);
@@ -125,8 +127,10 @@ TEMPLATE_TEST_CASE("linear_backward_data with dact: linear_backward_data then "
   using T = TestType;
   // gpt-tiny's c_proj (row slabs of 192), a row count off the slabs, and fewer rows than a
   // slab (fp32: oneDNN's column slabs, then the multiply over row slabs).
-  for (const auto [M, N, K] : {std::array<int64_t, 3>{768, 128, 512}, {300, 48, 200}, {96, 64, 160}}) {
-    const std::vector<T> dz = stored<T>(random_vec(M * N, 21)), W = stored<T>(random_vec(N * K, 22));
+  using Dims = std::array<int64_t, 3>;
+  for (const auto [M, N, K] : {Dims{768, 128, 512}, Dims{300, 48, 200}, Dims{96, 64, 160}}) {
+    const std::vector<T> dz = stored<T>(random_vec(M * N, 21));
+    const std::vector<T> W = stored<T>(random_vec(N * K, 22));
     const Vec dact = random_vec(M * K, 23, -0.2f, 1.2f);  // GELU's derivative's range
     CpuOps one(1);
     Vec acc(M * K);
