@@ -47,6 +47,79 @@ TEST_CASE("shortcut: 16 -> 32 channels at stride 2, and the identity", "[image-o
   CHECK(same_bits(dxi, xi));
 }
 
+namespace {
+
+// The option-A shortcut by its definition, in any storage type (a copy: the same bits).
+template <class T>
+std::vector<T> shortcut_ref(const ShortcutShape& s, const std::vector<T>& x) {
+  std::vector<T> y(static_cast<size_t>(s.y_elems()), T{0});
+  const int64_t Ho = s.out_height(), Wo = s.out_width(), p = s.pad_channels();
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t c = 0; c < s.in_channels; ++c)
+      for (int64_t i = 0; i < Ho; ++i)
+        for (int64_t j = 0; j < Wo; ++j)
+          y[static_cast<size_t>(((b * s.out_channels + c + p) * Ho + i) * Wo + j)] =
+              x[static_cast<size_t>(((b * s.in_channels + c) * s.height + i * s.stride) *
+                                        s.width +
+                                    j * s.stride)];
+  return y;
+}
+
+template <class T>
+std::vector<T> shortcut_grad_ref(const ShortcutShape& s, const std::vector<T>& dy) {
+  std::vector<T> dx(static_cast<size_t>(s.x_elems()), T{0});
+  const int64_t Ho = s.out_height(), Wo = s.out_width(), p = s.pad_channels();
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t c = 0; c < s.in_channels; ++c)
+      for (int64_t i = 0; i < Ho; ++i)
+        for (int64_t j = 0; j < Wo; ++j)
+          dx[static_cast<size_t>(((b * s.in_channels + c) * s.height + i * s.stride) * s.width +
+                                 j * s.stride)] =
+              dy[static_cast<size_t>(((b * s.out_channels + c + p) * Ho + i) * Wo + j)];
+  return dx;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("shortcut at stride 2 over even widths (rows as integer pairs, streamed "
+                   "when large): its definition's bits, 1 and 2 threads, any alignment",
+                   "[image-ops]", float, bf16_t) {
+  using T = TestType;
+  ShortcutShape big;  // ResNet-20's first downsampling: outputs of 2 MiB and more, streamed
+  big.batch = 128, big.in_channels = 16, big.height = 32, big.width = 32;
+  big.out_channels = 32, big.stride = 2;
+  ShortcutShape odd_rows;  // an odd height over an even width
+  odd_rows.batch = 3, odd_rows.in_channels = 4, odd_rows.height = 5, odd_rows.width = 6;
+  odd_rows.out_channels = 8, odd_rows.stride = 2;
+  for (const ShortcutShape& s : {big, odd_rows}) {
+    const std::vector<T> x = [&] {
+      const Vec v = random_vec(s.x_elems() + 1, 64);
+      if constexpr (std::is_same_v<T, float>) return v;
+      else return to_bf16(v);
+    }();
+    const std::vector<T> dy(x.begin(), x.begin() + s.y_elems() + 1);
+    for (int64_t offset : {0, 1}) {  // 1: rows not pair-aligned, element by element
+      const std::vector<T> xs(x.begin() + offset, x.begin() + offset + s.x_elems());
+      const std::vector<T> dys(dy.begin() + offset, dy.begin() + offset + s.y_elems());
+      const std::vector<T> y_ref = shortcut_ref(s, xs), dx_ref = shortcut_grad_ref(s, dys);
+      for (int threads : {1, 2}) {
+        INFO("H " << s.height << " W " << s.width << " offset " << offset << " threads "
+                  << threads);
+        CpuOps ops(threads);
+        std::vector<T> y(s.y_elems() + 1, T{9}), dx(s.x_elems() + 1, T{9});
+        ops.shortcut_forward(s, ConstView(x.data() + offset, s.x_elems()),
+                             View(y.data() + offset, s.y_elems()));
+        ops.shortcut_backward(s, ConstView(dy.data() + offset, s.y_elems()),
+                              View(dx.data() + offset, s.x_elems()));
+        CHECK(same_bits(std::vector<T>(y.begin() + offset, y.begin() + offset + s.y_elems()),
+                        y_ref));
+        CHECK(same_bits(std::vector<T>(dx.begin() + offset, dx.begin() + offset + s.x_elems()),
+                        dx_ref));
+      }
+    }
+  }
+}
+
 TEST_CASE("dropout: the dropout_keep mask, scale 1 / (1 - p), p = 0 is the identity",
           "[image-ops]") {
   CpuOps ops(2);
