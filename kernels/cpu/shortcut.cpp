@@ -43,9 +43,8 @@ void write_plane(T* dst, int64_t n, bool stream, const F& plane) {
     plane(dst);
     return;
   }
-  alignas(64) T staged[kStageElems];
-  plane(static_cast<T*>(staged));
-  stream_copy(dst, staged, static_cast<size_t>(n) * sizeof(T));
+  // One staged block: write_staged calls f once, with the whole plane.
+  write_staged(dst, n, true, [&](int64_t, int64_t, T* staged) { plane(staged); });
 }
 
 // Rows of a plane are copied or zeroed whole: a test per element (and the backward's
