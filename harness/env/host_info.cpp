@@ -111,11 +111,13 @@ nlohmann::json onednn_info() {
           // "0" keeps fp32 direct stride-1 16 -> 16-channel convolutions on nChw16c, not
           // nhwc (kernels/cpu/onednn_conv_pass.cpp).
           {"conv_nhwc16_env", env_or_null("NOEIRA_CONV_NHWC16")},
-          // "0" sends bf16 3x3 weight gradients back to oneDNN, "1" to ours on every shape
+          // "0" sends bf16 3x3 weight gradients back to oneDNN, "1" to our AVX512-BF16
+          // kernel on every shape, "noamx" to the split before our AMX kernel
           // (kernels/cpu/bf16_conv3x3_wgrad.h).
           {"bf16_wgrad_env", env_or_null("NOEIRA_BF16_WGRAD")},
           // Whether that kernel runs here at all (AVX-512 build, AVX512-BF16 CPU, not off),
-          // and on which shapes: "all", "cin<16" (where oneDNN runs AMX), "none".
+          // and on which shapes: "all", "amx" (ours on every shape, AMX tiles for channels
+          // in blocks of 16), "cin<16" (where oneDNN runs AMX and ours cannot), "none".
           {"bf16_wgrad", bf16_wgrad_available()},
           {"bf16_wgrad_scope", bf16_wgrad_scope_name(bf16_wgrad_scope())}};
 }
@@ -186,8 +188,13 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
   if (text(build, "onednn", "bf16_wgrad_env") == "1" &&
       text(build, "onednn", "isa").find("amx") != std::string::npos)
     warnings.push_back("NOEIRA_BF16_WGRAD=1: bf16 3x3 stride-1 weight gradients run our "
-                       "kernel on every shape, also where oneDNN's AMX kernel is faster; "
+                       "AVX512-BF16 kernel on every shape, also where AMX kernels are faster; "
                        "convolution figures reflect that");
+  if (text(build, "onednn", "bf16_wgrad_env") == "noamx" &&
+      text(build, "onednn", "bf16_wgrad_scope") == "cin<16")
+    warnings.push_back("NOEIRA_BF16_WGRAD=noamx: bf16 3x3 stride-1 weight gradients from 16 "
+                       "input channels run oneDNN's AMX kernel, not ours; convolution figures "
+                       "reflect that");
   return warnings;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "kernels/cpu/bf16_conv3x3_wgrad_amx.h"
 #include "kernels/cpu/channel_blocks.h"
 #include "kernels/cpu/onednn_engine.h"
 
@@ -120,8 +121,10 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void channel_block_sums(
 
 #endif  // NOEIRA_BF16_WGRAD_BUILT
 
-// NOEIRA_BF16_WGRAD: "0" off (oneDNN's kernel: A/B timing, bits of older builds), "1" on for
-// every shape ours takes, anything else (or unset) our kernel where it is the faster one.
+// NOEIRA_BF16_WGRAD: "0" off (oneDNN's kernel: A/B timing, bits of older builds), "1" the
+// AVX512-BF16 kernel on every shape ours takes, "noamx" that kernel on Cin < 16 only and
+// oneDNN's on the rest (the split of builds before the AMX kernel), anything else (or
+// unset) our kernels where they are the faster ones.
 std::string_view wgrad_env() {
   const char* v = std::getenv("NOEIRA_BF16_WGRAD");
   return v != nullptr ? std::string_view(v) : std::string_view();
@@ -142,7 +145,10 @@ bool bf16_wgrad_available() {
 Bf16WgradScope bf16_wgrad_scope() {
   if (!bf16_wgrad_available()) return Bf16WgradScope::kNone;
   if (wgrad_env() == "1") return Bf16WgradScope::kAll;
-  return onednn::runs_amx() ? Bf16WgradScope::kFewInputChannels : Bf16WgradScope::kAll;
+  if (!onednn::runs_amx()) return Bf16WgradScope::kAll;
+  if (wgrad_env() == "noamx" || !amx_wgrad_available())
+    return Bf16WgradScope::kFewInputChannels;
+  return Bf16WgradScope::kAmxTiles;
 }
 
 const char* bf16_wgrad_scope_name(Bf16WgradScope scope) {
@@ -150,6 +156,7 @@ const char* bf16_wgrad_scope_name(Bf16WgradScope scope) {
     case Bf16WgradScope::kNone: return "none";
     case Bf16WgradScope::kAll: return "all";
     case Bf16WgradScope::kFewInputChannels: return "cin<16";
+    case Bf16WgradScope::kAmxTiles: return "amx";
   }
   return "none";
 }
@@ -162,13 +169,18 @@ bool bf16_wgrad_applies(const ConvShape& s, DType dtype) {
          s.pad == 1 && !s.has_bias && s.out_channels % kLanes == 0 && s.width % 2 == 0;
 }
 
+bool bf16_wgrad_on_tiles(const ConvShape& s) {
+  return bf16_wgrad_scope() == Bf16WgradScope::kAmxTiles && amx_wgrad_takes(s);
+}
+
 size_t bf16_wgrad_area_bytes(const ConvShape& s, int64_t images) {
-  return Area(s, images).bytes();
+  return bf16_wgrad_on_tiles(s) ? amx_wgrad_area_bytes(s, images) : Area(s, images).bytes();
 }
 
 void bf16_wgrad_slab(const ConvShape& s, int64_t images, const bf16_t* x, const bf16_t* dy,
                      float* dw, std::byte* area) {
 #if defined(NOEIRA_BF16_WGRAD_BUILT)
+  if (bf16_wgrad_on_tiles(s)) return amx_wgrad_slab(s, images, x, dy, dw, area);
   const Area a(s, images);
   auto* xp = reinterpret_cast<bf16_t*>(area);
   auto* dy_pairs = reinterpret_cast<uint32_t*>(area + a.x_bytes);

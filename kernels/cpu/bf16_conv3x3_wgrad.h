@@ -34,9 +34,16 @@ bool bf16_wgrad_available();
 // (64,8x8) shapes took 2.9, 2.4 and 2.2 ms there against 7.3-9.5 ms here; on the
 // 3-channel stem ours took 1.6 ms against 2.5. So there ours takes Cin < 16 only
 // (kFewInputChannels), unless NOEIRA_BF16_WGRAD=1 asks for every shape (tests, A/B).
-enum class Bf16WgradScope { kNone, kAll, kFewInputChannels };
+// Where our AMX kernel can run as well (bf16_conv3x3_wgrad_amx.h), it takes the shapes
+// whose channels come in blocks of 16 from oneDNN's, and this one the rest (kAmxTiles);
+// NOEIRA_BF16_WGRAD=noamx asks for the split before it (A/B timing, older bits).
+enum class Bf16WgradScope { kNone, kAll, kFewInputChannels, kAmxTiles };
 Bf16WgradScope bf16_wgrad_scope();
-const char* bf16_wgrad_scope_name(Bf16WgradScope scope);  // "none", "all", "cin<16"
+// "none", "all", "cin<16", "amx"
+const char* bf16_wgrad_scope_name(Bf16WgradScope scope);
+
+// Whether a shape bf16_wgrad_applies to runs on the AMX kernel.
+bool bf16_wgrad_on_tiles(const ConvShape& shape);
 
 // Whether the kernel takes this shape's backward-weights pass: in its scope, bf16, 3x3,
 // stride 1, padding 1, no bias, Cout a multiple of 16, an even width. Read when a shape is

@@ -267,6 +267,10 @@ bool streamable(const void* plain, int64_t HW, size_t elem_bytes) {
 
 }  // namespace
 
+void transpose_16x16(const uint32_t* in, int64_t ld_in, uint32_t* out, int64_t ld_out) {
+  transpose_tile<uint32_t>(in, ld_in, out, ld_out);
+}
+
 bool channel_blocks_apply(int64_t C, size_t elem_bytes) {
   return C > 0 && C % kBlock == 0 && (elem_bytes == 2 || elem_bytes == 4);
 }

@@ -42,6 +42,10 @@ void channel_blocks_to_nchw(const void* src, void* dst, int64_t N, int64_t C, in
                             size_t elem_bytes,
                             ChannelLayout layout = ChannelLayout::kBlocks16,
                             bool stream = false, const ReluGradOut* out = nullptr);
+// out[j * ld_out + i] = in[i * ld_in + j] for i, j < 16: one tile of 4-byte elements
+// transposed in registers (the copies above, for callers with a layout of their own).
+void transpose_16x16(const uint32_t* in, int64_t ld_in, uint32_t* out, int64_t ld_out);
+
 // dst[i] = add_relu_grad(dst[i], residual[i], relu_post[i]) for i < n, in place (where an
 // output leaves without our copies).
 void relu_grad_in_place(void* dst, int64_t n, size_t elem_bytes, const ReluGradOut& out);

@@ -132,7 +132,7 @@ TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight grad
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad_env").is_null());
   CHECK(env_json().at("build").at("onednn").at("bf16_wgrad").is_boolean());
   const std::string scope = env_json().at("build").at("onednn").at("bf16_wgrad_scope");
-  CHECK((scope == "all" || scope == "cin<16" || scope == "none"));
+  CHECK((scope == "all" || scope == "amx" || scope == "cin<16" || scope == "none"));
   const nlohmann::json off = env_json("NOEIRA_BF16_WGRAD=0");
   CHECK(off.at("build").at("onednn").at("bf16_wgrad_env") == "0");
   CHECK(off.at("build").at("onednn").at("bf16_wgrad") == false);
@@ -150,6 +150,14 @@ TEST_CASE("env records NOEIRA_BF16_WGRAD and warns when it turns our weight grad
   for (const auto& w : off.at("warnings"))
     warned |= w.get<std::string>().rfind("NOEIRA_BF16_WGRAD=0: bf16 3x3", 0) == 0;
   CHECK(warned);
+  // "noamx": where oneDNN runs AMX, the split before our AMX kernel, and a warning.
+  const nlohmann::json split = env_json("NOEIRA_BF16_WGRAD=noamx");
+  const std::string split_scope = split.at("build").at("onednn").at("bf16_wgrad_scope");
+  if (isa.find("amx") != std::string::npos && runs) CHECK(split_scope == "cin<16");
+  bool warned_split = false;
+  for (const auto& w : split.at("warnings"))
+    warned_split |= w.get<std::string>().rfind("NOEIRA_BF16_WGRAD=noamx: bf16 3x3", 0) == 0;
+  CHECK(warned_split == (split_scope == "cin<16"));
 }
 
 TEST_CASE("env prints the baseline probe of ours and of the twin", "[cli][env][probe]") {

@@ -7,6 +7,7 @@
 #include "harness/env/host_info.h"
 #include "kernels/conv_dx_epilogue_check.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
+#include "kernels/cpu/bf16_conv3x3_wgrad_amx.h"
 #include "kernels/cpu/onednn_engine.h"
 #include "tests/support/image_reference.h"
 #include "tests/support/scoped_env.h"
@@ -124,8 +125,9 @@ TEST_CASE("onednn::runs_amx agrees with the oneDNN ISA that env records", "[imag
   CHECK(onednn::runs_amx() == onednn_runs_amx());
 }
 
-TEST_CASE("conv2d bf16 weight gradient: where oneDNN runs AMX, ours keeps only Cin < 16 "
-          "unless NOEIRA_BF16_WGRAD=1; =0 turns it off", "[image-ops]") {
+TEST_CASE("conv2d bf16 weight gradient: where oneDNN runs AMX, ours takes every shape with "
+          "AMX tiles for channels in blocks of 16 (else Cin < 16 only); NOEIRA_BF16_WGRAD=1 "
+          "forces AVX512-BF16, noamx the old split, 0 turns ours off", "[image-ops]") {
   const ConvShape stem = conv_shape(8, 3, 32, 32, 16, 3, 1, 1, false);
   const ConvShape wide = conv_shape(8, 16, 32, 32, 16, 3, 1, 1, false);
   const bool amx = onednn_runs_amx();
@@ -135,18 +137,30 @@ TEST_CASE("conv2d bf16 weight gradient: where oneDNN runs AMX, ours keeps only C
       CHECK(bf16_wgrad_scope() == Bf16WgradScope::kNone);
       CHECK_FALSE(bf16_wgrad_applies(stem, DType::kBF16));
     } else {
-      CHECK(bf16_wgrad_scope() == (amx ? Bf16WgradScope::kFewInputChannels : Bf16WgradScope::kAll));
+      const Bf16WgradScope want = !amx                  ? Bf16WgradScope::kAll
+                                  : amx_wgrad_available() ? Bf16WgradScope::kAmxTiles
+                                                          : Bf16WgradScope::kFewInputChannels;
+      CHECK(bf16_wgrad_scope() == want);
       CHECK(bf16_wgrad_applies(stem, DType::kBF16));
-      CHECK(bf16_wgrad_applies(wide, DType::kBF16) == !amx);
+      CHECK_FALSE(bf16_wgrad_on_tiles(stem));
+      CHECK(bf16_wgrad_applies(wide, DType::kBF16) == (want != Bf16WgradScope::kFewInputChannels));
+      CHECK(bf16_wgrad_on_tiles(wide) == (want == Bf16WgradScope::kAmxTiles));
     }
   }
   {
     const test::ScopedEnv forced("NOEIRA_BF16_WGRAD", "1");
     CHECK(bf16_wgrad_applies(wide, DType::kBF16) == bf16_wgrad_available());
+    CHECK_FALSE(bf16_wgrad_on_tiles(wide));
+  }
+  if (amx && bf16_wgrad_available()) {
+    const test::ScopedEnv split("NOEIRA_BF16_WGRAD", "noamx");
+    CHECK(bf16_wgrad_scope() == Bf16WgradScope::kFewInputChannels);
+    CHECK_FALSE(bf16_wgrad_applies(wide, DType::kBF16));
   }
   const test::ScopedEnv off("NOEIRA_BF16_WGRAD", "0");
   CHECK(bf16_wgrad_scope() == Bf16WgradScope::kNone);
   CHECK_FALSE(bf16_wgrad_applies(stem, DType::kBF16));
+  CHECK_FALSE(bf16_wgrad_on_tiles(wide));
   CHECK(std::string_view(bf16_wgrad_scope_name(bf16_wgrad_scope())) == "none");
 }
 
