@@ -165,6 +165,8 @@ bool bf16_wgrad_applies(const ConvShape& s, DType dtype) {
   const Bf16WgradScope scope = bf16_wgrad_scope();
   if (scope == Bf16WgradScope::kNone) return false;
   if (scope == Bf16WgradScope::kFewInputChannels && s.in_channels >= kLanes) return false;
+  if (scope == Bf16WgradScope::kAmxTiles && s.in_channels >= kLanes && !amx_wgrad_takes(s))
+    return false;
   return dtype == DType::kBF16 && s.kernel_h == 3 && s.kernel_w == 3 && s.stride == 1 &&
          s.pad == 1 && !s.has_bias && s.out_channels % kLanes == 0 && s.width % 2 == 0;
 }
@@ -173,14 +175,14 @@ bool bf16_wgrad_on_tiles(const ConvShape& s) {
   return bf16_wgrad_scope() == Bf16WgradScope::kAmxTiles && amx_wgrad_takes(s);
 }
 
-size_t bf16_wgrad_area_bytes(const ConvShape& s, int64_t images) {
-  return bf16_wgrad_on_tiles(s) ? amx_wgrad_area_bytes(s, images) : Area(s, images).bytes();
+size_t bf16_wgrad_area_bytes(const ConvShape& s, int64_t images, bool on_tiles) {
+  return on_tiles ? amx_wgrad_area_bytes(s, images) : Area(s, images).bytes();
 }
 
 void bf16_wgrad_slab(const ConvShape& s, int64_t images, const bf16_t* x, const bf16_t* dy,
-                     float* dw, std::byte* area) {
+                     float* dw, std::byte* area, bool on_tiles) {
 #if defined(NOEIRA_BF16_WGRAD_BUILT)
-  if (bf16_wgrad_on_tiles(s)) return amx_wgrad_slab(s, images, x, dy, dw, area);
+  if (on_tiles) return amx_wgrad_slab(s, images, x, dy, dw, area);
   const Area a(s, images);
   auto* xp = reinterpret_cast<bf16_t*>(area);
   auto* dy_pairs = reinterpret_cast<uint32_t*>(area + a.x_bytes);
@@ -207,7 +209,7 @@ void bf16_wgrad_slab(const ConvShape& s, int64_t images, const bf16_t* x, const 
           dw[((ob * kLanes + l) * Cin + c) * 9 + tap] =
               acc[((ob * Cin + c) * 9 + tap) * kLanes + l];
 #else
-  (void)s, (void)images, (void)x, (void)dy, (void)dw, (void)area;
+  (void)s, (void)images, (void)x, (void)dy, (void)dw, (void)area, (void)on_tiles;
 #endif
 }
 

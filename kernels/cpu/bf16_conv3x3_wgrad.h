@@ -42,22 +42,25 @@ Bf16WgradScope bf16_wgrad_scope();
 // "none", "all", "cin<16", "amx"
 const char* bf16_wgrad_scope_name(Bf16WgradScope scope);
 
-// Whether a shape bf16_wgrad_applies to runs on the AMX kernel.
-bool bf16_wgrad_on_tiles(const ConvShape& shape);
-
-// Whether the kernel takes this shape's backward-weights pass: in its scope, bf16, 3x3,
-// stride 1, padding 1, no bias, Cout a multiple of 16, an even width. Read when a shape is
-// planned.
+// Whether the kernels take this shape's backward-weights pass: in their scope, bf16, 3x3,
+// stride 1, padding 1, no bias, Cout a multiple of 16, an even width (in scope kAmxTiles,
+// from 16 input channels up only what the AMX kernel takes: oneDNN's keeps the rest). Read
+// when a shape is planned, like the two below.
 bool bf16_wgrad_applies(const ConvShape& shape, DType dtype);
 
-// Bytes of one thread's area for a slab of `images` images: x with a zero border
-// (images, Cin, H + 2, W + 2) and dy in column pairs (images, Cout / 16, H * W / 2, 16 pairs).
-size_t bf16_wgrad_area_bytes(const ConvShape& shape, int64_t images);
+// Whether a shape bf16_wgrad_applies to runs on the AMX kernel (else on this one).
+bool bf16_wgrad_on_tiles(const ConvShape& shape);
+
+// Bytes of one thread's area for a slab of `images` images, on tiles or not (the planned
+// bf16_wgrad_on_tiles). This kernel's: x with a zero border (images, Cin, H + 2, W + 2) and
+// dy in column pairs (images, Cout / 16, H * W / 2, 16 pairs); the AMX kernel's:
+// amx_wgrad_area_bytes.
+size_t bf16_wgrad_area_bytes(const ConvShape& shape, int64_t images, bool on_tiles);
 
 // dw (Cout, Cin, 3, 3), overwritten, from a slab: x (images, Cin, H, W), dy (images, Cout,
-// H, W). `area` holds bf16_wgrad_area_bytes(shape, images) bytes, 64-byte aligned. Only for
-// shapes bf16_wgrad_applies to.
+// H, W), on tiles or not as planned. `area` holds bf16_wgrad_area_bytes(shape, images,
+// on_tiles) bytes, 64-byte aligned. Only for shapes bf16_wgrad_applies to.
 void bf16_wgrad_slab(const ConvShape& shape, int64_t images, const bf16_t* x, const bf16_t* dy,
-                     float* dw, std::byte* area);
+                     float* dw, std::byte* area, bool on_tiles);
 
 }  // namespace noeira

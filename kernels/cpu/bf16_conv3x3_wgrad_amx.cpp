@@ -100,8 +100,9 @@ struct alignas(64) TileConfig {
 static_assert(sizeof(TileConfig) == 64);
 
 // The tile instructions, register numbers as immediates (GCC's _tile_* macros paste the
-// tokens, which a template parameter is not). The memory clobbers keep the copies that
-// feed the loads, and the reads of what the stores wrote, on their side.
+// tokens, which a template parameter is not), in AT&T syntax (GCC's default; these do not
+// offer -masm=intel's alternative). The memory clobbers keep the copies that feed the
+// loads, and the reads of what the stores wrote, on their side.
 template <int T>
 inline void tile_load(const void* p, int64_t stride) {
   asm volatile("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(p), "r"(stride), "i"(T) : "memory");
@@ -121,8 +122,8 @@ inline void tile_dp() {
 }
 
 // n values from src to dst, then `zeros` zeros (at most 32), and the same one value later
-// at dst + 1 (which the caller has cleared before the first): masked vector moves (a row is
-// 16-64 bytes; a memcpy call per row cost more than the copy).
+// at dst + 1 (which the caller has cleared before the first): masked vector moves
+// (ResNet-20's rows are 16-64 bytes; a memcpy call per row cost more than the copy).
 inline void copy_row_twice(const bf16_t* src, int64_t n, int64_t zeros, bf16_t* dst,
                            bf16_t* later) {
 #if defined(__AVX512BW__)
@@ -251,6 +252,8 @@ void run_group(std::integer_sequence<int, M...>, const Member* m, const bf16_t* 
   (tile_store<M>(m[M].acc, 64), ...);
 }
 
+// Groups take 3 or 6 members (the tap classes' sizes times the output blocks, in groups of
+// 6); every size up to kGroup is here so another kGroup or class needs no change.
 void run_group(int g, const Member* m, const bf16_t* a, int64_t steps, int64_t a_stride,
                bool first) {
   switch (g) {
@@ -301,13 +304,18 @@ void amx_wgrad_slab(const ConvShape& s, int64_t images, const bf16_t* x, const b
   const auto tile_of = [&](int64_t tap, int64_t cb, int64_t ob) {
     return acc + ((tap * in_blocks + cb) * out_blocks + ob) * kBlock * kBlock;
   };
+  if (images <= 0) {
+    std::fill(dw, dw + Cout * Cin * kTaps, 0.0f);
+    return;
+  }
   const TileConfig config;
-  asm volatile("ldtilecfg %0" ::"m"(config));
   for (int64_t b0 = 0; b0 < images; b0 += a.chunk) {
     const int64_t n = std::min(a.chunk, images - b0);
     const Geometry g(s, n);
     copy_x(s, n, x + b0 * Cin * HW, g, xs, xv);
     copy_dy_pairs(s, n, dy + b0 * Cout * HW, g, pairs);
+    // After the copies' calls: the ABI does not keep the tile configuration across a call.
+    asm volatile("ldtilecfg %0" ::"m"(config));
     const int64_t steps = g.K / kStep;
     for (int64_t s0 = 0; s0 < steps; s0 += kBlockSteps) {
       const int64_t run = std::min(kBlockSteps, steps - s0);

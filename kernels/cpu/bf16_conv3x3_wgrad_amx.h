@@ -18,7 +18,8 @@
 // Sums: fp32 tile accumulators, one element per (c, o, tap), fed 32 pixels per tdpbf16ps
 // in the virtual order, chunks of images in order - a function of the shape alone, so the
 // bits do not depend on the thread count. They differ from oneDNN's kernel's and from the
-// AVX512-BF16 kernel's (bf16_conv3x3_wgrad.h). Denormal inputs count as zero (tdpbf16ps).
+// AVX512-BF16 kernel's (bf16_conv3x3_wgrad.h). Like tdpbf16ps everywhere, denormal inputs
+// count as zero and denormal sums are flushed to zero.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -48,6 +48,7 @@ struct ConvPlan {
   onednn::SlabConv slab[2];  // [0]: full slabs (or the whole batch); [1]: a shorter last one
   int kinds = 1;             // 2 when the last slab is shorter
   bool own_wgrad = false;    // backward-weights by bf16_conv3x3_wgrad.h, not oneDNN
+  bool wgrad_tiles = false;  // ... on its AMX kernel (its area's size depends on it)
   // Both backward passes read dy in one inner layout: backward() copies it once per slab,
   // backward-weights then running in the area after backward-data's.
   bool fused_backward = false;
@@ -166,6 +167,7 @@ struct OnednnConv::Impl {
     const int64_t last_images = s.batch - (p->slabs - 1) * p->full_images;
     // Where our kernel takes the weight gradient, oneDNN's pass for it is not made.
     p->own_wgrad = bf16_wgrad_applies(s, dtype);
+    p->wgrad_tiles = p->own_wgrad && bf16_wgrad_on_tiles(s);
     try {
       p->slab[0] = onednn::make_slab_conv(s, p->full_images, dtype, !p->own_wgrad);
       if (last_images != p->full_images) {
@@ -187,8 +189,8 @@ struct OnednnConv::Impl {
         p->area_bytes = std::max(p->area_bytes, onednn::align_up(c.thread_bytes()));
       }
     if (p->own_wgrad)
-      p->area_bytes =
-          std::max(p->area_bytes, onednn::align_up(bf16_wgrad_area_bytes(s, p->full_images)));
+      p->area_bytes = std::max(p->area_bytes, onednn::align_up(bf16_wgrad_area_bytes(
+                                                  s, p->full_images, p->wgrad_tiles)));
     p->fused_backward = !p->own_wgrad;
     for (int k = 0; k < p->kinds; ++k) p->fused_backward &= shares_dy_layout(p->slab[k]);
     if (p->fused_backward)
@@ -329,7 +331,8 @@ Status OnednnConv::backward_weights(const ConvShape& s, const T* x, const T* dy,
                                       bf16_wgrad_slab(s, images, x + b0 * z.x_image,
                                                       dy + b0 * z.y_image,
                                                       plan.partial(workspace, b0),
-                                                      plan.area(workspace, thread));
+                                                      plan.area(workspace, thread),
+                                                      plan.wgrad_tiles);
                                   })
       : impl_->run(plan, PassKind::kBackwardWeights, s.batch, workspace, [&](int64_t b0) {
           return weights_args(s, z, x, dy, plan.partial(workspace, b0), b0);

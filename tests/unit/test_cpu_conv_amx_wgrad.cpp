@@ -80,3 +80,29 @@ TEST_CASE("bf16 weight gradient on AMX tiles: the slab kernel overwrites dw with
     CHECK(rel_error(dw_a, sums) < 1e-5);
   }
 }
+
+TEST_CASE("bf16 weight gradient: a planned shape keeps its kernel and area when "
+          "NOEIRA_BF16_WGRAD changes before it runs", "[image-ops]") {
+  if (skip_without_amx()) return;
+  const ConvShape s = conv_shape(9, 16, 32, 32, 16, 3, 1, 1, false);
+  const ConvCase c(s, 900);
+  const Bf x = to_bf16(c.x), dy = to_bf16(c.dy);
+  // Planned for the AVX512-BF16 kernel (the smaller area), run with the AMX default in the
+  // environment: the plan's kernel runs, with the bits of a run planned and run under "1".
+  const auto run = [&](const char* at_plan, const char* at_run) {
+    CpuOps ops(1);
+    std::vector<std::byte> ws;
+    {
+      const test::ScopedEnv e("NOEIRA_BF16_WGRAD", at_plan);
+      auto bytes = ops.conv2d_plan(s, DType::kBF16);
+      REQUIRE(bytes.ok());
+      ws.resize(*bytes);
+    }
+    const test::ScopedEnv e("NOEIRA_BF16_WGRAD", at_run);
+    Vec dw = c.dw0;
+    ops.conv2d_backward_weights(s, cview(x), cview(dy), dw.data(), nullptr, ws.data(), ws.size());
+    return dw;
+  };
+  CHECK(same_bits(run("1", nullptr), run("1", "1")));
+  CHECK(same_bits(run(nullptr, "1"), run(nullptr, nullptr)));
+}

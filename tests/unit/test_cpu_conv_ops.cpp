@@ -145,6 +145,9 @@ TEST_CASE("conv2d bf16 weight gradient: where oneDNN runs AMX, ours takes every 
       CHECK_FALSE(bf16_wgrad_on_tiles(stem));
       CHECK(bf16_wgrad_applies(wide, DType::kBF16) == (want != Bf16WgradScope::kFewInputChannels));
       CHECK(bf16_wgrad_on_tiles(wide) == (want == Bf16WgradScope::kAmxTiles));
+      // 24 input channels: not the AMX kernel's; from 16 up oneDNN's AMX kernel keeps them.
+      CHECK(bf16_wgrad_applies(conv_shape(8, 24, 8, 8, 16, 3, 1, 1, false), DType::kBF16) ==
+            !amx);
     }
   }
   {
