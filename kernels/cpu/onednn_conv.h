@@ -8,8 +8,9 @@
 // move them and their nchw rows are 64-byte aligned (streaming_store.h).
 // Activations and weights fp32 or bf16 (oneDNN's bf16 kernels: fp32 accumulation, a bf16
 // output rounded once); bias and weight gradients always fp32. bf16 3x3 stride-1 weight
-// gradients run our kernel instead where bf16_wgrad_applies (bf16_conv3x3_wgrad.h), in the
-// same slabs.
+// gradients run our kernels instead where bf16_wgrad_applies (bf16_conv3x3_wgrad.h: its
+// AVX512-BF16 kernel, or bf16_conv3x3_wgrad_amx.h's on AMX tiles, as planned), in the same
+// slabs.
 //
 // Results do not depend on the thread count (DESIGN.md rule 3): the batch is cut into
 // fixed slabs of conv_slab_images(shape) images that OpenMP spreads over the threads, each one
