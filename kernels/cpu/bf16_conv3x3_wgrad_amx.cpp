@@ -237,6 +237,8 @@ struct TapClass {
   int64_t taps[6];
 };
 constexpr TapClass kTapClasses[] = {{0, 3, {1, 4, 7}}, {1, 6, {0, 2, 3, 5, 6, 8}}};
+// So every group has 3 or 6 members (run_group below).
+static_assert(kTapClasses[0].count == 3 && kTapClasses[1].count == kGroup && kGroup == 6);
 
 // G accumulator tiles over `steps` steps of 32 pixels: each step loads the group's x tile
 // once and each member's dy tile. `first`: the tiles start from zero, else from acc.
@@ -252,18 +254,11 @@ void run_group(std::integer_sequence<int, M...>, const Member* m, const bf16_t* 
   (tile_store<M>(m[M].acc, 64), ...);
 }
 
-// Groups take 3 or 6 members (the tap classes' sizes times the output blocks, in groups of
-// 6); every size up to kGroup is here so another kGroup or class needs no change.
+// A class's members are 3 or 6 per output block, taken 6 at a time: every group has 3 or 6.
 void run_group(int g, const Member* m, const bf16_t* a, int64_t steps, int64_t a_stride,
                bool first) {
-  switch (g) {
-    case 1: return run_group(std::make_integer_sequence<int, 1>{}, m, a, steps, a_stride, first);
-    case 2: return run_group(std::make_integer_sequence<int, 2>{}, m, a, steps, a_stride, first);
-    case 3: return run_group(std::make_integer_sequence<int, 3>{}, m, a, steps, a_stride, first);
-    case 4: return run_group(std::make_integer_sequence<int, 4>{}, m, a, steps, a_stride, first);
-    case 5: return run_group(std::make_integer_sequence<int, 5>{}, m, a, steps, a_stride, first);
-    default: return run_group(std::make_integer_sequence<int, 6>{}, m, a, steps, a_stride, first);
-  }
+  if (g == 3) return run_group(std::make_integer_sequence<int, 3>{}, m, a, steps, a_stride, first);
+  run_group(std::make_integer_sequence<int, kGroup>{}, m, a, steps, a_stride, first);
 }
 
 #endif  // NOEIRA_AMX_WGRAD_BUILT

@@ -25,6 +25,13 @@ inline Backend gpu_backend(bool tf32 = true, bool flash = false) {
   return std::move(r).value();
 }
 
+// The backend's ops as CudaOps, for what only CUDA has (plans, cuBLASLt counts).
+inline CudaOps& cuda_ops(Backend& gpu) {
+  auto* ops = dynamic_cast<CudaOps*>(gpu.ops.get());
+  REQUIRE(ops != nullptr);
+  return *ops;
+}
+
 // n elements of T on the device, allocated through the backend's allocator (zero-filled)
 // and copied through its stream. Destroy before the backend.
 template <class T>

@@ -60,12 +60,6 @@ inline bool same_values(const std::vector<T>& a, const std::vector<T>& b) {
   return true;
 }
 
-inline CudaOps& cuda_ops(Backend& gpu) {
-  auto* ops = dynamic_cast<CudaOps*>(gpu.ops.get());
-  REQUIRE(ops != nullptr);
-  return *ops;
-}
-
 // ---- Convolutions ----
 
 inline ConvShape conv_shape(int64_t B, int64_t Cin, int64_t H, int64_t W, int64_t Cout, int64_t kh,

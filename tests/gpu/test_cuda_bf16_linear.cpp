@@ -28,12 +28,6 @@ using namespace noeira::test;
 #if defined(NOEIRA_WITH_CUDA)
 namespace {
 
-CudaOps& cuda_ops_of(Backend& gpu) {
-  auto* ops = dynamic_cast<CudaOps*>(gpu.ops.get());
-  REQUIRE(ops != nullptr);
-  return *ops;
-}
-
 struct LinearDims {
   int64_t M, N, K;
 };
@@ -74,11 +68,11 @@ TEST_CASE("cuda: bf16 linear_forward straight from cuBLASLt is one rounding of t
                              acc_cpu.data(), M, N, K, act);
           DeviceArray<bf16_t> y(gpu, total), y_again(gpu, total);
           DeviceArray<float> dact(gpu, total);
-          const CudaOps::LtCounts before = cuda_ops_of(gpu).lt_counts();
+          const CudaOps::LtCounts before = cuda_ops(gpu).lt_counts();
           gpu.ops->linear_forward(x.view(), W.view(), with_bias ? b.get() : nullptr,
                                   y.view(offset), gelu ? dact.view(offset) : View{}, acc.get(), M,
                                   N, K, act);
-          const CudaOps::LtCounts after = cuda_ops_of(gpu).lt_counts();
+          const CudaOps::LtCounts after = cuda_ops(gpu).lt_counts();
           // The path taken: cuBLASLt's bf16 store for identity/ReLU on aligned buffers,
           // the fp32 path for the rest. A refusal (one stderr note per shape, counted)
           // also takes the fp32 path; the model's shapes (multiples of 8) must not see one.
@@ -125,9 +119,9 @@ TEST_CASE("cuda: bf16 linear_backward_data straight from cuBLASLt is one roundin
       cpu.linear_backward_data(view_of(dz0), view_of(W0), view_of(dx_cpu, offset),
                                acc_cpu.data(), M, N, K, {});
       DeviceArray<bf16_t> dx(gpu, total);
-      const CudaOps::LtCounts before = cuda_ops_of(gpu).lt_counts();
+      const CudaOps::LtCounts before = cuda_ops(gpu).lt_counts();
       gpu.ops->linear_backward_data(dz.view(), W.view(), dx.view(offset), acc.get(), M, N, K, {});
-      const CudaOps::LtCounts after = cuda_ops_of(gpu).lt_counts();
+      const CudaOps::LtCounts after = cuda_ops(gpu).lt_counts();
       CHECK(after.bf16_direct - before.bf16_direct + after.refused - before.refused ==
             (offset == 0 ? 1 : 0));
       if (N % 8 == 0 && K % 8 == 0) CHECK(after.refused == before.refused);
@@ -174,10 +168,10 @@ TEST_CASE("cuda: cuBLASLt's GELU into bf16 (lt_gelu_bf16) against the CPU's bf16
       cpu.linear_forward(view_of(x0), view_of(W0), with_bias ? b0.data() : nullptr,
                          view_of(y_cpu), View{}, acc_cpu.data(), M, N, K, Act::kGELU);
       DeviceArray<bf16_t> y(gpu, n);
-      const CudaOps::LtCounts before = cuda_ops_of(gpu).lt_counts();
+      const CudaOps::LtCounts before = cuda_ops(gpu).lt_counts();
       gpu.ops->linear_forward(x.view(), W.view(), with_bias ? b.get() : nullptr, y.view(),
                               View{}, acc.get(), M, N, K, Act::kGELU);
-      const CudaOps::LtCounts after = cuda_ops_of(gpu).lt_counts();
+      const CudaOps::LtCounts after = cuda_ops(gpu).lt_counts();
       // No GELU input kept, so no aux row-stride rule: cuBLASLt is asked at every N.
       CHECK(after.bf16_direct - before.bf16_direct + after.refused - before.refused == 1);
       if (N % 8 == 0 && K % 8 == 0) CHECK(after.refused == before.refused);
@@ -231,7 +225,7 @@ TEST_CASE("cuda: bf16 linear passes from cuBLASLt replayed from a graph give the
       gpu.ops->linear_backward_data(o.dh.view(), w1.view(), o.dx.view(), acc.get(), M, H, C, {});
     };
     step(eager);  // eager first: every shape's algorithm chosen before the capture
-    const CudaOps::LtCounts before = cuda_ops_of(gpu).lt_counts();
+    const CudaOps::LtCounts before = cuda_ops(gpu).lt_counts();
     CHECK(before.refused == 0);
     // fc keeps its derivative, which no cuBLASLt epilogue writes: the GEMM and bias_act,
     // with lt_gelu_bf16 or without.
