@@ -15,6 +15,7 @@
 #include "noeira_git_info.h"  // generated at build time: kNoeiraGitSha, kNoeiraGitDirty
 #include "kernels/backend.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
+#include "kernels/cpu/f32_conv3x3_rows.h"
 #include "kernels/cpu/streaming_store.h"
 
 namespace noeira {
@@ -111,6 +112,10 @@ nlohmann::json onednn_info() {
           // "0" keeps fp32 direct stride-1 16 -> 16-channel convolutions on nChw16c, not
           // nhwc (kernels/cpu/onednn_conv_pass.cpp).
           {"conv_nhwc16_env", env_or_null("NOEIRA_CONV_NHWC16")},
+          // "0" sends fp32 3x3 stride-1 convolutions of 32-pixel rows back to oneDNN from
+          // our kernel on the nchw rows (kernels/cpu/f32_conv3x3_rows.h); whether it runs.
+          {"f32_conv_rows_env", env_or_null("NOEIRA_F32_CONV_ROWS")},
+          {"f32_conv_rows", f32_conv_rows_available()},
           // "0" sends bf16 3x3 weight gradients back to oneDNN, "1" to our AVX512-BF16
           // kernel on every shape, "noamx" to the split before our AMX kernel
           // (kernels/cpu/bf16_conv3x3_wgrad.h).
@@ -177,6 +182,10 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
   if (text(build, "onednn", "conv_nhwc16_env") == "0")
     warnings.push_back("NOEIRA_CONV_NHWC16=0: fp32 direct stride-1 convolutions from 16 "
                        "channels to 16 run oneDNN's nChw16c kernels, not its nhwc ones; "
+                       "convolution figures reflect that");
+  if (text(build, "onednn", "f32_conv_rows_env") == "0")
+    warnings.push_back("NOEIRA_F32_CONV_ROWS=0: fp32 3x3 stride-1 convolutions of 32-pixel "
+                       "rows run oneDNN's kernels on copies, not ours on the nchw rows; "
                        "convolution figures reflect that");
   if (const auto e = build.find("stream_stores_env"); e != build.end() && *e == "0")
     warnings.push_back("NOEIRA_STREAM_STORES=0: large CPU outputs are written through the "

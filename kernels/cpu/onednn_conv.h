@@ -10,7 +10,9 @@
 // output rounded once); bias and weight gradients always fp32. bf16 3x3 stride-1 weight
 // gradients run our kernels instead where bf16_wgrad_applies (bf16_conv3x3_wgrad.h: its
 // AVX512-BF16 kernel, or bf16_conv3x3_wgrad_amx.h's on AMX tiles, as planned), in the same
-// slabs.
+// slabs. fp32 3x3 stride-1 forward and backward-data passes of 32-pixel rows that Winograd
+// does not take run our kernel on the nchw rows instead, with no copies
+// (f32_conv3x3_rows.h), in the same slabs.
 //
 // Results do not depend on the thread count (DESIGN.md rule 3): the batch is cut into
 // fixed slabs of conv_slab_images(shape) images that OpenMP spreads over the threads, each one

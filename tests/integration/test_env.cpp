@@ -109,6 +109,13 @@ TEST_CASE("env records NOEIRA_CONV_NHWC16 and warns when it keeps 16-channel con
   check_off_switch("NOEIRA_CONV_NHWC16", "conv_nhwc16_env", "NOEIRA_CONV_NHWC16=0: fp32 direct");
 }
 
+TEST_CASE("env records NOEIRA_F32_CONV_ROWS and warns when it sends fp32 3x3 passes back to "
+          "oneDNN", "[cli][env]") {
+  check_off_switch("NOEIRA_F32_CONV_ROWS", "f32_conv_rows_env", "NOEIRA_F32_CONV_ROWS=0: fp32 3x3");
+  const nlohmann::json off = env_json("NOEIRA_F32_CONV_ROWS=0");
+  CHECK(off.at("build").at("onednn").at("f32_conv_rows") == false);
+}
+
 TEST_CASE("env records whether large CPU outputs are streamed, and warns when switched off",
           "[cli][env]") {
   const nlohmann::json on = env_json();
