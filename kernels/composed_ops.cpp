@@ -19,8 +19,8 @@ void composed_linear_backward_data(Ops& ops, ConstView dz, ConstView W, View dx,
 }
 
 void composed_linear_backward_params(Ops& ops, ConstView dz, ConstView x, float* dW, float* db,
-                                     int64_t M, int64_t N, int64_t K) {
-  ops.gemm(true, false, N, K, M, 1.0f, dz, N, x, K, 1.0f, dW, K);
+                                     int64_t M, int64_t N, int64_t K, bool overwrite_dw) {
+  ops.gemm(true, false, N, K, M, 1.0f, dz, N, x, K, overwrite_dw ? 0.0f : 1.0f, dW, K);
   if (db) ops.bias_grad(dz, db, M, N);
 }
 

@@ -17,8 +17,9 @@ void composed_linear_forward(Ops& ops, ConstView x, ConstView W, const float* b,
 void composed_linear_backward_data(Ops& ops, ConstView dz, ConstView W, View dx, float* acc,
                                    int64_t M, int64_t N, int64_t K);
 
-// linear_backward_params as gemm accumulating dW, then bias_grad into db.
+// linear_backward_params as gemm accumulating dW (beta 1; overwriting it, beta 0), then
+// bias_grad into db.
 void composed_linear_backward_params(Ops& ops, ConstView dz, ConstView x, float* dW, float* db,
-                                     int64_t M, int64_t N, int64_t K);
+                                     int64_t M, int64_t N, int64_t K, bool overwrite_dw);
 
 }  // namespace noeira

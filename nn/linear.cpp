@@ -37,6 +37,7 @@ Shape Linear::plan(PlanContext& pc, const Shape& in) {
   out_dtype_ = flow_dtype(pc.amp);
   weight_ = pc.params.add(pc.plan, pc.prefix + "weight", Shape{out_, in_}, ParamRole::kWeight,
                           in_, out_);
+  pc.params.mark_grad_overwritten(weight_);  // backward() overwrites dW, no other op uses W
   if (has_bias_)
     bias_ = pc.params.add(pc.plan, pc.prefix + "bias", Shape{out_}, ParamRole::kBias, in_, out_);
   pc.add_flops(2.0 * static_cast<double>(in.numel() / in_) * static_cast<double>(in_) *
@@ -98,10 +99,11 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy) {
     else  // ReLU: from its output
       ops.act_backward(dy, Tensor{}, ctx.view(y_, x_.rows()), dz, act_);
   }
-  // dW(out, in) += dz^T (out, M) . x (M, in);  db(out) += sum over rows of dz
+  // dW(out, in) = dz^T (out, M) . x (M, in), overwritten (W is this layer's alone: the
+  // trainer does not zero it first);  db(out) += sum over rows of dz
   ops.linear_backward_params(dz, x_, ctx.f32(weight_.grad),
                              has_bias_ ? ctx.f32(bias_.grad) : nullptr, M, out_, in_,
-                             ctx.workspace());
+                             ctx.workspace(), true);
   if (!dx_.valid()) return Tensor{};
   // dx(M, in) = dz (M, out) . W (out, in): an fp32 product, rounded once when dx is bf16
   // (on CUDA by cuBLASLt itself; the scratch is for the backends that round after)

@@ -28,6 +28,12 @@ Slot ParamRegistry::add_buffer(MemoryPlan& plan, std::string name, const Shape& 
   return b.value;
 }
 
+void ParamRegistry::mark_grad_overwritten(const ParamRef& ref) {
+  for (ParamInfo& p : params_)
+    if (p.grad.offset == ref.grad.offset && p.grad.category == ref.grad.category)
+      p.grad_overwritten = true;
+}
+
 int64_t ParamRegistry::count() const {
   int64_t n = 0;
   for (const ParamInfo& p : params_) n += p.value.shape.numel();

@@ -25,6 +25,9 @@ struct ParamInfo {
   ParamRole role = ParamRole::kWeight;
   int64_t fan_in = 0;
   int64_t fan_out = 0;
+  // Its one writer overwrites the whole gradient every step (mark_grad_overwritten), so the
+  // trainer need not zero it first.
+  bool grad_overwritten = false;
 };
 
 // Module state that is saved in checkpoints but not trained (BatchNorm's running
@@ -50,6 +53,9 @@ class ParamRegistry {
   ParamRef add(MemoryPlan& plan, std::string name, const Shape& shape, ParamRole role,
                int64_t fan_in, int64_t fan_out);
   Slot add_buffer(MemoryPlan& plan, std::string name, const Shape& shape, float init);
+  // Called by the one op that writes a parameter's gradient when it overwrites all of it
+  // every step (a Linear layer's own weight); never for a parameter another op also uses.
+  void mark_grad_overwritten(const ParamRef& p);
   const std::vector<ParamInfo>& all() const { return params_; }
   const std::vector<BufferInfo>& buffers() const { return buffers_; }
   int64_t count() const;  // scalar parameters, excluding alignment padding

@@ -56,7 +56,9 @@ Tensor TiedLmHead::backward(Context& ctx, const Tensor& dy) {
   Ops& ops = ctx.ops();
   const int64_t M = x_.numel() / C_;
   // dwte (V, C) += dy^T (V, M) . x (M, C)
-  ops.linear_backward_params(dy, x_, ctx.f32(wte_.grad), nullptr, M, V_, C_, ctx.workspace());
+  // Accumulated: the embedding's backward adds its own gradient of wte.
+  ops.linear_backward_params(dy, x_, ctx.f32(wte_.grad), nullptr, M, V_, C_, ctx.workspace(),
+                             false);
   if (!dx_.valid()) return Tensor{};
   // dx (M, C) = dy (M, V) . wte (V, C), rounded once when dx is bf16
   Tensor dx = ctx.view(dx_, x_.rows());

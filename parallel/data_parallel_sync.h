@@ -70,6 +70,8 @@ class DataParallelSync final : public GradientSync, public CrossRankSum {
   int64_t pad_multiple() const override { return comm_->size(); }
   int64_t optimizer_slice() const override { return zero_ >= 1 ? comm_->rank() : -1; }
   bool optimizer_clips() const override { return false; }  // Ops::clip_slice does it
+  // ZeRO-2/3 window the gradients per bucket; every stage zeroes the whole arena as before.
+  bool gradients_in_place() const override { return false; }
   Status check(const TrainerConfig& cfg) const override;
   Status attach(Stream& stream) override { return comm_->attach(stream); }
   CrossRankSum* cross_rank_sum() override { return comm_->size() > 1 ? this : nullptr; }

@@ -157,12 +157,12 @@ size_t CpuOps::linear_params_workspace_bytes(int64_t N, int64_t K, DType dz_dtyp
 }
 
 void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
-                                    int64_t N, int64_t K, void* workspace) {
+                                    int64_t N, int64_t K, void* workspace, bool overwrite_dw) {
   const char* op = "linear_backward_params";
   const bool chunked = chunks_params(dz.dtype, M, N, K);
   const bool transposed = M > 0 && transposes_params(dz.dtype, N, K);
   if (!chunked && !transposed) {
-    composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
+    composed_linear_backward_params(*this, dz, x, dW, db, M, N, K, overwrite_dw);
     return;
   }
   expect_elems(op, M * N, {dz});
@@ -181,8 +181,9 @@ void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float*
     const ConstView x_rows = rows_of(x, r0, rows, K);    // (rows, K)
     if (transposed)  // t(K,N) (+)= x_rows^T (K, rows) . dz_rows (rows, N)
       gemm(true, false, K, N, rows, 1.0f, x_rows, K, dz_rows, N, r0 == 0 ? 0.0f : 1.0f, t, N);
-    else  // dW(N,K) += dz_rows^T (N, rows) . x_rows (rows, K)
-      gemm(true, false, N, K, rows, 1.0f, dz_rows, N, x_rows, K, 1.0f, dW, K);
+    else  // dW(N,K) += dz_rows^T (N, rows) . x_rows (rows, K); overwritten by the first chunk
+      gemm(true, false, N, K, rows, 1.0f, dz_rows, N, x_rows, K,
+           overwrite_dw && r0 == 0 ? 0.0f : 1.0f, dW, K);
     if (sums_here) add_column_sums(threads_, dz_rows, rows, N, sums);
   }
   if (transposed) {
@@ -194,7 +195,8 @@ void CpuOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float*
     for (int64_t n0 = 0; n0 < N; n0 += kTile)
       for (int64_t k0 = 0; k0 < K; k0 += kTile)
         for (int64_t n = n0; n < std::min(n0 + kTile, N); ++n)
-          for (int64_t k = k0; k < std::min(k0 + kTile, K); ++k) dW[n * K + k] += t[k * N + n];
+          for (int64_t k = k0; k < std::min(k0 + kTile, K); ++k)
+            dW[n * K + k] = (overwrite_dw ? 0.0f : dW[n * K + k]) + t[k * N + n];
   }
   if (sums_here)
     for (int64_t j = 0; j < N; ++j) db[j] += sums[j];

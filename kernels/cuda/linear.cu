@@ -162,14 +162,15 @@ void CudaOps::linear_product_into_dx(ConstView dz, ConstView W, View dx, float* 
 // The composed path below needs no workspace.
 size_t CudaOps::linear_params_workspace_bytes(int64_t, int64_t, DType) const { return 0; }
 
-// dW(N,K) += dz(M,N)^T x(M,K) with beta = 1, then db(N) += column sums of dz by our
+// dW(N,K) += dz(M,N)^T x(M,K) with beta = 1 (overwrite_dw: beta = 0), then db(N) += column sums of dz by our
 // bias_grad kernel. cuBLASLt's BGRADB epilogue would fuse the bias gradient, but it
 // overwrites db (our contract accumulates: a parameter may be used twice) and documents
 // no reduction order, so the deterministic kernel does it.
 void CudaOps::linear_backward_params(ConstView dz, ConstView x, float* dW, float* db, int64_t M,
-                                     int64_t N, int64_t K, void* /*workspace*/) {
+                                     int64_t N, int64_t K, void* /*workspace*/,
+                                     bool overwrite_dw) {
   OpScope scope(*state_, "linear_backward_params");
-  composed_linear_backward_params(*this, dz, x, dW, db, M, N, K);
+  composed_linear_backward_params(*this, dz, x, dW, db, M, N, K, overwrite_dw);
 }
 
 }  // namespace noeira

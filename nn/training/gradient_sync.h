@@ -56,6 +56,10 @@ class GradientSync {
   virtual int64_t optimizer_slice() const { return -1; }
   // Whether the optimizer clips; false when the strategy clips the reduced gradients.
   virtual bool optimizer_clips() const { return true; }
+  // Whether every parameter's gradient lives at its own offset of the one gradient arena
+  // for the whole backward, so that the trainer may leave the ones their op overwrites
+  // unzeroed (ParamInfo::grad_overwritten); false where the strategy moves or windows them.
+  virtual bool gradients_in_place() const { return true; }
   // An Error for a configuration the strategy cannot train; checked before planning.
   virtual Status check(const TrainerConfig& cfg) const {
     (void)cfg;

@@ -104,6 +104,8 @@ Status TrainerCore::allocate(int64_t history) {
     SyncTarget t = sync_target();
     NOEIRA_TRY(sync_->plan(t));
   }
+  grad_zeroing_ = gradient_zero_ranges(params_, plan_.bytes(MemCategory::kGrads),
+                                       sync_->gradients_in_place());
 
   // ---- Allocate once; nothing allocates after this line. ----
   Result<Arenas> a = Arenas::allocate(plan_, *backend_.allocator);
@@ -222,9 +224,12 @@ void TrainerCore::enqueue_step() {
   Context& ctx = *ctx_;
   ctx.set_training(true);
   {
-    const size_t grad_bytes = plan_.bytes(MemCategory::kGrads);
+    // Every gradient but those their op overwrites (gradient_zeroing.h).
+    size_t grad_bytes = 0;
+    for (const ByteRange& r : grad_zeroing_) grad_bytes += r.bytes;
     ProfiledCall zero(cfg_.op_profiler, "fill_zero", OpCost{0, static_cast<double>(grad_bytes)});
-    backend_.stream->fill_zero(arenas_.memory(MemCategory::kGrads), grad_bytes);
+    auto* grads = static_cast<std::byte*>(arenas_.memory(MemCategory::kGrads));
+    for (const ByteRange& r : grad_zeroing_) backend_.stream->fill_zero(grads + r.offset, r.bytes);
   }
   const Batch batch = build_batch();
   sync_->begin_step();

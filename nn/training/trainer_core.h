@@ -27,6 +27,7 @@
 #include "nn/module.h"
 #include "nn/optimizer.h"
 #include "nn/training/gradient_sync.h"
+#include "nn/training/gradient_zeroing.h"
 #include "nn/training/trainer_config.h"
 
 namespace noeira {
@@ -176,6 +177,8 @@ class TrainerCore {
   // Floats of the parameter (and gradient) arena as laid out, padding included (a multiple
   // of the sync's pad_multiple()), whatever the sync's plan made of the allocation.
   int64_t padded_params_ = 0;
+  // The runs of the gradient arena the step zeroes (gradient_zeroing.h), planned once.
+  std::vector<ByteRange> grad_zeroing_;
 
  private:
   // One training step, enqueued (the skeleton above).

@@ -76,7 +76,8 @@ struct TinyStep {
                      stats.get(), history.get(), counters.get());
     ops.linear_backward_params(dlogits.view(), batch_x.view(), grads.get(),
                                grads.get() + kWeights, kBatch, kClasses, kIn,
-                               nullptr);  // none on CUDA (linear_params_workspace_bytes)
+                               nullptr,  // none on CUDA (linear_params_workspace_bytes)
+                               true);
     ops.adam(params.get(), grads.get(), m.get(), v.get(), kParams, adam, counters.get());
     ops.advance(counters.get());
   }

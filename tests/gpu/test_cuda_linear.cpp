@@ -111,12 +111,22 @@ TEST_CASE("cuda: linear_forward epilogues, linear_backward_data and _params matc
       DeviceArray<float> dz(gpu, dz0), dW(gpu, dW_cpu), db(gpu, db_cpu);
       std::vector<std::byte> cpu_ws(cpu.linear_params_workspace_bytes(N, K, DType::kF32));
       cpu.linear_backward_params(view_of(dz0), view_of(x0), dW_cpu.data(), db_cpu.data(), M, N,
-                                 K, cpu_ws.data());
+                                 K, cpu_ws.data(), false);
       REQUIRE(gpu.ops->linear_params_workspace_bytes(N, K, DType::kF32) == 0);
-      gpu.ops->linear_backward_params(dz.view(), x.view(), dW.get(), db.get(), M, N, K, nullptr);
+      gpu.ops->linear_backward_params(dz.view(), x.view(), dW.get(), db.get(), M, N, K, nullptr,
+                                      false);
       INFO("backward tf32 " << tf32 << " M " << M << " N " << N << " K " << K);
       CHECK(rel_error(dW.download(), dW_cpu) < (tf32 ? tf32_tolerance(M) : 1e-5));
       CHECK(rel_error(db.download(), db_cpu) < 1e-5);
+      // With overwrite_dw (a Linear layer's own weight): dW is the product alone.
+      std::vector<float> dWo_cpu = random_floats(N * K, seed++), dbo_cpu = db_cpu;
+      DeviceArray<float> dWo(gpu, random_floats(N * K, seed++)), dbo(gpu, dbo_cpu);
+      cpu.linear_backward_params(view_of(dz0), view_of(x0), dWo_cpu.data(), dbo_cpu.data(), M,
+                                 N, K, cpu_ws.data(), true);
+      gpu.ops->linear_backward_params(dz.view(), x.view(), dWo.get(), dbo.get(), M, N, K,
+                                      nullptr, true);
+      CHECK(rel_error(dWo.download(), dWo_cpu) < (tf32 ? tf32_tolerance(M) : 1e-5));
+      CHECK(rel_error(dbo.download(), dbo_cpu) < 1e-5);
       // dx = dz W, overwriting what is there: fp32, gemm's product.
       std::vector<float> dx_cpu(M * K);
       cpu.linear_backward_data(view_of(dz0), view_of(W0), view_of(dx_cpu), nullptr, M, N, K, {});

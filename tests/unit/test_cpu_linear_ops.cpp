@@ -65,12 +65,12 @@ std::vector<std::byte> workspace(const CpuOps& ops, int64_t N, int64_t K, DType 
 
 template <class V>
 Grads run_op(int threads, const V& dz, const V& x, const Grads& start, int64_t M, int64_t N,
-             int64_t K, bool bias = true) {
+             int64_t K, bool bias = true, bool overwrite_dw = false) {
   CpuOps ops(threads);
   Grads g = start;
   std::vector<std::byte> ws = workspace(ops, N, K, cview(dz).dtype);
   ops.linear_backward_params(cview(dz), cview(x), g.dW.data(), bias ? g.db.data() : nullptr, M,
-                             N, K, ws.data());
+                             N, K, ws.data(), overwrite_dw);
   return g;
 }
 
@@ -179,13 +179,39 @@ TEST_CASE("linear_backward_params: the workspace holds N x K floats for fp32 N >
     const Grads start{random_vec(N * K, 323), random_vec(N, 324)};
     Grads got = start;
     ops.linear_backward_params(cview(dz), cview(x), got.dW.data(), got.db.data(), M, N, K,
-                               ws.data());
+                               ws.data(), false);
     CHECK(same_bits(got.dW, run_op(1, dz, x, start, M, N, K).dW));
   }
   const Grads start{random_vec(200 * 130, 331), random_vec(200, 332)};
   Grads none = start;
   ops.linear_backward_params(ConstView{}, ConstView{}, none.dW.data(), none.db.data(), 0, 200,
-                             130, ws.data());
+                             130, ws.data(), false);
   CHECK(same_bits(none.dW, start.dW));
   CHECK(same_bits(none.db, start.db));
+}
+
+TEST_CASE("linear_backward_params with overwrite_dw: dW is the product whatever it held, with "
+          "the bits of adding it to zeros; db still accumulates", "[cpu-linear]") {
+  using Shape3 = std::array<int64_t, 3>;  // M, N, K: one product; chunked rows; transposed
+  for (const auto& [M, N, K] : {Shape3{96, 200, 130}, Shape3{2600, 64, 96}, Shape3{96, 400, 160}}) {
+    CAPTURE(M, N, K);
+    const Vec dz = random_vec(M * N, 341), x = random_vec(M * K, 342);
+    const Grads start{random_vec(N * K, 343), random_vec(N, 344)};
+    const Grads zeros{Vec(static_cast<size_t>(N * K), 0.0f), start.db};
+    for (int threads : {1, 2}) {
+      const Grads over = run_op(threads, dz, x, start, M, N, K, true, true);
+      const Grads added = run_op(threads, dz, x, zeros, M, N, K, true, false);
+      CHECK(same_bits(over.dW, added.dW));
+      CHECK(same_bits(over.db, added.db));  // start.db + sums, both ways
+    }
+  }
+  // No rows: dW becomes zeros, db keeps what it held.
+  CpuOps ops(1);
+  std::vector<std::byte> ws = workspace(ops, 200, 130, DType::kF32);
+  Grads none{random_vec(200 * 130, 351), random_vec(200, 352)};
+  const Vec db0 = none.db;
+  ops.linear_backward_params(ConstView{}, ConstView{}, none.dW.data(), none.db.data(), 0, 200,
+                             130, ws.data(), true);
+  CHECK(same_bits(none.dW, Vec(200 * 130, 0.0f)));
+  CHECK(same_bits(none.db, db0));
 }
