@@ -100,24 +100,25 @@ OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool dact) {
 }
 
 OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, DType dt,
-                              bool bias) {
+                              bool bias, bool overwrite_dw) {
   OpCase c{"linear_backward_params", dts(dt) + "/M=" + std::to_string(M) + "/N=" + std::to_string(N) +
-                                         "/K=" + std::to_string(K) + (bias ? "/bias" : ""),
+                                         "/K=" + std::to_string(K) + (bias ? "/bias" : "") +
+                                         (overwrite_dw ? "" : "/accumulate"),
            {}, {}, {}, {}};
   Specs s;
   const int dz = s.add(Shape{M, N}, dt, Fill::kSigned), x = s.add(Shape{M, K}, dt, Fill::kSigned);
-  // dW overwritten, as a Linear layer's own weight is; db accumulates: every call adds to the
-  // last one's sums (the values stay finite).
+  // dW overwritten (a Linear layer's own weight) or accumulated (the tied head's); db
+  // accumulates: every call adds to the last one's sums (the values stay finite).
   const int dW = s.add(Shape{N, K}, DType::kF32, Fill::kZero);
   const int db = s.add_if(bias, Shape{N}, DType::kF32, Fill::kZero);
   const int ws = s.workspace(ops.linear_params_workspace_bytes(N, K, dt));
   c.buffers = s.v;
   c.call = [=](Ops& o, const Ptrs& p) {
     o.linear_backward_params(view(p, dz, dt, M * N), view(p, x, dt, M * K), f32(p, dW), f32(p, db),
-                             M, N, K, at(p, ws), true);
+                             M, N, K, at(p, ws), overwrite_dw);
   };
   c.work.flops = 2.0 * static_cast<double>(M * N * K);
-  c.work.bytes = bytes(M * N + M * K, dt) + bytes(N * K, DType::kF32) +
+  c.work.bytes = bytes(M * N + M * K, dt) + (overwrite_dw ? 1 : 2) * bytes(N * K, DType::kF32) +
                  2 * bytes(bias ? N : 0, DType::kF32);
   c.work.bf16_matrix = dt == DType::kBF16;
   return c;

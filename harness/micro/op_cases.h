@@ -41,8 +41,9 @@ OpCase add_relu_backward(int64_t n, DType dt);
 OpCase bias_act(int64_t M, int64_t N, DType dt, Act act, bool bias, bool dact);
 // A Linear layer's weight and bias gradients (the GEMM alone is also gemm/.../weight_grad_TN,
 // as dz^T x; the CPU takes fp32 layers with N > K >= 128 as x^T dz: kernels/cpu/linear.cpp).
+// `overwrite_dw` as the op takes it (a Linear's own weight: true; the tied head: false).
 OpCase linear_backward_params(const Ops& ops, int64_t M, int64_t N, int64_t K, DType dt,
-                              bool bias);
+                              bool bias, bool overwrite_dw);
 // A chained Linear layer's input gradient times the layer before's saved GELU derivative
 // (linear_backward_data's dact): .../dact.
 OpCase linear_backward_data_dact(int64_t M, int64_t N, int64_t K, DType dt);

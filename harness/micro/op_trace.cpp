@@ -127,9 +127,10 @@ class RecordingOps final : public NoComputeOps {
   // whole op with the bias sums (over many rows the CPU runs the two together, chunk by
   // chunk: kernels/cpu/linear.cpp).
   void linear_backward_params(ConstView dz, ConstView, float* dW, float* db, int64_t M, int64_t N,
-                              int64_t K, void*, bool) override {
-    add_gemm(dW, "weight_grad_TN", true, false, N, K, M, 1.0f, dz.dtype);
-    record(op_case::linear_backward_params(inner_, M, N, K, dz.dtype, db != nullptr));
+                              int64_t K, void*, bool overwrite_dw) override {
+    add_gemm(dW, "weight_grad_TN", true, false, N, K, M, overwrite_dw ? 0.0f : 1.0f, dz.dtype);
+    record(op_case::linear_backward_params(inner_, M, N, K, dz.dtype, db != nullptr,
+                                           overwrite_dw));
   }
   // The input gradients (dz W: NN).
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float, ConstView A, int64_t,

@@ -192,17 +192,25 @@ TEST_CASE("linear_backward_params: the workspace holds N x K floats for fp32 N >
 
 TEST_CASE("linear_backward_params with overwrite_dw: dW is the product whatever it held, with "
           "the bits of adding it to zeros; db still accumulates", "[cpu-linear]") {
-  using Shape3 = std::array<int64_t, 3>;  // M, N, K: one product; chunked rows; transposed
-  for (const auto& [M, N, K] : {Shape3{96, 200, 130}, Shape3{2600, 64, 96}, Shape3{96, 400, 160}}) {
+  using Shape3 = std::array<int64_t, 3>;  // M, N, K
+  // fp32: one product (N <= K), chunked rows, transposed (N > K >= 128: the third, and the
+  // fourth over 2600 rows); bf16: one product (the first and third), chunked rows (the others).
+  for (const auto& [M, N, K] : {Shape3{96, 130, 200}, Shape3{2600, 64, 96}, Shape3{96, 400, 160},
+                                Shape3{2600, 200, 130}}) {
     CAPTURE(M, N, K);
     const Vec dz = random_vec(M * N, 341), x = random_vec(M * K, 342);
     const Grads start{random_vec(N * K, 343), random_vec(N, 344)};
     const Grads zeros{Vec(static_cast<size_t>(N * K), 0.0f), start.db};
+    const Bf dz16 = to_bf16(dz), x16 = to_bf16(x);
     for (int threads : {1, 2}) {
       const Grads over = run_op(threads, dz, x, start, M, N, K, true, true);
       const Grads added = run_op(threads, dz, x, zeros, M, N, K, true, false);
       CHECK(same_bits(over.dW, added.dW));
       CHECK(same_bits(over.db, added.db));  // start.db + sums, both ways
+      const Grads over16 = run_op(threads, dz16, x16, start, M, N, K, true, true);
+      const Grads added16 = run_op(threads, dz16, x16, zeros, M, N, K, true, false);
+      CHECK(same_bits(over16.dW, added16.dW));
+      CHECK(same_bits(over16.db, added16.db));
     }
   }
   // No rows: dW becomes zeros, db keeps what it held.
