@@ -5,9 +5,10 @@
 // derived trainer plans its data and batch buffers, says how a step's batch is built
 // (build_batch) and how it evaluates; the core does the rest.
 //
-// The step, written once (enqueue_step): zero the gradients -> build the batch -> forward
-// -> loss -> backward -> sync.after_backward -> optimizer -> sync.after_step -> refresh
-// the bf16 weight copies -> advance the device counters.
+// The step, written once (enqueue_step): zero the gradients (all but those their op
+// overwrites: gradient_zeroing.h) -> build the batch -> forward -> loss -> backward ->
+// sync.after_backward -> optimizer -> sync.after_step -> refresh the bf16 weight copies ->
+// advance the device counters.
 //
 // An "epoch" is the unit between two read-backs of the device accumulators: a pass over
 // the data set for the DatasetTrainer, an evaluation interval for the AutoregressiveTrainer.
