@@ -51,7 +51,8 @@ struct ConvPlan {
   bool own_wgrad = false;    // backward-weights by bf16_conv3x3_wgrad.h, not oneDNN
   bool wgrad_tiles = false;  // ... on its AMX kernel (its area's size depends on it)
   // Forward / backward-data by f32_conv3x3_rows.h on the nchw operands, not oneDNN; the
-  // pass packs the weights at packed_at in the shared region first.
+  // pass packs the weights at packed_at in the shared region first. backward() then runs
+  // the two passes one after the other (not fused_backward).
   bool rows_forward = false, rows_data = false;
   size_t packed_at = 0;
   // Both backward passes read dy in one inner layout: backward() copies it once per slab,
@@ -274,34 +275,6 @@ struct OnednnConv::Impl {
                [](int64_t, ReluGradOut&) -> const ReluGradOut* { return nullptr; });
   }
 
-  // backward() where f32_conv3x3_rows.h takes backward-data: slab by slab, oneDNN's
-  // backward-weights, then ours over the same slab's dy. Meant to find dy in cache; `micro` at
-  // (16, 32x32) measured it no faster than the whole batch's two passes one after the other
-  // (10.4 against 10.3 ms a call, within the noise).
-  Status backward_rows(const ConvPlan& plan, const ConvShape& s, const float* x,
-                                   const float* dy, const float* w, float* dx, float* dw, float* db,
-                                   void* workspace, const float* residual, const float* relu_post) {
-    if (db && !s.has_bias)
-      return make_error("backward: a db pointer for a shape without bias in " + describe_conv(s));
-    const ConvSizes z = sizes_of(s);
-    float* packed = plan.packed(workspace);
-    f32_conv_rows_pack_backward_data(s, w, packed);
-    const Status ran = onednn::for_each_slab(
-        threads, s.batch, plan.full_images, [&](int thread, int64_t b0, int64_t images) {
-          const int k = plan.kind(images);
-          plan.slab[k].backward_weights.run(
-              streams[static_cast<size_t>(thread)],
-              plan.shared(workspace, k, PassKind::kBackwardWeights), plan.area(workspace, thread),
-              weights_args(s, z, x, dy, plan.partial(workspace, b0), b0));
-          ReluGradOut at;
-          f32_conv_rows_backward_data_slab(s, images, dy + b0 * z.y_image, packed,
-                                           dx + b0 * z.x_image,
-                                           slab_out(z, residual, relu_post, b0, at));
-        });
-    if (!ran) return ran;
-    add_weight_partials(threads, plan, workspace, s, dw, db);
-    return {};
-  }
 };
 
 OnednnConv::OnednnConv(int threads)
@@ -419,10 +392,6 @@ Status OnednnConv::backward(const ConvShape& s, const T* x, const T* dy, const T
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const ConvPlan& plan = **found;
-  if constexpr (std::is_same_v<T, float>)
-    if (dx && plan.rows_data && !plan.own_wgrad)
-      return impl_->backward_rows(plan, s, x, dy, w, dx, dw, db, workspace, residual,
-                                    relu_post);
   if (!dx || !plan.fused_backward) {
     NOEIRA_TRY(backward_weights(s, x, dy, dw, db, workspace, workspace_size));
     return dx ? backward_data(s, dy, w, dx, workspace, workspace_size, residual, relu_post)
