@@ -18,6 +18,7 @@
 #include "kernels/batchnorm_epilogue_check.h"
 #include "kernels/common/bf16.h"
 #include "kernels/common/norm.h"
+#include "kernels/cpu/batchnorm_bf16.h"
 #include "kernels/cpu/batchnorm_sums.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/streaming_store.h"
@@ -40,6 +41,12 @@ void channel_sums(const NormShape& s, const T* x, Chunk ch, ChannelSums* out) {
           return ChannelSums{v, v * v};
         },
         out);
+  } else if (bf16_loops_take(s.spatial)) {  // the same sums in AVX-512 registers
+    Bf16Lanes lanes[kChunk];
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t c = ch.c0; c < ch.c1; ++c)
+        bf16_run_sums(x + (b * s.channels + c) * s.spatial, s.spatial, lanes[c - ch.c0]);
+    for (int64_t c = ch.c0; c < ch.c1; ++c) out[c - ch.c0] = lanes[c - ch.c0].total();
   } else {
     chunk_sums(
         s, ch,
@@ -55,6 +62,8 @@ void channel_sums(const NormShape& s, const T* x, Chunk ch, ChannelSums* out) {
 // element loops carry no per-element branch and vectorise.
 template <bool kResidual, Act kAct>
 struct Epilogue {
+  static constexpr bool kHasResidual = kResidual;
+  static constexpr Act kActivation = kAct;
   const void* residual;
   template <class T>
   float operator()(float y, const T*, int64_t at) const {
@@ -101,6 +110,19 @@ void chunk_forward(const NormShape& s, const T* x, Chunk ch, const ChannelSums* 
     save_invstd[c] = st.invstd;
     update_running(running_mean[c], running_var[c], sc.a, sc.b, n, h);
   }
+  if constexpr (std::is_same_v<T, bf16_t> && Epi::kActivation != Act::kGELU) {
+    if (bf16_loops_take(S)) {  // the same values in AVX-512 registers
+      const T* residual = Epi::kHasResidual ? static_cast<const T*>(epi.residual) : nullptr;
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t c = ch.c0; c < ch.c1; ++c) {
+          const int64_t at = (b * C + c) * S;
+          bf16_run_forward(x + at, residual ? residual + at : nullptr,
+                           Epi::kActivation == Act::kReLU, S,
+                           Bf16Norm{save_mean[c], save_invstd[c], gamma[c], beta[c]}, y + at);
+        }
+      return;
+    }
+  }
   const bool stream = streams_output<T>(s);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {
@@ -146,6 +168,20 @@ template <bool kRelu, class T>
 void channel_grad_sums(const NormShape& s, const T* dy, const T* x, Chunk ch,
                        const float* mean, const float* invstd, ReluParams relu,
                        ChannelSums* out) {
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    if (bf16_loops_take(s.spatial)) {  // the same sums in AVX-512 registers
+      Bf16Lanes lanes[kChunk];
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t c = ch.c0; c < ch.c1; ++c) {
+          const int64_t at = (b * s.channels + c) * s.spatial;
+          const Bf16Norm n{mean[c], invstd[c], kRelu ? relu.gamma[c] : 0.0f,
+                           kRelu ? relu.beta[c] : 0.0f};
+          bf16_run_grad_sums(dy + at, x + at, kRelu, s.spatial, n, lanes[c - ch.c0]);
+        }
+      for (int64_t c = ch.c0; c < ch.c1; ++c) out[c - ch.c0] = lanes[c - ch.c0].total();
+      return;
+    }
+  }
   if constexpr (!kRelu) {
     chunk_sums(
         s, ch,
@@ -185,6 +221,19 @@ void chunk_dx(const NormShape& s, const T* dy, const T* x, Chunk ch, const float
   GradMeans m[kChunk];
   for (int64_t c = ch.c0; c < ch.c1; ++c)
     m[c - ch.c0] = grad_means(grad[c - ch.c0].a, grad[c - ch.c0].b, n);
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    if (bf16_loops_take(S)) {  // the same values in AVX-512 registers
+      for (int64_t b = 0; b < s.batch; ++b)
+        for (int64_t c = ch.c0; c < ch.c1; ++c) {
+          const int64_t at = (b * C + c) * S;
+          const Bf16Norm k{mean[c], invstd[c], kRelu ? relu.gamma[c] : 0.0f,
+                           kRelu ? relu.beta[c] : 0.0f};
+          bf16_run_dx(dy + at, x + at, kRelu, S, k, gamma[c] * invstd[c], m[c - ch.c0],
+                      dx + at);
+        }
+      return;
+    }
+  }
   const bool stream = streams_output<T>(s);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t c = ch.c0; c < ch.c1; ++c) {

@@ -7,10 +7,10 @@
 
 #include "kernels/cpu/bf16_conv3x3_wgrad_amx.h"
 #include "kernels/cpu/channel_blocks.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/onednn_engine.h"
 
 #if defined(__AVX512BW__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define NOEIRA_BF16_WGRAD_BUILT 1
 #endif
@@ -46,12 +46,6 @@ struct Area {
 };
 
 #if defined(NOEIRA_BF16_WGRAD_BUILT)
-
-bool cpu_has_avx512_bf16() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  // CPUID leaf 7, sub-leaf 1: EAX bit 5 is AVX512_BF16.
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
-}
 
 // x (images, Cin, H, W) -> xp (images, Cin, H + 2, W + 2) with a zero border, so every tap
 // of every output column reads memory, the padding as zeros.
@@ -135,8 +129,7 @@ std::string_view wgrad_env() {
 bool bf16_wgrad_available() {
 #if defined(NOEIRA_BF16_WGRAD_BUILT)
   if (wgrad_env() == "0") return false;
-  static const bool has_bf16 = cpu_has_avx512_bf16();
-  return has_bf16;
+  return cpu_has_avx512_bf16();
 #else
   return false;
 #endif
