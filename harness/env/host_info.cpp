@@ -14,6 +14,7 @@
 
 #include "noeira_git_info.h"  // generated at build time: kNoeiraGitSha, kNoeiraGitDirty
 #include "kernels/backend.h"
+#include "kernels/cpu/bf16_conv3x3_rows.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "kernels/cpu/f32_conv3x3_rows.h"
 #include "kernels/cpu/streaming_store.h"
@@ -116,6 +117,10 @@ nlohmann::json onednn_info() {
           // our kernel on the nchw rows (kernels/cpu/f32_conv3x3_rows.h); whether it runs.
           {"f32_conv_rows_env", env_or_null("NOEIRA_F32_CONV_ROWS")},
           {"f32_conv_rows", f32_conv_rows_available()},
+          // The same for bf16 (kernels/cpu/bf16_conv3x3_rows.h): runs on AVX512-BF16 CPUs
+          // where oneDNN does not run AMX.
+          {"bf16_conv_rows_env", env_or_null("NOEIRA_BF16_CONV_ROWS")},
+          {"bf16_conv_rows", bf16_conv_rows_available()},
           // "0" sends bf16 3x3 weight gradients back to oneDNN, "1" to our AVX512-BF16
           // kernel on every shape, "noamx" to the split before our AMX kernel
           // (kernels/cpu/bf16_conv3x3_wgrad.h).
@@ -185,6 +190,10 @@ std::vector<std::string> environment_warnings(const nlohmann::json& host, const 
                        "convolution figures reflect that");
   if (text(build, "onednn", "f32_conv_rows_env") == "0")
     warnings.push_back("NOEIRA_F32_CONV_ROWS=0: fp32 3x3 stride-1 convolutions of 32-pixel "
+                       "rows run oneDNN's kernels on copies, not ours on the nchw rows; "
+                       "convolution figures reflect that");
+  if (text(build, "onednn", "bf16_conv_rows_env") == "0")
+    warnings.push_back("NOEIRA_BF16_CONV_ROWS=0: bf16 3x3 stride-1 convolutions of 32-pixel "
                        "rows run oneDNN's kernels on copies, not ours on the nchw rows; "
                        "convolution figures reflect that");
   if (const auto e = build.find("stream_stores_env"); e != build.end() && *e == "0")

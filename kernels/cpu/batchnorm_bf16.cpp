@@ -1,12 +1,8 @@
 #include "kernels/cpu/batchnorm_bf16.h"
 
 #include "kernels/cpu/batchnorm_sums.h"
+#include "kernels/cpu/bf16_avx512.h"
 #include "kernels/cpu/cpu_features.h"
-
-#if defined(__AVX512BW__) && defined(__AVX512DQ__)
-#include <immintrin.h>
-#define NOEIRA_BN_BF16_BUILT 1
-#endif
 
 namespace noeira::cpu_batchnorm {
 
@@ -25,7 +21,7 @@ ChannelSums Bf16Lanes::total() const {
   return r;
 }
 
-#if defined(NOEIRA_BN_BF16_BUILT)
+#if defined(NOEIRA_BF16_AVX512)
 
 bool bf16_loops_available() { return cpu_has_avx512_bf16(); }
 
@@ -38,70 +34,18 @@ bool bf16_loops_available() { return cpu_has_avx512_bf16(); }
 
 namespace {
 
-#define NOEIRA_BN_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
-#define NOEIRA_BN_INLINE NOEIRA_BN_TARGET inline __attribute__((always_inline))
-// A lambda's attributes (they do not inherit the enclosing function's target).
-#define NOEIRA_BN_LAMBDA \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16"), always_inline))
-
-// 32 bf16 values from p as fp32: values 2j in `even`, 2j + 1 in `odd`, lane j.
-struct Pair {
-  __m512 even, odd;
-};
-NOEIRA_BN_INLINE Pair load_pair(const bf16_t* p) {
-  const __m512i r = _mm512_loadu_si512(p);
-  return {_mm512_castsi512_ps(_mm512_slli_epi32(r, 16)),
-          _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u))))};
-}
-
-// f32_to_bf16's steps on each lane, before its shift: the bf16 in the top 16 bits.
-NOEIRA_BN_INLINE __m512i rounded_bits(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-}
-
-// stored_as<bf16_t>: v rounded to bf16 and widened back.
-NOEIRA_BN_INLINE __m512 stored_bf16(__m512 v) {
-  return _mm512_castsi512_ps(
-      _mm512_and_si512(rounded_bits(v), _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-}
-
-// Stores even[j] at p[2j] and odd[j] at p[2j + 1], each rounded as f32_to_bf16.
-// vcvtne2ps2bf16 rounds to nearest even and quiets NaNs as f32_to_bf16 does, but takes a
-// subnormal input to zero; a register pair holding one takes the integer steps.
-NOEIRA_BN_INLINE void store_pair(bf16_t* p, __m512 even, __m512 odd) {
-  constexpr int kSubnormal = 0x20;  // vfpclassps category
-  __m512i out;
-  if (_kortestz_mask16_u8(_mm512_fpclass_ps_mask(even, kSubnormal),
-                          _mm512_fpclass_ps_mask(odd, kSubnormal)) != 0) {
-    // even's 16 words, then odd's; interleaved back to value order.
-    const __m512i words = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));
-    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
-                                           9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
-                                           17, 1, 16, 0);
-    out = _mm512_permutexvar_epi16(order, words);
-  } else {
-    // (odd's top half) | (even's top half >> 16)
-    out = _mm512_ternarylogic_epi32(rounded_bits(odd), _mm512_srli_epi32(rounded_bits(even), 16),
-                                    _mm512_set1_epi32(static_cast<int>(0xffff0000u)), 0xE4);
-  }
-  _mm512_storeu_si512(p, out);
-}
+using namespace bf16x32;
 
 // A run's double lanes in registers, in Bf16Lanes' order.
 struct Acc {
   __m512d a0, a1, a2, a3, b0, b1, b2, b3;
 };
-NOEIRA_BN_INLINE Acc load_acc(const Bf16Lanes& l) {
+NOEIRA_BF16_INLINE Acc load_acc(const Bf16Lanes& l) {
   return {_mm512_load_pd(l.a),      _mm512_load_pd(l.a + 8), _mm512_load_pd(l.a + 16),
           _mm512_load_pd(l.a + 24), _mm512_load_pd(l.b),     _mm512_load_pd(l.b + 8),
           _mm512_load_pd(l.b + 16), _mm512_load_pd(l.b + 24)};
 }
-NOEIRA_BN_INLINE void store_acc(const Acc& c, Bf16Lanes& l) {
+NOEIRA_BF16_INLINE void store_acc(const Acc& c, Bf16Lanes& l) {
   _mm512_store_pd(l.a, c.a0);
   _mm512_store_pd(l.a + 8, c.a1);
   _mm512_store_pd(l.a + 16, c.a2);
@@ -111,8 +55,8 @@ NOEIRA_BN_INLINE void store_acc(const Acc& c, Bf16Lanes& l) {
   _mm512_store_pd(l.b + 16, c.b2);
   _mm512_store_pd(l.b + 24, c.b3);
 }
-NOEIRA_BN_INLINE __m512d low_pd(__m512 f) { return _mm512_cvtps_pd(_mm512_castps512_ps256(f)); }
-NOEIRA_BN_INLINE __m512d high_pd(__m512 f) {
+NOEIRA_BF16_INLINE __m512d low_pd(__m512 f) { return _mm512_cvtps_pd(_mm512_castps512_ps256(f)); }
+NOEIRA_BF16_INLINE __m512d high_pd(__m512 f) {
   return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
 }
 
@@ -122,14 +66,14 @@ struct Span {
   __m512 be = _mm512_setzero_ps(), bo = _mm512_setzero_ps();
 };
 // A block's 32 terms (a, b) of one step added into its span.
-NOEIRA_BN_INLINE void add_terms(Span& s, const Pair& a, const Pair& b) {
+NOEIRA_BF16_INLINE void add_terms(Span& s, const Pair& a, const Pair& b) {
   s.ae = _mm512_add_ps(s.ae, a.even);
   s.ao = _mm512_add_ps(s.ao, a.odd);
   s.be = _mm512_add_ps(s.be, b.even);
   s.bo = _mm512_add_ps(s.bo, b.odd);
 }
 // The block's span into the double lanes (chunk_sums: lu[l] += double(fu[l])).
-NOEIRA_BN_INLINE void flush(Acc& c, const Span& s) {
+NOEIRA_BF16_INLINE void flush(Acc& c, const Span& s) {
   c.a0 = _mm512_add_pd(c.a0, low_pd(s.ae));
   c.a1 = _mm512_add_pd(c.a1, high_pd(s.ae));
   c.a2 = _mm512_add_pd(c.a2, low_pd(s.ao));
@@ -145,7 +89,7 @@ NOEIRA_BN_INLINE void flush(Acc& c, const Span& s) {
 // last one or two. add_step(span, i) adds the terms of values i .. i + 31 into the span
 // (into it, not returned: GCC kept returned registers on the stack).
 template <class AddStep>
-NOEIRA_BN_INLINE void run_spans(int64_t S, Acc& c, const AddStep& add_step) {
+NOEIRA_BF16_INLINE void run_spans(int64_t S, Acc& c, const AddStep& add_step) {
   int64_t i0 = 0;
   for (; i0 + 2 * kStage <= S; i0 += 2 * kStage) {
     Span s0, s1;
@@ -164,30 +108,30 @@ NOEIRA_BN_INLINE void run_spans(int64_t S, Acc& c, const AddStep& add_step) {
   }
 }
 
-NOEIRA_BN_INLINE Pair mul(const Pair& p, const Pair& q) {
+NOEIRA_BF16_INLINE Pair mul(const Pair& p, const Pair& q) {
   return {_mm512_mul_ps(p.even, q.even), _mm512_mul_ps(p.odd, q.odd)};
 }
 
 // The channel's constants in registers.
 struct Coeffs {
   __m512 mean, invstd, gamma, beta;
-  NOEIRA_BN_INLINE explicit Coeffs(const Bf16Norm& n)
+  NOEIRA_BF16_INLINE explicit Coeffs(const Bf16Norm& n)
       : mean(_mm512_set1_ps(n.mean)),
         invstd(_mm512_set1_ps(n.invstd)),
         gamma(_mm512_set1_ps(n.gamma)),
         beta(_mm512_set1_ps(n.beta)) {}
   // batchnorm_xhat: (x - mean) * invstd
-  NOEIRA_BN_INLINE __m512 xhat(__m512 x) const {
+  NOEIRA_BF16_INLINE __m512 xhat(__m512 x) const {
     return _mm512_mul_ps(_mm512_sub_ps(x, mean), invstd);
   }
   // batchnorm_apply from xhat: xhat * gamma + beta (two roundings, as the scalar form)
-  NOEIRA_BN_INLINE __m512 apply(__m512 xh) const {
+  NOEIRA_BF16_INLINE __m512 apply(__m512 xh) const {
     return _mm512_add_ps(_mm512_mul_ps(xh, gamma), beta);
   }
   // dy times batchnorm_relu_grad<bf16_t>: 1 where the forward's output stored positive
   // (stores_positive: v > 2^-134; false for a NaN), else 0; a multiply, as grad_at, so a
   // NaN or infinite dy behind a zero factor gives NaN there too.
-  NOEIRA_BN_INLINE __m512 relu_masked(__m512 dy, __m512 xh) const {
+  NOEIRA_BF16_INLINE __m512 relu_masked(__m512 dy, __m512 xh) const {
     const __mmask16 pos =
         _mm512_cmp_ps_mask(apply(xh), _mm512_set1_ps(0x1p-134f), _CMP_GT_OQ);
     return _mm512_mul_ps(dy, _mm512_maskz_mov_ps(pos, _mm512_set1_ps(1.0f)));
@@ -195,7 +139,7 @@ struct Coeffs {
 };
 
 template <bool kResidual, bool kRelu>
-NOEIRA_BN_TARGET void forward_impl(const bf16_t* x, const bf16_t* residual, int64_t S,
+NOEIRA_BF16_TARGET void forward_impl(const bf16_t* x, const bf16_t* residual, int64_t S,
                                    const Bf16Norm& n, bf16_t* y) {
   const Coeffs k(n);
   const __m512 zero = _mm512_setzero_ps();
@@ -204,8 +148,8 @@ NOEIRA_BN_TARGET void forward_impl(const bf16_t* x, const bf16_t* residual, int6
     __m512 e = k.apply(k.xhat(v.even)), o = k.apply(k.xhat(v.odd));
     if constexpr (kResidual) {  // batchnorm_epilogue: stored_as<bf16>(y) + r
       const Pair r = load_pair(residual + i);
-      e = _mm512_add_ps(stored_bf16(e), r.even);
-      o = _mm512_add_ps(stored_bf16(o), r.odd);
+      e = _mm512_add_ps(stored(e), r.even);
+      o = _mm512_add_ps(stored(o), r.odd);
     }
     if constexpr (kRelu) {  // max(v, 0) is v > 0 ? v : 0 (0 for a NaN)
       e = _mm512_max_ps(e, zero);
@@ -216,11 +160,11 @@ NOEIRA_BN_TARGET void forward_impl(const bf16_t* x, const bf16_t* residual, int6
 }
 
 template <bool kRelu>
-NOEIRA_BN_TARGET void grad_sums_impl(const bf16_t* dy, const bf16_t* x, int64_t S,
+NOEIRA_BF16_TARGET void grad_sums_impl(const bf16_t* dy, const bf16_t* x, int64_t S,
                                      const Bf16Norm& n, Bf16Lanes& lanes) {
   const Coeffs k(n);
   Acc c = load_acc(lanes);
-  run_spans(S, c, [&](Span& s, int64_t i) NOEIRA_BN_LAMBDA {
+  run_spans(S, c, [&](Span& s, int64_t i) NOEIRA_BF16_LAMBDA {
     const Pair d = load_pair(dy + i), v = load_pair(x + i);
     const Pair xh{k.xhat(v.even), k.xhat(v.odd)};
     Pair g = d;
@@ -231,13 +175,13 @@ NOEIRA_BN_TARGET void grad_sums_impl(const bf16_t* dy, const bf16_t* x, int64_t 
 }
 
 template <bool kRelu>
-NOEIRA_BN_TARGET void dx_impl(const bf16_t* dy, const bf16_t* x, int64_t S, const Bf16Norm& n,
+NOEIRA_BF16_TARGET void dx_impl(const bf16_t* dy, const bf16_t* x, int64_t S, const Bf16Norm& n,
                               float gamma_invstd, GradMeans m, bf16_t* dx) {
   const Coeffs k(n);
   const __m512 scale = _mm512_set1_ps(gamma_invstd), mdy = _mm512_set1_ps(m.dy),
                mdx = _mm512_set1_ps(m.dy_xhat);
   // batchnorm_dx: gamma * invstd * (dy - mean_dy - xhat * mean_dy_xhat)
-  const auto dx_of = [&](__m512 d, __m512 xh) NOEIRA_BN_LAMBDA {
+  const auto dx_of = [&](__m512 d, __m512 xh) NOEIRA_BF16_LAMBDA {
     if constexpr (kRelu) d = k.relu_masked(d, xh);
     return _mm512_mul_ps(scale, _mm512_sub_ps(_mm512_sub_ps(d, mdy), _mm512_mul_ps(xh, mdx)));
   };
@@ -249,9 +193,9 @@ NOEIRA_BN_TARGET void dx_impl(const bf16_t* dy, const bf16_t* x, int64_t S, cons
 
 }  // namespace
 
-NOEIRA_BN_TARGET void bf16_run_sums(const bf16_t* x, int64_t S, Bf16Lanes& lanes) {
+NOEIRA_BF16_TARGET void bf16_run_sums(const bf16_t* x, int64_t S, Bf16Lanes& lanes) {
   Acc c = load_acc(lanes);
-  run_spans(S, c, [&](Span& s, int64_t i) NOEIRA_BN_LAMBDA {
+  run_spans(S, c, [&](Span& s, int64_t i) NOEIRA_BF16_LAMBDA {
     const Pair v = load_pair(x + i);
     add_terms(s, v, mul(v, v));
   });

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/bf16_conv3x3_rows.h"
 #include "kernels/cpu/bf16_conv3x3_wgrad.h"
 #include "kernels/cpu/f32_conv3x3_rows.h"
 #include "kernels/cpu/onednn_conv_pass.h"
@@ -50,8 +51,9 @@ struct ConvPlan {
   int kinds = 1;             // 2 when the last slab is shorter
   bool own_wgrad = false;    // backward-weights by bf16_conv3x3_wgrad.h, not oneDNN
   bool wgrad_tiles = false;  // ... on its AMX kernel (its area's size depends on it)
-  // Forward / backward-data by f32_conv3x3_rows.h on the nchw operands, not oneDNN; the
-  // pass packs the weights at packed_at in the shared region first. backward() then runs
+  // Forward / backward-data by f32_conv3x3_rows.h or bf16_conv3x3_rows.h on the nchw
+  // operands, not oneDNN; the pass packs the weights at packed_at in the shared region
+  // first (bf16: each thread's area holds an image's channel pairs). backward() then runs
   // the two passes one after the other (not fused_backward).
   bool rows_forward = false, rows_data = false;
   size_t packed_at = 0;
@@ -74,8 +76,9 @@ struct ConvPlan {
   std::byte* shared(void* ws, int kind, PassKind p) const {
     return base(ws) + partials_bytes + shared_at[kind][static_cast<int>(p)];
   }
-  float* packed(void* ws) const {
-    return reinterpret_cast<float*>(base(ws) + partials_bytes + packed_at);
+  template <class W>  // float (fp32 kernel) or uint32_t (bf16 weight pairs)
+  W* packed(void* ws) const {
+    return reinterpret_cast<W*>(base(ws) + partials_bytes + packed_at);
   }
   std::byte* area(void* ws, int thread) const {
     return base(ws) + partials_bytes + shared_bytes + area_bytes * static_cast<size_t>(thread);
@@ -177,8 +180,9 @@ struct OnednnConv::Impl {
     // Where our kernel takes the weight gradient, oneDNN's pass for it is not made.
     p->own_wgrad = bf16_wgrad_applies(s, dtype);
     p->wgrad_tiles = p->own_wgrad && bf16_wgrad_on_tiles(s);
-    p->rows_forward = f32_conv_rows_forward(s, dtype);
-    p->rows_data = s.input_grad && f32_conv_rows_backward_data(s, dtype);
+    p->rows_forward = f32_conv_rows_forward(s, dtype) || bf16_conv_rows_forward(s, dtype);
+    p->rows_data = s.input_grad && (f32_conv_rows_backward_data(s, dtype) ||
+                                    bf16_conv_rows_backward_data(s, dtype));
     try {
       p->slab[0] = onednn::make_slab_conv(s, p->full_images, dtype, !p->own_wgrad);
       if (last_images != p->full_images) {
@@ -201,7 +205,11 @@ struct OnednnConv::Impl {
       }
     if (p->rows_forward || p->rows_data) {
       p->packed_at = p->shared_bytes;
-      p->shared_bytes += onednn::align_up(bytes_of<float>(f32_conv_rows_packed_floats(s)));
+      p->shared_bytes += onednn::align_up(
+          dtype == DType::kF32 ? bytes_of<float>(f32_conv_rows_packed_floats(s))
+                               : bytes_of<uint32_t>(bf16_conv_rows_packed_words(s)));
+      if (dtype == DType::kBF16)
+        p->area_bytes = std::max(p->area_bytes, onednn::align_up(bf16_conv_rows_area_bytes(s)));
     }
     if (p->own_wgrad)
       p->area_bytes = std::max(p->area_bytes, onednn::align_up(bf16_wgrad_area_bytes(
@@ -302,15 +310,24 @@ Status OnednnConv::forward(const ConvShape& s, const T* x, const T* w, const flo
   if ((bias != nullptr) != s.has_bias)
     return make_error("forward: the bias pointer does not match has_bias in " + describe_conv(s));
   const ConvSizes z = sizes_of(s);
-  if constexpr (std::is_same_v<T, float>) {
-    const ConvPlan& plan = **found;
-    if (plan.rows_forward) {
-      float* packed = plan.packed(workspace);
+  const ConvPlan& plan = **found;
+  if (plan.rows_forward) {
+    if constexpr (std::is_same_v<T, float>) {
+      float* packed = plan.packed<float>(workspace);
       f32_conv_rows_pack_forward(s, w, packed);
       return onednn::for_each_slab(impl_->threads, s.batch, plan.full_images,
                                    [&](int, int64_t b0, int64_t images) {
                                      f32_conv_rows_forward_slab(s, images, x + b0 * z.x_image,
                                                                 packed, y + b0 * z.y_image);
+                                   });
+    } else {
+      uint32_t* packed = plan.packed<uint32_t>(workspace);
+      bf16_conv_rows_pack_forward(s, w, packed);
+      return onednn::for_each_slab(impl_->threads, s.batch, plan.full_images,
+                                   [&](int thread, int64_t b0, int64_t images) {
+                                     bf16_conv_rows_forward_slab(
+                                         s, images, x + b0 * z.x_image, packed,
+                                         y + b0 * z.y_image, plan.area(workspace, thread));
                                    });
     }
   }
@@ -332,10 +349,10 @@ Status OnednnConv::backward_data(const ConvShape& s, const T* dy, const T* w, T*
   auto found = impl_->planned(s, DTypeOf<T>::value, workspace, workspace_size);
   if (!found) return found.error();
   const ConvSizes z = sizes_of(s);
-  if constexpr (std::is_same_v<T, float>) {
-    const ConvPlan& plan = **found;
-    if (plan.rows_data) {
-      float* packed = plan.packed(workspace);
+  const ConvPlan& plan = **found;
+  if (plan.rows_data) {
+    if constexpr (std::is_same_v<T, float>) {
+      float* packed = plan.packed<float>(workspace);
       f32_conv_rows_pack_backward_data(s, w, packed);
       return onednn::for_each_slab(impl_->threads, s.batch, plan.full_images,
                                    [&](int, int64_t b0, int64_t images) {
@@ -344,6 +361,18 @@ Status OnednnConv::backward_data(const ConvShape& s, const T* dy, const T* w, T*
                                          s, images, dy + b0 * z.y_image, packed,
                                          dx + b0 * z.x_image,
                                          slab_out(z, residual, relu_post, b0, at));
+                                   });
+    } else {
+      uint32_t* packed = plan.packed<uint32_t>(workspace);
+      bf16_conv_rows_pack_backward_data(s, w, packed);
+      return onednn::for_each_slab(impl_->threads, s.batch, plan.full_images,
+                                   [&](int thread, int64_t b0, int64_t images) {
+                                     ReluGradOut at;
+                                     bf16_conv_rows_backward_data_slab(
+                                         s, images, dy + b0 * z.y_image, packed,
+                                         dx + b0 * z.x_image,
+                                         slab_out(z, residual, relu_post, b0, at),
+                                         plan.area(workspace, thread));
                                    });
     }
   }

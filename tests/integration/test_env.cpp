@@ -116,6 +116,14 @@ TEST_CASE("env records NOEIRA_F32_CONV_ROWS and warns when it sends fp32 3x3 pas
   CHECK(off.at("build").at("onednn").at("f32_conv_rows") == false);
 }
 
+TEST_CASE("env records NOEIRA_BF16_CONV_ROWS and warns when it sends bf16 3x3 passes back to "
+          "oneDNN", "[cli][env]") {
+  check_off_switch("NOEIRA_BF16_CONV_ROWS", "bf16_conv_rows_env",
+                   "NOEIRA_BF16_CONV_ROWS=0: bf16 3x3");
+  const nlohmann::json off = env_json("NOEIRA_BF16_CONV_ROWS=0");
+  CHECK(off.at("build").at("onednn").at("bf16_conv_rows") == false);
+}
+
 TEST_CASE("env records whether large CPU outputs are streamed, and warns when switched off",
           "[cli][env]") {
   const nlohmann::json on = env_json();
