@@ -59,7 +59,8 @@ NOEIRA_BF16_INLINE bool no_subnormal(__m512 a, __m512 b) {
                              _mm512_fpclass_ps_mask(b, kSubnormal)) != 0;
 }
 
-// p[0..15] = lo, p[16..31] = hi, each rounded as f32_to_bf16.
+// p[0..15] = lo, p[16..31] = hi, each rounded as f32_to_bf16. (vdpbf16ps sums, the row
+// kernels' outputs, are never subnormal: there the integer steps are a safety net.)
 NOEIRA_BF16_INLINE void store_in_order(bf16_t* p, __m512 lo, __m512 hi) {
   __m512i out;
   if (no_subnormal(lo, hi)) {

@@ -33,8 +33,8 @@ bool skip_without_kernel() {
   return true;
 }
 
-// The worst |got - want| over (|want| + 1e-3): one bf16 rounding is at most 2^-8 of |want|
-// (and fp32 sums in another order may round the other way).
+// The worst |got - want| over (|want| + 1e-3), held to 2^-7: one bf16 rounding is at most
+// 2^-8 of |want|, and fp32 sums in another order may round the other way.
 double worst_rounding(const Vec& got, const std::vector<double>& want) {
   double worst = 0.0;
   for (size_t i = 0; i < got.size(); ++i)
@@ -97,9 +97,10 @@ TEST_CASE("bf16 conv rows: forward and backward-data are the convolution's sums 
 TEST_CASE("bf16 conv rows: sums in fp32's subnormal range are zeros, as vdpbf16ps flushes "
           "them", "[image-ops]") {
   if (skip_without_kernel()) return;
-  // x = 2^-67 and w = 2^-63 (normal bf16 values): every output sums 4 to 18 products of
-  // 2^-130, subnormal in fp32. vdpbf16ps flushes subnormal results (and reads subnormal
-  // inputs as zero), as oneDNN's bf16 kernels on these CPUs do: the outputs are +0.
+  // x = 2^-67 and w = 2^-63 (normal bf16 values): products of 2^-130, each vdpbf16ps step
+  // adding 2^-129, subnormal in fp32, which the instruction flushes (it also reads
+  // subnormal inputs as zero), as oneDNN's bf16 kernels on these CPUs do: the outputs are +0
+  // where exact sums (8 to 12 products) would be subnormal.
   const ConvShape s = conv_shape(1, 2, 2, 32, 4, 3, 1, 1, false);
   const Bf x(static_cast<size_t>(s.x_elems()), f32_to_bf16(0x1p-67f));
   const Bf w(static_cast<size_t>(s.w_elems()), f32_to_bf16(0x1p-63f));

@@ -264,70 +264,76 @@ TEST_CASE("batchnorm epilogue: act(bn(x) + residual) in the forward's pass has t
           "[image-ops]") {
   CpuOps ops(2);
   BatchNormHyper h;
-  const NormShape s = norm_shape(4, 3, 37);  // 37: a tail after every vector width
-  const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
-  const Vec xf = random_vec(s.elems(), 61, -1.0f, 3.0f);
-  Vec rf = random_vec(s.elems(), 62);
-  // Residuals that make the sum a NaN, an infinity or a signed zero before the ReLU (which
-  // the epilogue applies without rounding first: kernels/common/norm.h).
-  const float specials[] = {std::nanf(""), INFINITY, -INFINITY, 0.0f, -0.0f};
-  for (size_t k = 0; k < 5; ++k) rf[40 * k + 3] = specials[k];
-  const Vec gamma = random_vec(s.channels, 63, 0.5f, 1.5f), beta = random_vec(s.channels, 64);
-  const Vec rm0 = random_vec(s.channels, 65), rv0 = random_vec(s.channels, 66, 0.5f, 2.0f);
-  const auto run = [&](auto zero) {
-    using T = decltype(zero);
-    std::vector<T> x(n), r(n);
-    for (size_t i = 0; i < n; ++i) store_f32(x[i], xf[i]), store_f32(r[i], rf[i]);
-    for (bool residual : {false, true})
-      for (Act act : {Act::kNone, Act::kReLU}) {
-        INFO("residual " << residual << " relu " << (act == Act::kReLU) << " bf16 "
-                         << (sizeof(T) == 2));
-        const BatchNormEpilogue epi{residual ? cview(r) : ConstView{}, act};
-        // Separate ops: BatchNorm, then add, then the activation, each stored.
-        const auto separately = [&](std::vector<T> y) {
-          std::vector<T> sum(n), out(n);
-          if (residual) ops.add(cview(y), cview(r), view(sum));
-          else sum = y;
-          if (act != Act::kNone) ops.act_forward(cview(sum), view(out), act);
-          else out = sum;
-          return out;
-        };
-        // Training, fused statistics.
-        Vec mean(C), inv(C), rm = rm0, rv = rv0, mean2(C), inv2(C), rm2 = rm0, rv2 = rv0;
-        std::vector<T> plain(n), fused(n), split(n);
-        ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(plain), {},
-                                    mean.data(), inv.data(), rm.data(), rv.data(), nullptr);
-        ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(fused), epi,
-                                    mean2.data(), inv2.data(), rm2.data(), rv2.data(), nullptr);
-        CHECK(same_bits(fused, separately(plain)));
-        CHECK(same_bits(mean2, mean));
-        CHECK(same_bits(inv2, inv));
-        CHECK(same_bits(rm2, rm));
-        CHECK(same_bits(rv2, rv));
-        // Training from the sums (synchronised BatchNorm over one rank).
-        std::vector<double> sums(2 * C);
-        Vec mean3(C), inv3(C), rm3 = rm0, rv3 = rv0;
-        ops.batchnorm_stats(s, cview(x), sums.data(), nullptr);
-        ops.batchnorm_forward_from_stats(s, cview(x), sums.data(), s.per_channel(), gamma.data(),
-                                         beta.data(), h, view(split), epi, mean3.data(),
-                                         inv3.data(), rm3.data(), rv3.data(), nullptr);
-        CHECK(same_bits(split, fused));
-        // Eval.
-        std::vector<T> eval_plain(n), eval_fused(n);
-        ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), rm0.data(), rv0.data(),
-                                   h, view(eval_plain), {});
-        ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), rm0.data(), rv0.data(),
-                                   h, view(eval_fused), epi);
-        CHECK(same_bits(eval_fused, separately(eval_plain)));
-      }
-  };
-  run(0.0f);
-  run(bf16_t{0});
+  // 37: a tail after every vector width; 64 with 20 channels: bf16's AVX-512 loops
+  // (batchnorm_bf16.h, runs of 32k values) over two chunks of channels.
+  for (const NormShape& s : {norm_shape(4, 3, 37), norm_shape(3, 20, 64)}) {
+    INFO("C=" << s.channels << " S=" << s.spatial);
+    const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+    const Vec xf = random_vec(s.elems(), 61, -1.0f, 3.0f);
+    Vec rf = random_vec(s.elems(), 62);
+    // Residuals that make the sum a NaN, an infinity or a signed zero before the ReLU (which
+    // the epilogue applies without rounding first: kernels/common/norm.h).
+    const float specials[] = {std::nanf(""), INFINITY, -INFINITY, 0.0f, -0.0f};
+    for (size_t k = 0; k < 5; ++k) rf[40 * k + 3] = specials[k];
+    const Vec gamma = random_vec(s.channels, 63, 0.5f, 1.5f), beta = random_vec(s.channels, 64);
+    const Vec rm0 = random_vec(s.channels, 65), rv0 = random_vec(s.channels, 66, 0.5f, 2.0f);
+    const auto run = [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> x(n), r(n);
+      for (size_t i = 0; i < n; ++i) store_f32(x[i], xf[i]), store_f32(r[i], rf[i]);
+      for (bool residual : {false, true})
+        for (Act act : {Act::kNone, Act::kReLU}) {
+          INFO("residual " << residual << " relu " << (act == Act::kReLU) << " bf16 "
+                           << (sizeof(T) == 2));
+          const BatchNormEpilogue epi{residual ? cview(r) : ConstView{}, act};
+          // Separate ops: BatchNorm, then add, then the activation, each stored.
+          const auto separately = [&](std::vector<T> y) {
+            std::vector<T> sum(n), out(n);
+            if (residual) ops.add(cview(y), cview(r), view(sum));
+            else sum = y;
+            if (act != Act::kNone) ops.act_forward(cview(sum), view(out), act);
+            else out = sum;
+            return out;
+          };
+          // Training, fused statistics.
+          Vec mean(C), inv(C), rm = rm0, rv = rv0, mean2(C), inv2(C), rm2 = rm0, rv2 = rv0;
+          std::vector<T> plain(n), fused(n), split(n);
+          ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(plain), {},
+                                      mean.data(), inv.data(), rm.data(), rv.data(), nullptr);
+          ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(fused), epi,
+                                      mean2.data(), inv2.data(), rm2.data(), rv2.data(), nullptr);
+          CHECK(same_bits(fused, separately(plain)));
+          CHECK(same_bits(mean2, mean));
+          CHECK(same_bits(inv2, inv));
+          CHECK(same_bits(rm2, rm));
+          CHECK(same_bits(rv2, rv));
+          // Training from the sums (synchronised BatchNorm over one rank).
+          std::vector<double> sums(2 * C);
+          Vec mean3(C), inv3(C), rm3 = rm0, rv3 = rv0;
+          ops.batchnorm_stats(s, cview(x), sums.data(), nullptr);
+          ops.batchnorm_forward_from_stats(s, cview(x), sums.data(), s.per_channel(), gamma.data(),
+                                           beta.data(), h, view(split), epi, mean3.data(),
+                                           inv3.data(), rm3.data(), rv3.data(), nullptr);
+          CHECK(same_bits(split, fused));
+          // Eval.
+          std::vector<T> eval_plain(n), eval_fused(n);
+          ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), rm0.data(), rv0.data(),
+                                     h, view(eval_plain), {});
+          ops.batchnorm_forward_eval(s, cview(x), gamma.data(), beta.data(), rm0.data(), rv0.data(),
+                                     h, view(eval_fused), epi);
+          CHECK(same_bits(eval_fused, separately(eval_plain)));
+        }
+    };
+    run(0.0f);
+    run(bf16_t{0});
+  }
 }
 
 TEST_CASE("batchnorm: 1 and 2 threads give the same bits", "[image-ops]") {
   CpuOps one(1), two(2);
-  for (const NormShape& s : {norm_shape(5, 7, 33), norm_shape(9, 5, 12001)}) {  // 2nd streamed
+  // The 2nd streamed (fp32); the 3rd on bf16's AVX-512 loops over two chunks of channels.
+  for (const NormShape& s :
+       {norm_shape(5, 7, 33), norm_shape(9, 5, 12001), norm_shape(3, 20, 1024)}) {
     INFO("S=" << s.spatial);
     const Vec x = random_vec(s.elems(), 51), dy = random_vec(s.elems(), 52);
     const Vec gamma = random_vec(s.channels, 53), beta = random_vec(s.channels, 54);
@@ -349,44 +355,48 @@ TEST_CASE("batchnorm_relu_backward has the bits of act_backward then batchnorm_b
           "fp32 and bf16, with and without dx, at 1 and 2 threads",
           "[image-ops]") {
   BatchNormHyper h;
-  const NormShape s = norm_shape(4, 5, 37);  // 37: a tail after every vector width
-  const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
-  const Vec xf = random_vec(s.elems(), 71, -2.0f, 2.0f);
-  Vec dyf = random_vec(s.elems(), 72);
-  dyf[5] = 0.0f, dyf[6] = -0.0f, dyf[7] = -3.0e38f;  // signed zeros, a large value
-  Vec gamma = random_vec(s.channels, 73, -1.5f, 1.5f), beta = random_vec(s.channels, 74);
-  gamma[1] = 0.0f, beta[1] = 0.0f;  // every output exactly zero: no gradient passes
-  gamma[2] = 1e-44f, beta[2] = 0.0f;  // fp32 subnormal outputs: bf16 rounds them to zero
-  const auto run = [&](auto zero, int threads) {
-    using T = decltype(zero);
-    CpuOps ops(threads);
-    std::vector<T> x(n), dy(n), y(n), drelu(n), dx_ref(n), dx(n);
-    for (size_t i = 0; i < n; ++i) store_f32(x[i], xf[i]), store_f32(dy[i], dyf[i]);
-    Vec mean(C), inv(C), rm(C, 0.0f), rv(C, 1.0f);
-    ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(y),
-                                {ConstView{}, Act::kReLU}, mean.data(), inv.data(), rm.data(),
-                                rv.data(), nullptr);
-    size_t zeros = 0;
-    for (const T& v : y) zeros += load_f32(v) == 0.0f;
-    CHECK(zeros > n / 4);  // the mask matters
-    for (bool with_dx : {true, false}) {
-      INFO("bf16 " << (sizeof(T) == 2) << " threads " << threads << " dx " << with_dx);
-      Vec dg_ref = random_vec(s.channels, 75), db_ref = random_vec(s.channels, 76);
-      Vec dg = dg_ref, db = db_ref;
-      ops.act_backward(cview(dy), ConstView{}, cview(y), view(drelu), Act::kReLU);
-      ops.batchnorm_backward(s, cview(drelu), cview(x), gamma.data(), mean.data(), inv.data(),
-                             with_dx ? view(dx_ref) : View{}, dg_ref.data(), db_ref.data(),
-                             nullptr);
-      ops.batchnorm_relu_backward(s, cview(dy), cview(y), cview(x), gamma.data(), beta.data(),
-                                  mean.data(), inv.data(), with_dx ? view(dx) : View{},
-                                  dg.data(), db.data(), nullptr);
-      if (with_dx) CHECK(same_bits(dx, dx_ref));
-      CHECK(same_bits(dg, dg_ref));
-      CHECK(same_bits(db, db_ref));
+  // 37: a tail after every vector width; 64 with 20 channels: bf16's AVX-512 loops
+  // (batchnorm_bf16.h) over two chunks of channels.
+  for (const NormShape& s : {norm_shape(4, 5, 37), norm_shape(3, 20, 64)}) {
+    INFO("C=" << s.channels << " S=" << s.spatial);
+    const size_t n = static_cast<size_t>(s.elems()), C = static_cast<size_t>(s.channels);
+    const Vec xf = random_vec(s.elems(), 71, -2.0f, 2.0f);
+    Vec dyf = random_vec(s.elems(), 72);
+    dyf[5] = 0.0f, dyf[6] = -0.0f, dyf[7] = -3.0e38f;  // signed zeros, a large value
+    Vec gamma = random_vec(s.channels, 73, -1.5f, 1.5f), beta = random_vec(s.channels, 74);
+    gamma[1] = 0.0f, beta[1] = 0.0f;  // every output exactly zero: no gradient passes
+    gamma[2] = 1e-44f, beta[2] = 0.0f;  // fp32 subnormal outputs: bf16 rounds them to zero
+    const auto run = [&](auto zero, int threads) {
+      using T = decltype(zero);
+      CpuOps ops(threads);
+      std::vector<T> x(n), dy(n), y(n), drelu(n), dx_ref(n), dx(n);
+      for (size_t i = 0; i < n; ++i) store_f32(x[i], xf[i]), store_f32(dy[i], dyf[i]);
+      Vec mean(C), inv(C), rm(C, 0.0f), rv(C, 1.0f);
+      ops.batchnorm_forward_train(s, cview(x), gamma.data(), beta.data(), h, view(y),
+                                  {ConstView{}, Act::kReLU}, mean.data(), inv.data(), rm.data(),
+                                  rv.data(), nullptr);
+      size_t zeros = 0;
+      for (const T& v : y) zeros += load_f32(v) == 0.0f;
+      CHECK(zeros > n / 4);  // the mask matters
+      for (bool with_dx : {true, false}) {
+        INFO("bf16 " << (sizeof(T) == 2) << " threads " << threads << " dx " << with_dx);
+        Vec dg_ref = random_vec(s.channels, 75), db_ref = random_vec(s.channels, 76);
+        Vec dg = dg_ref, db = db_ref;
+        ops.act_backward(cview(dy), ConstView{}, cview(y), view(drelu), Act::kReLU);
+        ops.batchnorm_backward(s, cview(drelu), cview(x), gamma.data(), mean.data(), inv.data(),
+                               with_dx ? view(dx_ref) : View{}, dg_ref.data(), db_ref.data(),
+                               nullptr);
+        ops.batchnorm_relu_backward(s, cview(dy), cview(y), cview(x), gamma.data(), beta.data(),
+                                    mean.data(), inv.data(), with_dx ? view(dx) : View{},
+                                    dg.data(), db.data(), nullptr);
+        if (with_dx) CHECK(same_bits(dx, dx_ref));
+        CHECK(same_bits(dg, dg_ref));
+        CHECK(same_bits(db, db_ref));
+      }
+    };
+    for (int threads : {1, 2}) {
+      run(0.0f, threads);
+      run(bf16_t{0}, threads);
     }
-  };
-  for (int threads : {1, 2}) {
-    run(0.0f, threads);
-    run(bf16_t{0}, threads);
   }
 }
